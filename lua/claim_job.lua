@@ -1,0 +1,34 @@
+-- claim_job.lua: claims one named job (taskflow's claim), whatever its
+-- place in the order; a job posted by taskflow is indexed on the way.
+--
+-- KEYS:  the queue keys (README.md).
+-- ARGV:  1 NS prefix, 2 job id, 3 owner string, 4 expiry ms (> 0),
+--        5 priority, 6 sequence, 7 max attempts (used only to index a job
+--        posted by taskflow).
+-- Effects: as claim.lua for one job. A re-claim by the same owner
+--        refreshes last_modified and the expiry but still reports
+--        'claimed', exactly as taskflow does.
+-- Returns: {'ok', posting, token, attempts, max, prio} | {'not_found'} |
+--        {'claimed', owner}
+
+local id, who, expiry_ms = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local posting = redis.call('HGET', K_LISTINGS, id)
+if not posting then return {'not_found'} end
+local s, us, now_ms = now()
+local owner = redis.call('GET', owned_key(id))
+if owner then
+  if owner == who then
+    redis.call('SET', modified_key(id), oslo_datetime(s, us))
+    redis.call('PEXPIRE', owned_key(id), expiry_ms)
+  end
+  return {'claimed', owner}
+end
+local job = job_key(id)
+if redis.call('EXISTS', job) == 0 then
+  redis.call('HSET', job, 'prio', ARGV[5], 'seq', ARGV[6], 'max', ARGV[7], 'attempts', 0, 'token', 0)
+end
+redis.call('ZREM', K_READY, id)
+redis.call('ZREM', K_SCHEDULED, id)
+local token = take(id, who, expiry_ms, s, us, now_ms)
+local v = redis.call('HMGET', job, 'attempts', 'max', 'prio')
+return {'ok', posting, token, tonumber(v[1] or 0), tonumber(v[2] or 1), tonumber(v[3] or 0)}

@@ -1,0 +1,13 @@
+-- reap.lua: promotes due scheduled jobs and recovers expired leases
+-- without claiming (claim.lua does the same first).
+--
+-- KEYS:  the queue keys (README.md).
+-- ARGV:  1 NS prefix.
+-- Effects: see promote() and recover() in prelude.lua; one bounded batch
+--        of each.
+-- Returns: {'ok', promoted, stalled}
+
+local s, us, now_ms = now()
+local promoted = promote(now_ms)
+local stalled = recover(s, us, now_ms)
+return {'ok', promoted, stalled}

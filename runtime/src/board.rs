@@ -1,0 +1,163 @@
+//! The board contract (taskflow's job board plus leases with fencing
+//! tokens) and the enum that dispatches it to a backend.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page};
+use crate::redis::RedisBoard;
+
+/// What one [`Board::reap`] pass did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct ReapReport {
+    /// Scheduled jobs that became ready.
+    pub promoted: usize,
+    /// Expired leases recovered (attempt counted).
+    pub stalled: usize,
+    /// Jobs posted by taskflow that were indexed.
+    pub indexed: usize,
+}
+
+/// The job-board contract, implemented by every backend.
+///
+/// Every verb that takes a [`Lease`] refuses a stale one (expired, or
+/// replaced by a newer claim) with an error for which
+/// [`Error::is_not_owner`](crate::Error::is_not_owner) is true, and never
+/// changes the job then.
+pub trait Board {
+    /// Posts a job; returns its id.
+    fn post(&self, queue: &str, job: NewJob) -> impl Future<Output = Result<JobId>> + Send;
+
+    /// Atomically claims up to `count` ready jobs for `who` with a lease of
+    /// `expiry`, taking queues in the order given and, within a queue,
+    /// higher priority first, then FIFO. Due scheduled jobs are promoted
+    /// and expired leases recovered first.
+    fn claim(
+        &self,
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<Claimed>>> + Send;
+
+    /// Claims one named job (taskflow's claim), whatever its place in the
+    /// order. Fails with `is_already_claimed` when someone holds it.
+    fn claim_job(
+        &self,
+        queue: &str,
+        job: &JobId,
+        who: &str,
+        expiry: Duration,
+    ) -> impl Future<Output = Result<Claimed>> + Send;
+
+    /// Extends a held lease to `expiry` from now (the heartbeat).
+    fn extend(&self, lease: &Lease, expiry: Duration) -> impl Future<Output = Result<()>> + Send;
+
+    /// The job is done: it leaves the board (kept in bounded history).
+    fn consume(&self, lease: &Lease) -> impl Future<Output = Result<()>> + Send;
+
+    /// Gives the claim back; returns where the job went (ready, scheduled,
+    /// or trashed when a counted retry used up its attempts).
+    fn abandon(&self, lease: &Lease, how: Abandon) -> impl Future<Output = Result<JobState>> + Send;
+
+    /// Gives the job up: it moves to the trash with `reason`.
+    fn trash(&self, lease: &Lease, reason: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// The job's state; `is_not_found` when the board has no trace of it.
+    fn state(&self, queue: &str, job: &JobId) -> impl Future<Output = Result<JobState>> + Send;
+
+    /// Everything the board knows about one job.
+    fn show(&self, queue: &str, job: &JobId) -> impl Future<Output = Result<JobInfo>> + Send;
+
+    /// The current owner string of the job, if it is claimed.
+    fn find_owner(&self, queue: &str, job: &JobId) -> impl Future<Output = Result<Option<String>>> + Send;
+
+    /// A page of the queue's jobs.
+    fn list(
+        &self,
+        queue: &str,
+        filter: ListFilter,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
+
+    /// Jobs in the queue's listings (ready, scheduled and claimed), as
+    /// taskflow counts them.
+    fn job_count(&self, queue: &str) -> impl Future<Output = Result<usize>> + Send;
+
+    /// Promotes due jobs, recovers expired leases and indexes jobs posted
+    /// by taskflow, without claiming.
+    fn reap(&self, queue: &str) -> impl Future<Output = Result<ReapReport>> + Send;
+
+    /// Waits until one of `queues` may have claimable work, or `timeout`
+    /// passes; returns whether work may be there. Wakes on posts without
+    /// polling the server; also wakes when a scheduled job falls due or a
+    /// lease expires.
+    fn wait(&self, queues: &[&str], timeout: Duration) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// A board of any backend (dispatch through an enum, not a trait object).
+#[derive(Debug, Clone)]
+pub enum AnyBoard {
+    /// The Redis backend.
+    Redis(RedisBoard),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $b:ident => $call:expr) => {
+        match $self {
+            AnyBoard::Redis($b) => $call.await,
+        }
+    };
+}
+
+impl Board for AnyBoard {
+    async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
+        dispatch!(self, b => b.post(queue, job))
+    }
+    async fn claim(
+        &self,
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+    ) -> Result<Vec<Claimed>> {
+        dispatch!(self, b => b.claim(queues, who, expiry, count))
+    }
+    async fn claim_job(&self, queue: &str, job: &JobId, who: &str, expiry: Duration) -> Result<Claimed> {
+        dispatch!(self, b => b.claim_job(queue, job, who, expiry))
+    }
+    async fn extend(&self, lease: &Lease, expiry: Duration) -> Result<()> {
+        dispatch!(self, b => b.extend(lease, expiry))
+    }
+    async fn consume(&self, lease: &Lease) -> Result<()> {
+        dispatch!(self, b => b.consume(lease))
+    }
+    async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
+        dispatch!(self, b => b.abandon(lease, how))
+    }
+    async fn trash(&self, lease: &Lease, reason: &str) -> Result<()> {
+        dispatch!(self, b => b.trash(lease, reason))
+    }
+    async fn state(&self, queue: &str, job: &JobId) -> Result<JobState> {
+        dispatch!(self, b => b.state(queue, job))
+    }
+    async fn show(&self, queue: &str, job: &JobId) -> Result<JobInfo> {
+        dispatch!(self, b => b.show(queue, job))
+    }
+    async fn find_owner(&self, queue: &str, job: &JobId) -> Result<Option<String>> {
+        dispatch!(self, b => b.find_owner(queue, job))
+    }
+    async fn list(&self, queue: &str, filter: ListFilter, page: Page) -> Result<Vec<JobInfo>> {
+        dispatch!(self, b => b.list(queue, filter, page))
+    }
+    async fn job_count(&self, queue: &str) -> Result<usize> {
+        dispatch!(self, b => b.job_count(queue))
+    }
+    async fn reap(&self, queue: &str) -> Result<ReapReport> {
+        dispatch!(self, b => b.reap(queue))
+    }
+    async fn wait(&self, queues: &[&str], timeout: Duration) -> Result<bool> {
+        dispatch!(self, b => b.wait(queues, timeout))
+    }
+}

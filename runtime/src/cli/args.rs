@@ -1,0 +1,204 @@
+//! Command-line arguments (clap), with `JOBWORKER_*` environment fallbacks.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// jobworker: background jobs on taskflow-compatible job boards.
+#[derive(Debug, Parser)]
+#[command(name = "jobworker", version, about)]
+pub struct Cli {
+    /// Board options shared by every command.
+    #[command(flatten)]
+    pub board: BoardArgs,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where the board is.
+#[derive(Debug, Args)]
+pub struct BoardArgs {
+    /// Redis URL (redis://, rediss://, unix://; user:password@ allowed).
+    /// Without it: a Redis on 127.0.0.1:6379 if one answers, otherwise a
+    /// private redis-server started for this command.
+    #[arg(long, global = true, env = "JOBWORKER_REDIS_URL")]
+    pub redis: Option<String>,
+    /// Data directory of the private redis-server (kept after exit; AOF on).
+    /// Without it the private server's data is thrown away on exit.
+    #[arg(long, global = true, env = "JOBWORKER_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Store queue Q under namespace NS instead of `jw:{Q}` (repeatable),
+    /// e.g. `--namespace legacy=taskflow` to share taskflow's default board.
+    #[arg(
+        long = "namespace",
+        global = true,
+        value_name = "Q=NS",
+        env = "JOBWORKER_NAMESPACES",
+        value_delimiter = ','
+    )]
+    pub namespaces: Vec<String>,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Post a job.
+    Post(PostArgs),
+    /// List a queue's jobs.
+    List(ListArgs),
+    /// Show one job.
+    Show(JobArgs),
+    /// Count the jobs in a queue's listings (as taskflow counts them).
+    Count(QueueArg),
+    /// Claim jobs (prints their leases).
+    Claim(ClaimArgs),
+    /// Extend a lease.
+    Extend(ExtendArgs),
+    /// Consume (finish) a claimed job.
+    Consume(LeaseArgs),
+    /// Give a claimed job back.
+    Abandon(AbandonArgs),
+    /// Move a claimed job to the trash.
+    Trash(TrashArgs),
+    /// Promote due jobs, recover expired leases, index taskflow's jobs.
+    Reap(QueueArg),
+}
+
+/// A queue.
+#[derive(Debug, Args)]
+pub struct QueueArg {
+    /// The queue.
+    #[arg(long, short, default_value = "default", env = "JOBWORKER_QUEUE")]
+    pub queue: String,
+}
+
+/// `post`.
+#[derive(Debug, Args)]
+pub struct PostArgs {
+    /// Job name (selects the handler).
+    pub name: String,
+    /// The queue.
+    #[command(flatten)]
+    pub queue: QueueArg,
+    /// Arguments as JSON (stored as msgpack).
+    #[arg(long, default_value = "null")]
+    pub args: String,
+    /// Priority: an integer (higher first) or a taskflow name.
+    #[arg(long, default_value = "NORMAL", allow_hyphen_values = true)]
+    pub priority: String,
+    /// Seconds before the job becomes claimable.
+    #[arg(long)]
+    pub delay: Option<f64>,
+    /// Tries before the job is trashed.
+    #[arg(long, default_value_t = crate::job::DEFAULT_MAX_ATTEMPTS)]
+    pub max_attempts: u32,
+    /// Job id (a uuid is generated when absent).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Post this many copies (ids generated).
+    #[arg(long, default_value_t = 1)]
+    pub count: usize,
+}
+
+/// `list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The queue.
+    #[command(flatten)]
+    pub queue: QueueArg,
+    /// Only this state (ready, scheduled, claimed, completed, trashed, quarantined).
+    #[arg(long)]
+    pub state: Option<String>,
+    /// Entries to skip.
+    #[arg(long, default_value_t = 0)]
+    pub offset: usize,
+    /// Entries to show.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+}
+
+/// A job in a queue.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// The job id.
+    pub id: String,
+    /// The queue.
+    #[command(flatten)]
+    pub queue: QueueArg,
+}
+
+/// `claim`.
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    /// Queues, in the order they are served (comma-separated).
+    #[arg(long, short, default_value = "default", value_delimiter = ',')]
+    pub queue: Vec<String>,
+    /// Claim this one job instead of the next ones in order.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Owner string written on the job.
+    #[arg(long, env = "JOBWORKER_OWNER")]
+    pub owner: Option<String>,
+    /// Lease length in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub expiry: f64,
+    /// How many jobs to take.
+    #[arg(long, default_value_t = 1)]
+    pub count: usize,
+}
+
+/// A lease: job, owner and fencing token.
+#[derive(Debug, Args)]
+pub struct LeaseArgs {
+    /// The job id.
+    pub id: String,
+    /// The queue.
+    #[command(flatten)]
+    pub queue: QueueArg,
+    /// The owner string of the claim.
+    #[arg(long, env = "JOBWORKER_OWNER")]
+    pub owner: String,
+    /// The fencing token of the claim (0 skips the token check).
+    #[arg(long, default_value_t = 0)]
+    pub token: u64,
+}
+
+/// `extend`.
+#[derive(Debug, Args)]
+pub struct ExtendArgs {
+    /// The lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// New lease length in seconds from now.
+    #[arg(long, default_value_t = 60.0)]
+    pub expiry: f64,
+}
+
+/// `abandon`.
+#[derive(Debug, Args)]
+pub struct AbandonArgs {
+    /// The lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// Count a failed attempt and retry after this many seconds.
+    #[arg(long)]
+    pub retry_after: Option<f64>,
+    /// The failure to record with --retry-after.
+    #[arg(long, default_value = "abandoned from the command line")]
+    pub error: String,
+}
+
+/// `trash`.
+#[derive(Debug, Args)]
+pub struct TrashArgs {
+    /// The lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// Why the job is given up.
+    #[arg(long, default_value = "trashed from the command line")]
+    pub reason: String,
+}

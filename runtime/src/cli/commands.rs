@@ -1,0 +1,220 @@
+//! Running one command against the board.
+
+use std::time::Duration;
+
+use crate::board::Board;
+use crate::cli::args::{AbandonArgs, ClaimArgs, Cli, Command, ListArgs, PostArgs};
+use crate::cli::{output, server};
+use crate::error::{Error, Result};
+use crate::job::{Abandon, JobId, JobState, Lease, ListFilter, NewJob, Page, Priority};
+use crate::redis::RedisBoard;
+
+/// Runs `cli.command`.
+pub(crate) async fn execute(cli: &Cli) -> Result<()> {
+    let target = server::resolve(&cli.board)?;
+    let board = RedisBoard::with_options(server::options(&target, &cli.board)?).await?;
+    let json = cli.json;
+    match &cli.command {
+        Command::Post(a) => post(&board, a, json).await,
+        Command::List(a) => list(&board, a, json).await,
+        Command::Show(a) => {
+            let info = board.show(&a.queue.queue, &JobId::from(a.id.as_str())).await?;
+            if json {
+                output::json(&serde_json::to_value(&info).map_err(|e| Error::codec(e.to_string()))?);
+            } else {
+                output::job_text(&info);
+            }
+            Ok(())
+        }
+        Command::Count(q) => {
+            let n = board.job_count(&q.queue).await?;
+            if json {
+                output::json(&serde_json::json!({ "queue": q.queue, "count": n }));
+            } else {
+                println!("{n}");
+            }
+            Ok(())
+        }
+        Command::Claim(a) => claim(&board, a, json).await,
+        Command::Extend(a) => {
+            board
+                .extend(&lease(&a.lease), seconds(a.expiry, "--expiry")?)
+                .await?;
+            done(json, "extended", &a.lease.id)
+        }
+        Command::Consume(a) => {
+            board.consume(&lease(a)).await?;
+            done(json, "consumed", &a.id)
+        }
+        Command::Abandon(a) => abandon(&board, a, json).await,
+        Command::Trash(a) => {
+            board.trash(&lease(&a.lease), &a.reason).await?;
+            done(json, "trashed", &a.lease.id)
+        }
+        Command::Reap(q) => {
+            let r = board.reap(&q.queue).await?;
+            if json {
+                output::json(&serde_json::to_value(r).map_err(|e| Error::codec(e.to_string()))?);
+            } else {
+                println!(
+                    "promoted {}, recovered {} expired leases, indexed {}",
+                    r.promoted, r.stalled, r.indexed
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn seconds(value: f64, flag: &str) -> Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| Error::invalid(format!("{flag} must be a non-negative number of seconds")))
+}
+
+fn lease(a: &crate::cli::args::LeaseArgs) -> Lease {
+    Lease {
+        queue: a.queue.queue.clone(),
+        job: JobId::from(a.id.as_str()),
+        owner: a.owner.clone(),
+        token: a.token,
+    }
+}
+
+fn done(json: bool, what: &str, id: &str) -> Result<()> {
+    if json {
+        output::json(&serde_json::json!({ "id": id, "result": what }));
+    } else {
+        println!("{what} {id}");
+    }
+    Ok(())
+}
+
+/// Converts command-line JSON into the msgpack value stored as arguments.
+pub(crate) fn json_to_msgpack(v: &serde_json::Value) -> rmpv::Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => rmpv::Value::Nil,
+        J::Bool(b) => rmpv::Value::Boolean(*b),
+        J::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => rmpv::Value::from(u),
+            (None, Some(i)) => rmpv::Value::from(i),
+            _ => rmpv::Value::F64(n.as_f64().unwrap_or(0.0)),
+        },
+        J::String(s) => rmpv::Value::from(s.as_str()),
+        J::Array(items) => rmpv::Value::Array(items.iter().map(json_to_msgpack).collect()),
+        J::Object(map) => rmpv::Value::Map(
+            map.iter()
+                .map(|(k, v)| (rmpv::Value::from(k.as_str()), json_to_msgpack(v)))
+                .collect(),
+        ),
+    }
+}
+
+async fn post(board: &RedisBoard, a: &PostArgs, json: bool) -> Result<()> {
+    let args: serde_json::Value =
+        serde_json::from_str(&a.args).map_err(|e| Error::invalid(format!("--args is not JSON: {e}")))?;
+    if a.count > 1 && a.id.is_some() {
+        return Err(Error::invalid("--id cannot be combined with --count above 1"));
+    }
+    let mut job = NewJob::new(&a.name)
+        .args_value(json_to_msgpack(&args))
+        .priority(Priority::parse(&a.priority)?)
+        .max_attempts(a.max_attempts);
+    if let Some(d) = a.delay {
+        job = job.delay(seconds(d, "--delay")?);
+    }
+    if let Some(id) = &a.id {
+        job = job.id(id.as_str());
+    }
+    for _ in 0..a.count {
+        let id = board.post(&a.queue.queue, job.clone()).await?;
+        if json {
+            output::json(&serde_json::json!({ "id": id.as_str(), "queue": a.queue.queue, "name": a.name }));
+        } else {
+            println!("{id}");
+        }
+    }
+    Ok(())
+}
+
+async fn list(board: &RedisBoard, a: &ListArgs, json: bool) -> Result<()> {
+    let filter = match &a.state {
+        Some(s) => ListFilter::State(JobState::parse(s)?),
+        None => ListFilter::Live,
+    };
+    let jobs = board
+        .list(
+            &a.queue.queue,
+            filter,
+            Page {
+                offset: a.offset,
+                limit: a.limit,
+            },
+        )
+        .await?;
+    if json {
+        output::json(&serde_json::to_value(&jobs).map_err(|e| Error::codec(e.to_string()))?);
+    } else {
+        output::jobs_text(&jobs);
+    }
+    Ok(())
+}
+
+async fn claim(board: &RedisBoard, a: &ClaimArgs, json: bool) -> Result<()> {
+    let owner = a.owner.clone().unwrap_or_else(default_owner);
+    let expiry = seconds(a.expiry, "--expiry")?;
+    let claimed = match &a.id {
+        Some(id) => {
+            let [queue] = a.queue.as_slice() else {
+                return Err(Error::invalid("--id needs exactly one --queue"));
+            };
+            vec![
+                board
+                    .claim_job(queue, &JobId::from(id.as_str()), &owner, expiry)
+                    .await?,
+            ]
+        }
+        None => {
+            let queues: Vec<&str> = a.queue.iter().map(String::as_str).collect();
+            board.claim(&queues, &owner, expiry, a.count).await?
+        }
+    };
+    if json {
+        output::json(&serde_json::Value::Array(
+            claimed.iter().map(output::claimed_json).collect(),
+        ));
+    } else if claimed.is_empty() {
+        println!("nothing to claim");
+    } else {
+        claimed.iter().for_each(output::claimed_text);
+    }
+    Ok(())
+}
+
+async fn abandon(board: &RedisBoard, a: &AbandonArgs, json: bool) -> Result<()> {
+    let how = match a.retry_after {
+        Some(s) => Abandon::Retry {
+            delay: seconds(s, "--retry-after")?,
+            error: a.error.clone(),
+        },
+        None => Abandon::Release,
+    };
+    let state = board.abandon(&lease(&a.lease), how).await?;
+    if json {
+        output::json(
+            &serde_json::json!({ "id": a.lease.id, "result": "abandoned", "state": state.as_str() }),
+        );
+    } else {
+        println!("abandoned {} (now {state})", a.lease.id);
+    }
+    Ok(())
+}
+
+/// `<host>:<pid>`, the owner string used when none is given.
+pub(crate) fn default_owner() -> String {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}:{}", std::process::id())
+}

@@ -1,0 +1,179 @@
+//! The one error type of the crate, with kind predicates.
+//!
+//! Messages are lowercase and name the job id and queue where there is one,
+//! so that a log line or a CLI error is enough to find the job again.
+
+use std::fmt;
+
+/// What went wrong, in the terms of the board contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The job (or queue entry) does not exist on the board.
+    NotFound,
+    /// The job is claimed by someone else; `owner` is the current owner.
+    AlreadyClaimed {
+        /// Owner string of the claim that is in the way.
+        owner: String,
+    },
+    /// The lease is no longer held: it expired, or another claim replaced it.
+    NotOwner {
+        /// Owner string currently on the job, if any.
+        owner: Option<String>,
+    },
+    /// The server cannot be reached, refused us, or is too old.
+    Unavailable,
+    /// A posting or value could not be encoded or decoded.
+    Codec,
+    /// The caller passed something invalid (bad queue name, bad priority, …).
+    Invalid,
+    /// A feature this backend does not offer.
+    Unsupported,
+    /// An I/O error outside the board (sandbox, embedded server, files).
+    Io,
+}
+
+/// The crate's error: a kind plus a lowercase message naming job and queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+}
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Builds an error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// `job` in `queue` does not exist.
+    pub fn not_found(queue: &str, job: &str) -> Self {
+        Self::new(
+            ErrorKind::NotFound,
+            format!("job {job} not found in queue {queue}"),
+        )
+    }
+
+    /// `job` in `queue` is claimed by `owner`.
+    pub fn already_claimed(queue: &str, job: &str, owner: &str) -> Self {
+        Self::new(
+            ErrorKind::AlreadyClaimed {
+                owner: owner.to_owned(),
+            },
+            format!("job {job} in queue {queue} is already claimed by {owner}"),
+        )
+    }
+
+    /// The lease on `job` held as `who` is gone; `owner` is who holds it now.
+    pub fn not_owner(queue: &str, job: &str, who: &str, owner: Option<&str>) -> Self {
+        let now = match owner {
+            Some(o) => format!("it is owned by {o}"),
+            None => "it has no owner".to_owned(),
+        };
+        Self::new(
+            ErrorKind::NotOwner {
+                owner: owner.map(str::to_owned),
+            },
+            format!("lease on job {job} in queue {queue} is not held by {who} ({now})"),
+        )
+    }
+
+    /// The server is unreachable or unusable.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unavailable, message)
+    }
+
+    /// A codec failure.
+    pub fn codec(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Codec, message)
+    }
+
+    /// Invalid input from the caller.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Invalid, message)
+    }
+
+    /// A feature the backend does not support.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unsupported, message)
+    }
+
+    /// An I/O failure with context.
+    pub fn io(context: &str, err: std::io::Error) -> Self {
+        Self::new(ErrorKind::Io, format!("{context}: {err}"))
+    }
+
+    /// The kind of this error.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The human-readable message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// True when the job does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.kind == ErrorKind::NotFound
+    }
+
+    /// True when someone else holds the claim.
+    pub fn is_already_claimed(&self) -> bool {
+        matches!(self.kind, ErrorKind::AlreadyClaimed { .. })
+    }
+
+    /// True when the caller's lease is stale.
+    pub fn is_not_owner(&self) -> bool {
+        matches!(self.kind, ErrorKind::NotOwner { .. })
+    }
+
+    /// True when the server is unreachable or unusable.
+    pub fn is_unavailable(&self) -> bool {
+        self.kind == ErrorKind::Unavailable
+    }
+
+    /// True for encode/decode failures.
+    pub fn is_codec(&self) -> bool {
+        self.kind == ErrorKind::Codec
+    }
+
+    /// True for invalid caller input.
+    pub fn is_invalid(&self) -> bool {
+        self.kind == ErrorKind::Invalid
+    }
+
+    /// True when the backend does not support the feature.
+    pub fn is_unsupported(&self) -> bool {
+        self.kind == ErrorKind::Unsupported
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<redis::RedisError> for Error {
+    fn from(err: redis::RedisError) -> Self {
+        if err.is_io_error()
+            || err.is_connection_dropped()
+            || err.is_connection_refusal()
+            || err.is_unrecoverable_error()
+            || err.is_timeout()
+        {
+            Error::unavailable(format!("redis unavailable: {err}"))
+        } else {
+            Error::new(ErrorKind::Unavailable, format!("redis error: {err}"))
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! `RedisBoard`: the board contract on Redis.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use crate::board::{Board, ReapReport};
+use crate::codec::{decode_posting, posting_parts, Posting};
+use crate::error::{Error, Result};
+use crate::job::{
+    Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority, RunAt,
+    DEFAULT_MAX_ATTEMPTS,
+};
+use crate::redis::connect::{connect, Connection};
+use crate::redis::keys::{QueueKeys, DEFAULT_PREFIX};
+use crate::redis::read;
+use crate::redis::reply::Reply;
+use crate::redis::scripts::{self, AbandonMode, PostArgs};
+use crate::redis::wait::Waiter;
+
+/// Completed jobs kept in a queue's history by default.
+pub const DEFAULT_HISTORY_COUNT: usize = 50_000;
+/// How long completed jobs are kept by default.
+pub const DEFAULT_HISTORY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Most jobs one claim may take.
+pub const MAX_CLAIM_COUNT: usize = 1000;
+/// Listing entries examined per call when looking for jobs posted by
+/// taskflow that are not indexed yet.
+const INDEX_SCAN_BUDGET: usize = 2000;
+
+/// Options of a Redis board.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RedisOptions {
+    /// Server URL: `redis://`, `rediss://` or `unix://`, with optional
+    /// `user:password@`.
+    pub url: String,
+    /// Prefix of default namespaces: queue `Q` is `<prefix>:{Q}`.
+    pub prefix: String,
+    /// Queues stored under another namespace, e.g. `"legacy" → "taskflow"`
+    /// to share taskflow's default board.
+    pub namespaces: HashMap<String, String>,
+    /// Completed jobs kept per queue (0 keeps none).
+    pub history_count: usize,
+    /// How long completed jobs are kept.
+    pub history_age: Duration,
+    /// Tries allowed for jobs posted by taskflow (which has no such field).
+    pub default_max_attempts: u32,
+}
+
+impl RedisOptions {
+    /// Defaults for `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        RedisOptions {
+            url: url.into(),
+            prefix: DEFAULT_PREFIX.to_owned(),
+            namespaces: HashMap::new(),
+            history_count: DEFAULT_HISTORY_COUNT,
+            history_age: DEFAULT_HISTORY_AGE,
+            default_max_attempts: DEFAULT_MAX_ATTEMPTS,
+        }
+    }
+
+    /// Stores `queue` under `namespace` instead of `<prefix>:{queue}`.
+    pub fn namespace(mut self, queue: impl Into<String>, namespace: impl Into<String>) -> Self {
+        self.namespaces.insert(queue.into(), namespace.into());
+        self
+    }
+}
+
+/// A job board on Redis, wire-compatible with taskflow's `RedisJobBoard`.
+/// Cheap to clone; clones share the connection.
+#[derive(Clone)]
+pub struct RedisBoard {
+    pub(crate) conn: Connection,
+    opts: Arc<RedisOptions>,
+    waiter: Arc<tokio::sync::Mutex<Option<Waiter>>>,
+    scan_cursors: Arc<Mutex<HashMap<String, u64>>>,
+}
+
+impl std::fmt::Debug for RedisBoard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBoard")
+            .field("url", &crate::redis::connect::redact(&self.conn.url))
+            .finish()
+    }
+}
+
+impl RedisBoard {
+    /// Connects with default options.
+    pub async fn connect(url: &str) -> Result<RedisBoard> {
+        Self::with_options(RedisOptions::new(url)).await
+    }
+
+    /// Connects, checks the server version and loads the scripts.
+    pub async fn with_options(opts: RedisOptions) -> Result<RedisBoard> {
+        for ns in opts.namespaces.values() {
+            if ns.is_empty() {
+                return Err(Error::invalid("a queue namespace must not be empty"));
+            }
+        }
+        let conn = connect(&opts.url).await?;
+        scripts::load_all(&conn).await?;
+        Ok(RedisBoard {
+            conn,
+            opts: Arc::new(opts),
+            waiter: Arc::default(),
+            scan_cursors: Arc::default(),
+        })
+    }
+
+    /// The options this board runs with.
+    pub fn options(&self) -> &RedisOptions {
+        &self.opts
+    }
+
+    /// The keys of `queue`.
+    pub fn keys(&self, queue: &str) -> Result<QueueKeys> {
+        let namespace = match self.opts.namespaces.get(queue) {
+            Some(ns) => ns.clone(),
+            None => QueueKeys::default_namespace(&self.opts.prefix, queue)?,
+        };
+        Ok(QueueKeys::new(queue, &namespace))
+    }
+
+    /// A command connection (reconnecting), for tests and tools.
+    pub fn connection(&self) -> redis::aio::ConnectionManager {
+        self.conn.manager.clone()
+    }
+
+    /// Decodes a claimed posting, or quarantines it when it cannot be
+    /// decoded (then `None`).
+    async fn decode_or_quarantine(
+        &self,
+        keys: &QueueKeys,
+        id: &str,
+        bytes: &[u8],
+    ) -> Result<Option<Posting>> {
+        match decode_posting(bytes) {
+            Ok(p) => Ok(Some(p)),
+            Err(reason) => {
+                tracing::warn!(job = id, queue = %keys.queue, %reason, "quarantining undecodable posting");
+                scripts::quarantine(&self.conn, keys, id.as_bytes(), bytes, &reason).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Indexes jobs in the listings that jobworker has not seen (posted by
+    /// taskflow), quarantining postings that cannot be decoded. Scans at
+    /// most [`INDEX_SCAN_BUDGET`] entries, resuming where the last call
+    /// stopped; returns how many jobs it indexed.
+    pub async fn index_foreign(&self, queue: &str) -> Result<usize> {
+        let keys = self.keys(queue)?;
+        let mut cursor = self
+            .scan_cursors
+            .lock()
+            .map(|c| c.get(queue).copied().unwrap_or(0))
+            .unwrap_or(0);
+        let mut seen = 0;
+        let mut indexed = 0;
+        loop {
+            let mut scan = redis::cmd("HSCAN");
+            scan.arg(keys.listings()).arg(cursor).arg("COUNT").arg(500);
+            let (next, flat): (u64, Vec<Vec<u8>>) = self.conn.query(&scan).await?;
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = flat
+                .chunks_exact(2)
+                .map(|c| (c[0].clone(), c[1].clone()))
+                .collect();
+            seen += pairs.len();
+            indexed += self.index_batch(&keys, &pairs).await?;
+            cursor = next;
+            if cursor == 0 || seen >= INDEX_SCAN_BUDGET {
+                break;
+            }
+        }
+        if let Ok(mut c) = self.scan_cursors.lock() {
+            c.insert(queue.to_owned(), cursor);
+        }
+        Ok(indexed)
+    }
+
+    async fn index_batch(&self, keys: &QueueKeys, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
+        if pairs.is_empty() {
+            return Ok(0);
+        }
+        let mut pipe = redis::pipe();
+        for (field, _) in pairs {
+            pipe.exists(keys.job(&String::from_utf8_lossy(field)));
+        }
+        let exists: Vec<bool> = self.conn.query_pipe(&pipe).await?;
+        let mut fresh = Vec::new();
+        for ((field, bytes), known) in pairs.iter().zip(exists) {
+            if known {
+                continue;
+            }
+            let reason = match String::from_utf8(field.clone()) {
+                Err(_) => Err("hash field is not utf-8".to_owned()),
+                Ok(id) => decode_posting(bytes).map(|p| (id, p)),
+            };
+            match reason {
+                Ok((id, p)) => fresh.push((id, p.priority.0, p.sequence.unwrap_or(0))),
+                Err(reason) => {
+                    tracing::warn!(queue = %keys.queue, field = %String::from_utf8_lossy(field), %reason, "quarantining undecodable posting");
+                    scripts::quarantine(&self.conn, keys, field, bytes, &reason).await?;
+                }
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(0);
+        }
+        let reply = scripts::index(&self.conn, keys, self.opts.default_max_attempts, &fresh).await?;
+        Ok(reply.int(1)? as usize)
+    }
+
+    async fn claim_queue(
+        &self,
+        queue: &str,
+        who: &str,
+        expiry: Duration,
+        count: usize,
+    ) -> Result<Vec<Claimed>> {
+        let keys = self.keys(queue)?;
+        let mut claimed = Vec::new();
+        for round in 0..2 {
+            let reply = scripts::claim(&self.conn, &keys, who, expiry, count - claimed.len()).await?;
+            let reply = reply.accept(&keys, "(claim)", who)?;
+            let unindexed = reply.int(1)? == 1;
+            let n = reply.int(2)? as usize;
+            for j in 0..n {
+                let at = 3 + j * 6;
+                let id = reply.string(at)?;
+                let bytes = reply.bytes(at + 1)?;
+                let Some(posting) = self.decode_or_quarantine(&keys, &id, &bytes).await? else {
+                    continue;
+                };
+                claimed.push(Claimed {
+                    lease: Lease {
+                        queue: queue.to_owned(),
+                        job: JobId(id),
+                        owner: who.to_owned(),
+                        token: reply.int(at + 2)? as u64,
+                    },
+                    args: args_of(&posting.details),
+                    name: posting.name,
+                    attempt: reply.int(at + 3)? as u32 + 1,
+                    max_attempts: reply.int(at + 4)? as u32,
+                    priority: Priority(reply.int(at + 5)? as i32),
+                });
+            }
+            if round == 0 && unindexed && claimed.len() < count && self.index_foreign(queue).await? > 0 {
+                continue;
+            }
+            break;
+        }
+        Ok(claimed)
+    }
+}
+
+/// The `details` a jobworker posting carries: `{"args": args}`, or `{}`
+/// for a job without arguments.
+pub(crate) fn details_of(args: &rmpv::Value) -> rmpv::Value {
+    if args.is_nil() {
+        rmpv::Value::Map(Vec::new())
+    } else {
+        rmpv::Value::Map(vec![(rmpv::Value::from("args"), args.clone())])
+    }
+}
+
+/// A job's arguments: `details["args"]` when present (jobworker's
+/// postings), the whole `details` otherwise (taskflow's), nil when empty.
+pub(crate) fn args_of(details: &rmpv::Value) -> rmpv::Value {
+    match details {
+        rmpv::Value::Map(entries) if entries.is_empty() => rmpv::Value::Nil,
+        rmpv::Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str() == Some("args"))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| details.clone()),
+        other => other.clone(),
+    }
+}
+
+fn validate_claim(who: &str, expiry: Duration, count: usize) -> Result<()> {
+    if who.is_empty() {
+        return Err(Error::invalid("a claim needs a non-empty owner"));
+    }
+    if expiry < Duration::from_millis(1) {
+        return Err(Error::invalid("a claim needs an expiry of at least 1 ms"));
+    }
+    if count == 0 || count > MAX_CLAIM_COUNT {
+        return Err(Error::invalid(format!(
+            "claim count must be 1 to {MAX_CLAIM_COUNT}, not {count}"
+        )));
+    }
+    Ok(())
+}
+
+impl Board for RedisBoard {
+    async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
+        job.validate()?;
+        let keys = self.keys(queue)?;
+        let id = job.id.clone().unwrap_or_else(JobId::random);
+        let parts = posting_parts(id.as_str(), &job.name, job.priority, &details_of(&job.args), None);
+        let (delay, run_at_ms) = match job.run_at {
+            RunAt::Now => (Duration::ZERO, 0),
+            RunAt::After(d) => (d, 0),
+            RunAt::At(t) => (
+                Duration::ZERO,
+                t.duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_millis() as u64)
+                    .unwrap_or(0),
+            ),
+        };
+        let args = PostArgs {
+            id: id.as_str(),
+            head: &parts.head,
+            tail: &parts.tail,
+            priority: job.priority.0,
+            max_attempts: job.max_attempts,
+            delay,
+            run_at_ms,
+        };
+        let reply = scripts::post(&self.conn, &keys, &args).await?;
+        if reply.status() == "exists" {
+            return Err(Error::invalid(format!(
+                "job {id} already exists in queue {queue}"
+            )));
+        }
+        reply.accept(&keys, id.as_str(), "")?;
+        Ok(id)
+    }
+
+    async fn claim(
+        &self,
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+    ) -> Result<Vec<Claimed>> {
+        validate_claim(who, expiry, count)?;
+        let mut claimed = Vec::new();
+        for queue in queues {
+            if claimed.len() >= count {
+                break;
+            }
+            let more = self
+                .claim_queue(queue, who, expiry, count - claimed.len())
+                .await?;
+            claimed.extend(more);
+        }
+        Ok(claimed)
+    }
+
+    async fn claim_job(&self, queue: &str, job: &JobId, who: &str, expiry: Duration) -> Result<Claimed> {
+        validate_claim(who, expiry, 1)?;
+        let keys = self.keys(queue)?;
+        let bytes: Option<Vec<u8>> = self
+            .conn
+            .query(redis::cmd("HGET").arg(keys.listings()).arg(job.as_str()))
+            .await?;
+        let bytes = bytes.ok_or_else(|| Error::not_found(queue, job.as_str()))?;
+        let Some(posting) = self.decode_or_quarantine(&keys, job.as_str(), &bytes).await? else {
+            return Err(Error::codec(format!(
+                "job {job} in queue {queue} has an undecodable posting; it was quarantined"
+            )));
+        };
+        let index = (
+            posting.priority.0,
+            posting.sequence.unwrap_or(0),
+            self.opts.default_max_attempts,
+        );
+        let reply = scripts::claim_job(&self.conn, &keys, job.as_str(), who, expiry, index).await?;
+        let reply = reply.accept(&keys, job.as_str(), who)?;
+        let posting = decode_posting(&reply.bytes(1)?).map_err(|r| {
+            Error::codec(format!(
+                "job {job} in queue {queue}: posting changed while claiming: {r}"
+            ))
+        })?;
+        Ok(Claimed {
+            lease: Lease {
+                queue: queue.to_owned(),
+                job: job.clone(),
+                owner: who.to_owned(),
+                token: reply.int(2)? as u64,
+            },
+            args: args_of(&posting.details),
+            name: posting.name,
+            attempt: reply.int(3)? as u32 + 1,
+            max_attempts: reply.int(4)? as u32,
+            priority: Priority(reply.int(5)? as i32),
+        })
+    }
+
+    async fn extend(&self, lease: &Lease, expiry: Duration) -> Result<()> {
+        validate_claim(&lease.owner, expiry, 1)?;
+        let keys = self.keys(&lease.queue)?;
+        let reply = scripts::extend(
+            &self.conn,
+            &keys,
+            lease.job.as_str(),
+            &lease.owner,
+            lease.token,
+            expiry,
+        )
+        .await?;
+        reply.accept(&keys, lease.job.as_str(), &lease.owner).map(drop)
+    }
+
+    async fn consume(&self, lease: &Lease) -> Result<()> {
+        let keys = self.keys(&lease.queue)?;
+        let history = (self.opts.history_count, self.opts.history_age);
+        let reply = scripts::consume(
+            &self.conn,
+            &keys,
+            lease.job.as_str(),
+            &lease.owner,
+            lease.token,
+            history,
+        )
+        .await?;
+        reply.accept(&keys, lease.job.as_str(), &lease.owner).map(drop)
+    }
+
+    async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
+        let keys = self.keys(&lease.queue)?;
+        let mode = match &how {
+            Abandon::Release => AbandonMode::Release,
+            Abandon::Retry { delay, error } => AbandonMode::Retry { delay: *delay, error },
+        };
+        let reply = scripts::abandon(
+            &self.conn,
+            &keys,
+            lease.job.as_str(),
+            &lease.owner,
+            lease.token,
+            mode,
+        )
+        .await?;
+        let reply = reply.accept(&keys, lease.job.as_str(), &lease.owner)?;
+        JobState::parse(&reply.string(1)?)
+    }
+
+    async fn trash(&self, lease: &Lease, reason: &str) -> Result<()> {
+        let keys = self.keys(&lease.queue)?;
+        let reply = scripts::trash(
+            &self.conn,
+            &keys,
+            lease.job.as_str(),
+            &lease.owner,
+            lease.token,
+            reason,
+        )
+        .await?;
+        reply.accept(&keys, lease.job.as_str(), &lease.owner).map(drop)
+    }
+
+    async fn state(&self, queue: &str, job: &JobId) -> Result<JobState> {
+        Ok(read::show(self, &self.keys(queue)?, job.as_str()).await?.state)
+    }
+
+    async fn show(&self, queue: &str, job: &JobId) -> Result<JobInfo> {
+        read::show(self, &self.keys(queue)?, job.as_str()).await
+    }
+
+    async fn find_owner(&self, queue: &str, job: &JobId) -> Result<Option<String>> {
+        let keys = self.keys(queue)?;
+        let owner: Option<Vec<u8>> = self
+            .conn
+            .query(redis::cmd("GET").arg(keys.owned(job.as_str())))
+            .await?;
+        Ok(owner.map(|o| String::from_utf8_lossy(&o).into_owned()))
+    }
+
+    async fn list(&self, queue: &str, filter: ListFilter, page: Page) -> Result<Vec<JobInfo>> {
+        let keys = self.keys(queue)?;
+        if read::has_unindexed(self, &keys).await? {
+            self.index_foreign(queue).await?;
+        }
+        read::list(self, &keys, filter, page).await
+    }
+
+    async fn job_count(&self, queue: &str) -> Result<usize> {
+        let keys = self.keys(queue)?;
+        let n: usize = self.conn.query(redis::cmd("HLEN").arg(keys.listings())).await?;
+        Ok(n)
+    }
+
+    async fn reap(&self, queue: &str) -> Result<ReapReport> {
+        let keys = self.keys(queue)?;
+        let reply: Reply = scripts::reap(&self.conn, &keys).await?;
+        let indexed = if read::has_unindexed(self, &keys).await? {
+            self.index_foreign(queue).await?
+        } else {
+            0
+        };
+        Ok(ReapReport {
+            promoted: reply.int(1)? as usize,
+            stalled: reply.int(2)? as usize,
+            indexed,
+        })
+    }
+
+    async fn wait(&self, queues: &[&str], timeout: Duration) -> Result<bool> {
+        let keys = queues.iter().map(|q| self.keys(q)).collect::<Result<Vec<_>>>()?;
+        let mut waiter = self.waiter.lock().await;
+        let w = match waiter.as_mut() {
+            Some(w) => w,
+            None => waiter.insert(Waiter::open(&self.conn).await?),
+        };
+        let result = w.wait(self, &keys, timeout).await;
+        if result.is_err() {
+            *waiter = None;
+        }
+        result
+    }
+}

@@ -1,0 +1,175 @@
+//! Connecting to Redis: URLs (`redis://`, `rediss://`, `unix://`, with
+//! user/password), TLS, the version check and reconnects.
+
+use std::future::Future;
+use std::sync::Once;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::error::{Error, Result};
+
+/// Oldest Redis the board runs on (ZPOPMIN with a count, effects
+/// replication of scripts that read TIME, `SET … PX`).
+pub const MIN_REDIS_VERSION: (u32, u32) = (6, 2);
+
+/// How long one command may take before the call fails (scripts are
+/// bounded; this only catches a hung server).
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Reconnect attempts of the connection manager before a call fails.
+const RECONNECT_RETRIES: usize = 8;
+/// Longest pause between reconnect attempts.
+const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(2);
+
+/// Environment variable naming a PEM file of the CA that signed the
+/// server's certificate (for `rediss://` with a private CA).
+pub const CA_ENV: &str = "JOBWORKER_REDIS_CA";
+
+/// A connected client: the client (to open pub/sub connections) and a
+/// reconnecting command connection.
+#[derive(Clone)]
+pub(crate) struct Connection {
+    pub client: redis::Client,
+    pub manager: ConnectionManager,
+    pub url: String,
+}
+
+impl Connection {
+    /// Runs one command, retrying once after a dropped connection.
+    pub async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        retry_once(|| {
+            let mut con = self.manager.clone();
+            async move { cmd.query_async(&mut con).await }
+        })
+        .await
+    }
+
+    /// Runs a pipeline, retrying once after a dropped connection.
+    pub async fn query_pipe<T: redis::FromRedisValue>(&self, pipe: &redis::Pipeline) -> Result<T> {
+        retry_once(|| {
+            let mut con = self.manager.clone();
+            async move { pipe.query_async(&mut con).await }
+        })
+        .await
+    }
+}
+
+/// The URL with any password replaced by `***`, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let auth = &url[scheme + 3..at];
+            match auth.find(':') {
+                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &auth[..colon], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+fn client(url: &str) -> Result<redis::Client> {
+    static PROVIDER: Once = Once::new();
+    PROVIDER.call_once(|| {
+        // Several crates may race to install one; whichever wins is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    let bad = |e: redis::RedisError| Error::invalid(format!("bad redis url {}: {e}", redact(url)));
+    if url.starts_with("rediss://") {
+        if let Ok(path) = std::env::var(CA_ENV) {
+            let ca =
+                std::fs::read(&path).map_err(|e| Error::io(&format!("cannot read {CA_ENV}={path}"), e))?;
+            let certs = redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(ca),
+            };
+            return redis::Client::build_with_tls(url, certs).map_err(bad);
+        }
+    }
+    redis::Client::open(url).map_err(bad)
+}
+
+/// Connects, checks the server version and returns the connection.
+pub(crate) async fn connect(url: &str) -> Result<Connection> {
+    let client = client(url)?;
+    let config = ConnectionManagerConfig::new()
+        .set_response_timeout(Some(RESPONSE_TIMEOUT))
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_number_of_retries(RECONNECT_RETRIES)
+        .set_max_delay(RECONNECT_MAX_DELAY);
+    let mut manager = ConnectionManager::new_with_config(client.clone(), config)
+        .await
+        .map_err(|e| Error::unavailable(format!("cannot reach redis at {}: {e}", redact(url))))?;
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut manager)
+        .await
+        .map_err(|e| Error::unavailable(format!("redis at {} did not answer INFO: {e}", redact(url))))?;
+    check_version(&info, url)?;
+    Ok(Connection {
+        client,
+        manager,
+        url: url.to_owned(),
+    })
+}
+
+fn check_version(info: &str, url: &str) -> Result<()> {
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .map(str::trim)
+        .unwrap_or("unknown");
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if found < MIN_REDIS_VERSION {
+        return Err(Error::unavailable(format!(
+            "redis at {} is version {version}; jobworker needs {}.{} or newer",
+            redact(url),
+            MIN_REDIS_VERSION.0,
+            MIN_REDIS_VERSION.1
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `call` and, when it failed because the connection dropped (server
+/// restart), runs it once more after the manager reconnected.
+///
+/// Every script is safe to re-run: a lost reply to a claim leaves leases
+/// that expire and are recovered; post refuses a duplicate id.
+pub(crate) async fn retry_once<T, F, Fut>(mut call: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = redis::RedisResult<T>>,
+{
+    match call().await {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() => {
+            tracing::warn!(error = %e, "redis connection lost; retrying once");
+            Ok(call().await?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact("redis://h:1/0"), "redis://h:1/0");
+        assert_eq!(redact("rediss://:pw@h/"), "rediss://:***@h/");
+    }
+
+    #[test]
+    fn old_servers_are_refused() {
+        let err = check_version("redis_version:5.0.7\r\n", "redis://h/").unwrap_err();
+        assert!(err.is_unavailable());
+        assert!(err.message().contains("5.0.7"), "{err}");
+        assert!(check_version("redis_version:7.0.15\r\n", "redis://h/").is_ok());
+    }
+}

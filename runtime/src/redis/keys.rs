@@ -1,0 +1,139 @@
+//! Key names of one queue (taskflow's core plus jobworker's own keys).
+
+use crate::error::{Error, Result};
+
+/// Namespace prefix of jobworker queues: queue `Q` lives in `jw:{Q}`.
+pub const DEFAULT_PREFIX: &str = "jw";
+
+/// Every key of one queue, in the order the Lua scripts take them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueKeys {
+    /// The queue name.
+    pub queue: String,
+    /// The taskflow namespace (e.g. `jw:{emails}` or `taskflow`).
+    pub namespace: String,
+    /// `NS:listings`, `NS:sequence`, …: the nine queue keys of `lua/README.md`.
+    pub keys: [String; 9],
+    /// The pub/sub channel that announces new work.
+    pub notify: String,
+}
+
+impl QueueKeys {
+    /// Keys of `queue` stored under `namespace`.
+    pub fn new(queue: &str, namespace: &str) -> Self {
+        let k = |piece: &str| format!("{namespace}:{piece}");
+        QueueKeys {
+            queue: queue.to_owned(),
+            namespace: namespace.to_owned(),
+            keys: [
+                k("listings"),
+                k("sequence"),
+                k("trash"),
+                k("jw.ready"),
+                k("jw.scheduled"),
+                k("jw.leases"),
+                k("jw.completed"),
+                k("jw.quarantine"),
+                k("jw.quarantine.reason"),
+            ],
+            notify: k("jw.notify"),
+        }
+    }
+
+    /// The default namespace of a queue: `<prefix>:{<queue>}` (the braces
+    /// are a Redis Cluster hash tag, so one queue sits in one slot).
+    pub fn default_namespace(prefix: &str, queue: &str) -> Result<String> {
+        validate_queue(queue)?;
+        Ok(format!("{prefix}:{{{queue}}}"))
+    }
+
+    /// `NS:` — the prefix every per-job key is built from.
+    pub fn prefix(&self) -> String {
+        format!("{}:", self.namespace)
+    }
+
+    /// `NS:listings`.
+    pub fn listings(&self) -> &str {
+        &self.keys[0]
+    }
+    /// `NS:trash`.
+    pub fn trash(&self) -> &str {
+        &self.keys[2]
+    }
+    /// `NS:jw.ready`.
+    pub fn ready(&self) -> &str {
+        &self.keys[3]
+    }
+    /// `NS:jw.scheduled`.
+    pub fn scheduled(&self) -> &str {
+        &self.keys[4]
+    }
+    /// `NS:jw.leases`.
+    pub fn leases(&self) -> &str {
+        &self.keys[5]
+    }
+    /// `NS:jw.completed`.
+    pub fn completed(&self) -> &str {
+        &self.keys[6]
+    }
+    /// `NS:jw.quarantine`.
+    pub fn quarantine(&self) -> &str {
+        &self.keys[7]
+    }
+    /// `NS:jw.quarantine.reason`.
+    pub fn quarantine_reason(&self) -> &str {
+        &self.keys[8]
+    }
+    /// `NS:<id>.owned` (taskflow's owner key).
+    pub fn owned(&self, id: &str) -> String {
+        format!("{}:{id}.owned", self.namespace)
+    }
+    /// `NS:<id>.last_modified` (taskflow's).
+    pub fn last_modified(&self, id: &str) -> String {
+        format!("{}:{id}.last_modified", self.namespace)
+    }
+    /// `NS:jw.job.<id>` (jobworker's per-job state hash).
+    pub fn job(&self, id: &str) -> String {
+        format!("{}:jw.job.{id}", self.namespace)
+    }
+}
+
+/// Queue names: 1–200 characters, no braces, colons or whitespace (they
+/// would break the hash tag or the key layout).
+pub fn validate_queue(queue: &str) -> Result<()> {
+    let bad = |c: char| c == '{' || c == '}' || c == ':' || c.is_whitespace() || c.is_control();
+    if queue.is_empty() || queue.len() > 200 || queue.chars().any(bad) {
+        return Err(Error::invalid(format!(
+            "queue name {queue:?} must be 1 to 200 characters without braces, colons or spaces"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_taskflow_layout() {
+        let k = QueueKeys::new("emails", "jw:{emails}");
+        assert_eq!(k.listings(), "jw:{emails}:listings");
+        assert_eq!(k.keys[1], "jw:{emails}:sequence");
+        assert_eq!(k.trash(), "jw:{emails}:trash");
+        assert_eq!(k.owned("u1"), "jw:{emails}:u1.owned");
+        assert_eq!(k.last_modified("u1"), "jw:{emails}:u1.last_modified");
+        let tf = QueueKeys::new("tf", "taskflow");
+        assert_eq!(tf.listings(), "taskflow:listings");
+    }
+
+    #[test]
+    fn bad_queue_names_are_refused() {
+        for bad in ["", "a b", "a{b", "a:b", "x}"] {
+            assert!(QueueKeys::default_namespace("jw", bad).unwrap_err().is_invalid());
+        }
+        assert_eq!(
+            QueueKeys::default_namespace("jw", "emails").unwrap(),
+            "jw:{emails}"
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! Read-only views of a queue: one job's state and details, pages of
+//! listings, and whether taskflow posted jobs the index lacks.
+
+use std::collections::HashMap;
+
+use crate::codec::{decode_posting, value_to_json, CreatedOn};
+use crate::error::{Error, Result};
+use crate::job::{JobInfo, JobState, ListFilter, Page};
+use crate::redis::board::{args_of, RedisBoard};
+use crate::redis::keys::QueueKeys;
+
+/// Raw facts about one job, read in one MULTI.
+type Facts = (
+    Option<Vec<u8>>,         // listing
+    Option<Vec<u8>>,         // owner
+    HashMap<String, String>, // job hash
+    Option<Vec<u8>>,         // trash copy
+    Option<Vec<u8>>,         // quarantined bytes
+    Option<String>,          // quarantine reason
+    Option<f64>,             // scheduled run-at
+);
+
+/// Reads and interprets jobs `ids` (missing ones are left out, or an error
+/// for a single `show`).
+async fn fetch(
+    board: &RedisBoard,
+    keys: &QueueKeys,
+    ids: &[String],
+) -> Result<Vec<(String, Option<JobInfo>)>> {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    for id in ids {
+        pipe.hget(keys.listings(), id)
+            .get(keys.owned(id))
+            .hgetall(keys.job(id))
+            .hget(keys.trash(), id)
+            .hget(keys.quarantine(), id)
+            .hget(keys.quarantine_reason(), id)
+            .zscore(keys.scheduled(), id);
+    }
+    let values: Vec<redis::Value> = board.conn.query_pipe(&pipe).await?;
+    let mut out = Vec::with_capacity(ids.len());
+    for (id, chunk) in ids.iter().zip(values.chunks(7)) {
+        let facts: Facts = redis::FromRedisValue::from_redis_value(redis::Value::Array(chunk.to_vec()))
+            .map_err(|e| Error::codec(format!("unexpected reply reading job {id}: {e}")))?;
+        out.push((id.clone(), interpret(keys, id, facts)));
+    }
+    Ok(out)
+}
+
+fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
+    let (listing, owner, job, trashed, quarantined, qreason, run_at) = facts;
+    let state = if listing.is_some() {
+        if owner.is_some() {
+            JobState::Claimed
+        } else if run_at.is_some() {
+            JobState::Scheduled
+        } else {
+            JobState::Ready
+        }
+    } else if quarantined.is_some() {
+        JobState::Quarantined
+    } else if trashed.is_some() {
+        JobState::Trashed
+    } else if job.get("state").map(String::as_str) == Some("completed") {
+        JobState::Completed
+    } else {
+        return None;
+    };
+    let num = |k: &str| job.get(k).and_then(|v| v.parse::<i64>().ok());
+    let mut info = JobInfo {
+        id: id.to_owned(),
+        queue: keys.queue.clone(),
+        name: String::new(),
+        state,
+        priority: num("prio").unwrap_or(0) as i32,
+        owner: owner.map(|o| String::from_utf8_lossy(&o).into_owned()),
+        attempts: num("attempts").unwrap_or(0) as u32,
+        max_attempts: num("max").unwrap_or(0) as u32,
+        token: num("token").unwrap_or(0) as u64,
+        run_at_ms: run_at.map(|t| t as i64),
+        sequence: num("seq"),
+        created_on: None,
+        reason: job.get("reason").cloned(),
+        args: serde_json::Value::Null,
+    };
+    let bytes = listing.or(trashed).or(quarantined);
+    match bytes.as_deref().map(decode_posting) {
+        Some(Ok(p)) => {
+            info.name = p.name;
+            info.sequence = p.sequence.or(info.sequence);
+            if !job.contains_key("prio") {
+                info.priority = p.priority.0;
+            }
+            info.created_on = Some(match &p.created_on {
+                CreatedOn::DateTime(dt) => dt.iso(),
+                CreatedOn::Other(v) => value_to_json(v).to_string(),
+            });
+            info.args = value_to_json(&args_of(&p.details));
+        }
+        Some(Err(reason)) => info.reason = Some(qreason.unwrap_or(reason)),
+        None => {}
+    }
+    Some(info)
+}
+
+/// Everything about one job.
+pub(crate) async fn show(board: &RedisBoard, keys: &QueueKeys, id: &str) -> Result<JobInfo> {
+    fetch(board, keys, &[id.to_owned()])
+        .await?
+        .pop()
+        .and_then(|(_, info)| info)
+        .ok_or_else(|| Error::not_found(&keys.queue, id))
+}
+
+/// True when the listings hold jobs the index does not (posted by taskflow).
+pub(crate) async fn has_unindexed(board: &RedisBoard, keys: &QueueKeys) -> Result<bool> {
+    let mut pipe = redis::pipe();
+    pipe.hlen(keys.listings())
+        .zcard(keys.ready())
+        .zcard(keys.scheduled())
+        .zcard(keys.leases());
+    let (listed, ready, scheduled, leased): (usize, usize, usize, usize) =
+        board.conn.query_pipe(&pipe).await?;
+    Ok(listed > ready + scheduled + leased)
+}
+
+/// Ids of a page over several sorted sets read one after the other.
+async fn zset_page(board: &RedisBoard, sets: &[&str], page: Page, reverse: bool) -> Result<Vec<String>> {
+    let mut skip = page.offset;
+    let mut ids = Vec::new();
+    for set in sets {
+        let want = page.limit - ids.len();
+        if want == 0 {
+            break;
+        }
+        let card: usize = board.conn.query(redis::cmd("ZCARD").arg(*set)).await?;
+        if skip >= card {
+            skip -= card;
+            continue;
+        }
+        let mut cmd = redis::cmd("ZRANGE");
+        cmd.arg(*set).arg(skip).arg(skip + want - 1);
+        if reverse {
+            cmd.arg("REV");
+        }
+        let part: Vec<String> = board.conn.query(&cmd).await?;
+        ids.extend(part);
+        skip = 0;
+    }
+    Ok(ids)
+}
+
+/// A page of a hash's fields, sorted.
+async fn hash_page(board: &RedisBoard, hash: &str, page: Page) -> Result<Vec<String>> {
+    let mut fields: Vec<String> = board.conn.query(redis::cmd("HKEYS").arg(hash)).await?;
+    fields.sort();
+    Ok(fields.into_iter().skip(page.offset).take(page.limit).collect())
+}
+
+/// A page of the queue's jobs matching `filter`.
+pub(crate) async fn list(
+    board: &RedisBoard,
+    keys: &QueueKeys,
+    filter: ListFilter,
+    page: Page,
+) -> Result<Vec<JobInfo>> {
+    if page.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let ids = match filter {
+        ListFilter::Live => {
+            zset_page(
+                board,
+                &[keys.ready(), keys.scheduled(), keys.leases()],
+                page,
+                false,
+            )
+            .await?
+        }
+        ListFilter::State(JobState::Ready) => zset_page(board, &[keys.ready()], page, false).await?,
+        ListFilter::State(JobState::Scheduled) => zset_page(board, &[keys.scheduled()], page, false).await?,
+        ListFilter::State(JobState::Claimed) => zset_page(board, &[keys.leases()], page, false).await?,
+        ListFilter::State(JobState::Completed) => zset_page(board, &[keys.completed()], page, true).await?,
+        ListFilter::State(JobState::Trashed) => hash_page(board, keys.trash(), page).await?,
+        ListFilter::State(JobState::Quarantined) => hash_page(board, keys.quarantine(), page).await?,
+        ListFilter::State(JobState::Waiting | JobState::Cancelled) => Vec::new(),
+    };
+    Ok(fetch(board, keys, &ids)
+        .await?
+        .into_iter()
+        .filter_map(|(_, info)| info)
+        .collect())
+}

@@ -1,0 +1,259 @@
+//! The Lua scripts (`lua/*.lua`) and their Rust twins: each twin builds the
+//! invocation with the queue keys and reads the reply.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::{Script, ScriptInvocation};
+
+use crate::error::Result;
+use crate::redis::connect::{retry_once, Connection};
+use crate::redis::keys::QueueKeys;
+use crate::redis::reply::Reply;
+
+const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
+
+/// Every verb's script, each sent as the prelude followed by its file.
+pub(crate) struct Scripts {
+    pub post: Script,
+    pub claim: Script,
+    pub claim_job: Script,
+    pub extend: Script,
+    pub consume: Script,
+    pub abandon: Script,
+    pub trash: Script,
+    pub reap: Script,
+    pub index: Script,
+    pub quarantine: Script,
+}
+
+impl Scripts {
+    /// All scripts, to load them once at connect.
+    pub fn all(&self) -> [&Script; 10] {
+        [
+            &self.post,
+            &self.claim,
+            &self.claim_job,
+            &self.extend,
+            &self.consume,
+            &self.abandon,
+            &self.trash,
+            &self.reap,
+            &self.index,
+            &self.quarantine,
+        ]
+    }
+}
+
+fn script(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}\n{body}"))
+}
+
+/// The scripts, built once per process.
+pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    post: script(include_str!("../../../lua/post.lua")),
+    claim: script(include_str!("../../../lua/claim.lua")),
+    claim_job: script(include_str!("../../../lua/claim_job.lua")),
+    extend: script(include_str!("../../../lua/extend.lua")),
+    consume: script(include_str!("../../../lua/consume.lua")),
+    abandon: script(include_str!("../../../lua/abandon.lua")),
+    trash: script(include_str!("../../../lua/trash.lua")),
+    reap: script(include_str!("../../../lua/reap.lua")),
+    index: script(include_str!("../../../lua/index.lua")),
+    quarantine: script(include_str!("../../../lua/quarantine.lua")),
+});
+
+/// Loads every script into the server's cache (EVALSHA afterwards).
+pub(crate) async fn load_all(conn: &Connection) -> Result<()> {
+    let mut pipe = redis::pipe();
+    for s in SCRIPTS.all() {
+        pipe.load_script(s);
+    }
+    conn.query_pipe::<Vec<String>>(&pipe).await?;
+    Ok(())
+}
+
+/// Starts an invocation of `script` with the queue keys and `NS:` prefix.
+fn invocation<'a>(script: &'a Script, keys: &QueueKeys) -> ScriptInvocation<'a> {
+    let mut inv = script.prepare_invoke();
+    for key in &keys.keys {
+        inv.key(key);
+    }
+    inv.arg(keys.prefix());
+    inv
+}
+
+async fn run(conn: &Connection, inv: &ScriptInvocation<'_>) -> Result<Reply> {
+    let value = retry_once(|| {
+        let mut con = conn.manager.clone();
+        async move { inv.invoke_async::<redis::Value>(&mut con).await }
+    })
+    .await?;
+    Reply::from_value(value)
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+/// Arguments of one post (see `lua/post.lua`).
+pub(crate) struct PostArgs<'a> {
+    pub id: &'a str,
+    pub head: &'a [u8],
+    pub tail: &'a [u8],
+    pub priority: i32,
+    pub max_attempts: u32,
+    pub delay: Duration,
+    pub run_at_ms: u64,
+}
+
+/// Twin of `post.lua`.
+pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, a: &PostArgs<'_>) -> Result<Reply> {
+    let mut inv = invocation(&SCRIPTS.post, keys);
+    inv.arg(a.id)
+        .arg(a.head)
+        .arg(a.tail)
+        .arg(a.priority)
+        .arg(a.max_attempts)
+        .arg(millis(a.delay))
+        .arg(a.run_at_ms)
+        .arg(&keys.notify);
+    run(conn, &inv).await
+}
+
+/// Twin of `claim.lua`.
+pub(crate) async fn claim(
+    conn: &Connection,
+    keys: &QueueKeys,
+    who: &str,
+    expiry: Duration,
+    count: usize,
+) -> Result<Reply> {
+    let mut inv = invocation(&SCRIPTS.claim, keys);
+    inv.arg(who).arg(millis(expiry)).arg(count);
+    run(conn, &inv).await
+}
+
+/// Twin of `claim_job.lua`; `index` = (priority, sequence, max attempts)
+/// used only for a job that was never indexed.
+pub(crate) async fn claim_job(
+    conn: &Connection,
+    keys: &QueueKeys,
+    id: &str,
+    who: &str,
+    expiry: Duration,
+    index: (i32, i64, u32),
+) -> Result<Reply> {
+    let mut inv = invocation(&SCRIPTS.claim_job, keys);
+    inv.arg(id)
+        .arg(who)
+        .arg(millis(expiry))
+        .arg(index.0)
+        .arg(index.1)
+        .arg(index.2);
+    run(conn, &inv).await
+}
+
+/// Twin of `extend.lua`.
+pub(crate) async fn extend(
+    conn: &Connection,
+    keys: &QueueKeys,
+    id: &str,
+    who: &str,
+    token: u64,
+    expiry: Duration,
+) -> Result<Reply> {
+    let mut inv = invocation(&SCRIPTS.extend, keys);
+    inv.arg(id).arg(who).arg(token).arg(millis(expiry));
+    run(conn, &inv).await
+}
+
+/// Twin of `consume.lua`.
+pub(crate) async fn consume(
+    conn: &Connection,
+    keys: &QueueKeys,
+    id: &str,
+    who: &str,
+    token: u64,
+    history: (usize, Duration),
+) -> Result<Reply> {
+    let mut inv = invocation(&SCRIPTS.consume, keys);
+    inv.arg(id)
+        .arg(who)
+        .arg(token)
+        .arg(history.0)
+        .arg(millis(history.1));
+    run(conn, &inv).await
+}
+
+/// What abandon does with the job (see `lua/abandon.lua`).
+pub(crate) enum AbandonMode<'a> {
+    Release,
+    Retry { delay: Duration, error: &'a str },
+}
+
+/// Twin of `abandon.lua`.
+pub(crate) async fn abandon(
+    conn: &Connection,
+    keys: &QueueKeys,
+    id: &str,
+    who: &str,
+    token: u64,
+    mode: AbandonMode<'_>,
+) -> Result<Reply> {
+    let mut inv = invocation(&SCRIPTS.abandon, keys);
+    inv.arg(id).arg(who).arg(token);
+    match mode {
+        AbandonMode::Release => inv.arg("release").arg(0).arg(""),
+        AbandonMode::Retry { delay, error } => inv.arg("retry").arg(millis(delay)).arg(error),
+    };
+    inv.arg(&keys.notify);
+    run(conn, &inv).await
+}
+
+/// Twin of `trash.lua`.
+pub(crate) async fn trash(
+    conn: &Connection,
+    keys: &QueueKeys,
+    id: &str,
+    who: &str,
+    token: u64,
+    reason: &str,
+) -> Result<Reply> {
+    let mut inv = invocation(&SCRIPTS.trash, keys);
+    inv.arg(id).arg(who).arg(token).arg(reason);
+    run(conn, &inv).await
+}
+
+/// Twin of `reap.lua`.
+pub(crate) async fn reap(conn: &Connection, keys: &QueueKeys) -> Result<Reply> {
+    run(conn, &invocation(&SCRIPTS.reap, keys)).await
+}
+
+/// Twin of `index.lua`: `jobs` = (id, priority, sequence).
+pub(crate) async fn index(
+    conn: &Connection,
+    keys: &QueueKeys,
+    max_attempts: u32,
+    jobs: &[(String, i32, i64)],
+) -> Result<Reply> {
+    let mut inv = invocation(&SCRIPTS.index, keys);
+    inv.arg(max_attempts);
+    for (id, priority, sequence) in jobs {
+        inv.arg(id).arg(priority).arg(sequence);
+    }
+    run(conn, &inv).await
+}
+
+/// Twin of `quarantine.lua`.
+pub(crate) async fn quarantine(
+    conn: &Connection,
+    keys: &QueueKeys,
+    field: &[u8],
+    bytes: &[u8],
+    reason: &str,
+) -> Result<Reply> {
+    let mut inv = invocation(&SCRIPTS.quarantine, keys);
+    inv.arg(field).arg(bytes).arg(reason);
+    run(conn, &inv).await
+}

@@ -1,0 +1,115 @@
+//! Waiting for work without polling: a pub/sub connection subscribed to
+//! each queue's notify channel, plus the times at which scheduled jobs fall
+//! due or leases expire.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures_util::{FutureExt, StreamExt};
+
+use crate::error::Result;
+use crate::redis::board::RedisBoard;
+use crate::redis::connect::Connection;
+use crate::redis::keys::QueueKeys;
+
+/// A subscribed pub/sub connection, kept between waits.
+pub(crate) struct Waiter {
+    pubsub: redis::aio::PubSub,
+    channels: HashSet<String>,
+}
+
+/// What a queue holds right now, as far as claiming goes.
+struct Outlook {
+    /// Work is claimable now (or the index must catch up first).
+    ready: bool,
+    /// Milliseconds until the next scheduled job falls due or lease
+    /// expires, if any.
+    next_ms: Option<i64>,
+}
+
+async fn outlook(board: &RedisBoard, keys: &QueueKeys) -> Result<Outlook> {
+    type Row = (
+        usize,
+        Vec<(String, f64)>,
+        Vec<(String, f64)>,
+        usize,
+        usize,
+        usize,
+        (i64, i64),
+    );
+    let mut pipe = redis::pipe();
+    pipe.zcard(keys.ready())
+        .cmd("ZRANGE")
+        .arg(keys.scheduled())
+        .arg(0)
+        .arg(0)
+        .arg("WITHSCORES")
+        .cmd("ZRANGE")
+        .arg(keys.leases())
+        .arg(0)
+        .arg(0)
+        .arg("WITHSCORES")
+        .hlen(keys.listings())
+        .zcard(keys.scheduled())
+        .zcard(keys.leases())
+        .cmd("TIME");
+    let (ready, next_due, next_lease, listed, scheduled, leased, (secs, micros)): Row =
+        board.conn.query_pipe(&pipe).await?;
+    let now_ms = secs * 1000 + micros / 1000;
+    let next_ms = next_due
+        .iter()
+        .chain(next_lease.iter())
+        .map(|(_, at)| *at as i64 - now_ms)
+        .min();
+    Ok(Outlook {
+        ready: ready > 0 || listed > ready + scheduled + leased || next_ms.is_some_and(|ms| ms <= 0),
+        next_ms,
+    })
+}
+
+impl Waiter {
+    /// Opens the pub/sub connection.
+    pub async fn open(conn: &Connection) -> Result<Waiter> {
+        Ok(Waiter {
+            pubsub: conn.client.get_async_pubsub().await?,
+            channels: HashSet::new(),
+        })
+    }
+
+    /// Waits until one of the queues may have claimable work or `timeout`
+    /// passes.
+    pub async fn wait(
+        &mut self,
+        board: &RedisBoard,
+        queues: &[QueueKeys],
+        timeout: Duration,
+    ) -> Result<bool> {
+        for keys in queues {
+            if self.channels.insert(keys.notify.clone()) {
+                self.pubsub.subscribe(&keys.notify).await?;
+            }
+        }
+        // Drop notices that arrived while nobody waited: the check below
+        // sees their jobs; a notice after it wakes the wait.
+        {
+            let mut messages = self.pubsub.on_message();
+            while let Some(Some(_)) = messages.next().now_or_never() {}
+        }
+        let mut sleep = timeout;
+        for keys in queues {
+            let o = outlook(board, keys).await?;
+            if o.ready {
+                return Ok(true);
+            }
+            if let Some(ms) = o.next_ms {
+                sleep = sleep.min(Duration::from_millis(ms.max(1) as u64));
+            }
+        }
+        let mut messages = self.pubsub.on_message();
+        match tokio::time::timeout(sleep, messages.next()).await {
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => Err(crate::Error::unavailable("redis pub/sub connection closed")),
+            Err(_) => Ok(sleep < timeout),
+        }
+    }
+}

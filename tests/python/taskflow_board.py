@@ -1,0 +1,88 @@
+"""Drive a real taskflow RedisJobBoard for jobworker's interop tests.
+
+Usage: taskflow_board.py HOST PORT NAMESPACE COMMAND [ARGS...]
+Prints one JSON line (the last line of stdout) with the result.
+
+Commands:
+  post NAME PRIORITY DETAILS_JSON     -> {"uuid": ...}
+  list                                -> [{"uuid","name","state","owner","priority","details","last_modified"}...]
+  claim UUID WHO [EXPIRY_SECONDS]     -> {"ok": true} | {"error": CLASS, "message": ...}
+  consume UUID WHO / abandon UUID WHO / trash UUID WHO   (same reply shape)
+"""
+import json
+import sys
+
+from taskflow import exceptions as exc
+from taskflow.jobs.backends import impl_redis
+
+
+def connect(host, port, namespace):
+    board = impl_redis.RedisJobBoard(
+        "interop", {"host": host, "port": int(port), "namespace": namespace}
+    )
+    board.connect()
+    return board
+
+
+def owner_of(board, job):
+    try:
+        return board.find_owner(job)
+    except TypeError:  # taskflow 6.5.0 decodes None when the job is unclaimed
+        return None
+
+
+def find(board, uuid):
+    for job in board.iterjobs(ensure_fresh=True):
+        if job.uuid == uuid:
+            return job
+    print(json.dumps({"error": "NotListed", "message": "job %s is not listed" % uuid}))
+    sys.exit(0)
+
+
+def guarded(call):
+    try:
+        call()
+        return {"ok": True}
+    except exc.TaskFlowException as e:
+        return {"error": type(e).__name__, "message": str(e)}
+
+
+def main():
+    host, port, namespace, command, *args = sys.argv[1:]
+    board = connect(host, port, namespace)
+    try:
+        if command == "post":
+            name, priority, details = args
+            job = board.post(name, details=json.loads(details), priority=priority)
+            out = {"uuid": job.uuid}
+        elif command == "list":
+            out = []
+            for job in board.iterjobs(ensure_fresh=True):
+                last = job.last_modified
+                out.append({
+                    "uuid": job.uuid,
+                    "name": job.name,
+                    "state": job.state,
+                    "owner": owner_of(board, job),
+                    "priority": str(job.priority.value),
+                    "details": job.details,
+                    "sequence": job.sequence,
+                    "last_modified": last.isoformat() if last else None,
+                })
+        elif command == "claim":
+            uuid, who, *expiry = args
+            job = find(board, uuid)
+            out = guarded(lambda: board.claim(job, who, expiry=float(expiry[0]) if expiry else None))
+        elif command in ("consume", "abandon", "trash"):
+            uuid, who = args
+            job = find(board, uuid)
+            out = guarded(lambda: getattr(board, command)(job, who))
+        else:
+            raise SystemExit("unknown command %r" % command)
+    finally:
+        board.close()
+    print(json.dumps(out, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+//! Test support shared by the integration tests of jobworker.
+//!
+//! - [`shared_redis`]: one private `redis-server` per test binary, started on
+//!   first use and stopped by PID when the process exits.
+//! - [`unique_queue`]: a fresh queue (namespace) name for every test.
+//! - [`wait_until`]: wait on a condition with a deadline, never a bare sleep.
+//! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
+//! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
+//!   virtualenv made on first use, for interop tests.
+//! - [`conformance`]: the board-contract suite every backend runs.
+//!
+//! Nothing here skips a test when a server or tool is missing: it panics
+//! with a message naming the Debian package to install.
+
+pub mod conformance;
+
+mod support {
+    pub mod fixtures;
+    pub mod names;
+    pub mod python;
+    pub mod redis;
+    pub mod wait;
+}
+
+pub use support::fixtures::{fixtures_dir, workspace_dir};
+pub use support::names::unique_queue;
+pub use support::python::{
+    run_python, run_python_async, taskflow_python, PyOutput, PYTHON_TIMEOUT, TASKFLOW_VENV_ENV,
+    TASKFLOW_VERSION,
+};
+pub use support::redis::{shared_redis, SharedRedis};
+pub use support::wait::{wait_until, POLL_INTERVAL};

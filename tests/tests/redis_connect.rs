@@ -1,0 +1,141 @@
+//! Connection handling: unix sockets, passwords and ACL users, clear
+//! errors, and surviving a redis-server kill -9 + restart with AOF on.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use jobworker::embedded::{RedisServer, ServerOptions, Transport};
+use jobworker::redis::RedisBoard;
+use jobworker::{Board, NewJob};
+use jobworker_tests::unique_queue;
+
+const LONG: Duration = Duration::from_secs(300);
+
+#[tokio::test]
+async fn unix_socket_url_works() {
+    let server = RedisServer::start(ServerOptions {
+        transport: Transport::Unix,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(server.url().starts_with("unix://"), "{}", server.url());
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
+    let q = unique_queue("unix");
+    let id = board.post(&q, NewJob::new("u")).await.unwrap();
+    assert_eq!(board.claim(&[&q], "w", LONG, 1).await.unwrap()[0].lease.job, id);
+}
+
+#[tokio::test]
+async fn password_and_acl_user_in_the_url() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("app")
+        .arg("on")
+        .arg(">apppw")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg("s3cret")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let port = server.port().unwrap();
+    for url in [
+        format!("redis://:s3cret@127.0.0.1:{port}/"),
+        format!("redis://app:apppw@127.0.0.1:{port}/"),
+    ] {
+        let board = RedisBoard::connect(&url)
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+        board.post(&unique_queue("auth"), NewJob::new("a")).await.unwrap();
+    }
+    let err = RedisBoard::connect(&format!("redis://app:wrong@127.0.0.1:{port}/"))
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    assert!(
+        !err.message().contains("wrong"),
+        "the password must not appear in errors: {err}"
+    );
+    let err = RedisBoard::connect(&format!("redis://127.0.0.1:{port}/"))
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+}
+
+#[tokio::test]
+async fn unreachable_server_is_a_clear_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let start = Instant::now();
+    let err = RedisBoard::connect(&format!("redis://127.0.0.1:{port}/"))
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    assert!(err.message().contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        start.elapsed()
+    );
+    let err = RedisBoard::connect("nonsense://x").await.unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_and_restart_with_aof_loses_nothing() {
+    let mut server = RedisServer::start(ServerOptions {
+        appendonly: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
+    let q = unique_queue("restart");
+    let mut posted = HashSet::new();
+    for i in 0..200u32 {
+        posted.insert(board.post(&q, NewJob::new("r").args(&i).unwrap()).await.unwrap());
+    }
+    let held = board.claim(&[&q], "w-before", LONG, 10).await.unwrap();
+    // appendfsync everysec: give the last second a chance to reach the disk.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.kill().unwrap();
+    server.restart().unwrap();
+
+    // The same board object reconnects by itself.
+    assert_eq!(board.job_count(&q).await.unwrap(), 200);
+    for c in &held {
+        board.consume(&c.lease).await.unwrap();
+    }
+    let mut done: HashSet<_> = held.into_iter().map(|c| c.lease.job).collect();
+    loop {
+        let got = board.claim(&[&q], "w-after", LONG, 50).await.unwrap();
+        if got.is_empty() {
+            break;
+        }
+        for c in got {
+            board.consume(&c.lease).await.unwrap();
+            assert!(done.insert(c.lease.job), "claimed twice");
+        }
+    }
+    assert_eq!(
+        done, posted,
+        "every job posted before the kill is processed once after it"
+    );
+    // New posts work after the restart too.
+    board.post(&q, NewJob::new("after")).await.unwrap();
+}

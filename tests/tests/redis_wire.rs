@@ -1,0 +1,262 @@
+//! jobworker writes exactly taskflow's keys and bytes, and reads every
+//! posting taskflow accepts; postings taskflow would reject are
+//! quarantined (kept with the reason), never deleted.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use jobworker::codec::{decode_posting, encode_posting, CreatedOn, OsloDateTime};
+use jobworker::redis::{RedisBoard, RedisOptions};
+use jobworker::{Board, JobState, ListFilter, NewJob, Page, Priority};
+use jobworker_tests::{fixtures_dir, shared_redis, unique_queue};
+use redis::AsyncCommands;
+
+async fn board_on(q: &str, ns: &str) -> RedisBoard {
+    RedisBoard::with_options(RedisOptions::new(shared_redis().url()).namespace(q, ns))
+        .await
+        .unwrap()
+}
+
+async fn server_micros(con: &mut redis::aio::ConnectionManager) -> i64 {
+    let (s, us): (i64, i64) = redis::cmd("TIME").query_async(con).await.unwrap();
+    s * 1_000_000 + us
+}
+
+async fn keys_of(con: &mut redis::aio::ConnectionManager, ns: &str) -> BTreeSet<String> {
+    con.keys::<_, Vec<String>>(format!("{ns}:*"))
+        .await
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+#[tokio::test]
+async fn lifecycle_writes_taskflow_keys_and_bytes() {
+    let q = unique_queue("wire");
+    let ns = format!("wire-{q}");
+    let board = board_on(&q, &ns).await;
+    let mut con = board.connection();
+    let id = "0b5a1d2e-3c4f-4a6b-8c7d-9e0f1a2b3c01";
+    let before = server_micros(&mut con).await;
+    board
+        .post(&q, NewJob::new("job-a").id(id).priority(Priority::HIGH))
+        .await
+        .unwrap();
+    let after = server_micros(&mut con).await;
+
+    // The posting: taskflow's map, created_on from the server's clock.
+    let bytes: Vec<u8> = con.hget(format!("{ns}:listings"), id).await.unwrap();
+    let posting = decode_posting(&bytes).unwrap();
+    assert_eq!((posting.uuid.as_str(), posting.name.as_str()), (id, "job-a"));
+    assert_eq!(posting.priority, Priority::HIGH);
+    assert_eq!(posting.sequence, Some(1));
+    assert_eq!(posting.details, rmpv::Value::Map(vec![]));
+    let CreatedOn::DateTime(created) = &posting.created_on else {
+        panic!("created_on is not ext 1")
+    };
+    assert_eq!(created.tz, None, "taskflow needs naive datetimes");
+    let t = created.to_unix_micros();
+    assert!(
+        before <= t && t <= after,
+        "created_on {t} not within server time [{before}, {after}]"
+    );
+    assert_eq!(
+        encode_posting(&posting),
+        bytes,
+        "the Lua-built posting must be taskflow's exact bytes"
+    );
+    assert_eq!(bytes[0], 0x86);
+    let seq: String = con.get(format!("{ns}:sequence")).await.unwrap();
+    assert_eq!(seq, "1");
+
+    // Claim: raw owner string with a TTL, last_modified a naive ext-1 datetime.
+    board
+        .claim(&[&q], "worker-1", Duration::from_secs(30), 1)
+        .await
+        .unwrap();
+    let owner: Vec<u8> = con.get(format!("{ns}:{id}.owned")).await.unwrap();
+    assert_eq!(owner, b"worker-1");
+    let ttl: i64 = con.pttl(format!("{ns}:{id}.owned")).await.unwrap();
+    assert!(ttl > 25_000 && ttl <= 30_000, "owner key ttl {ttl}");
+    let lm: Vec<u8> = con.get(format!("{ns}:{id}.last_modified")).await.unwrap();
+    assert_eq!(&lm[..1], [0xc7]);
+    assert_eq!(lm[2], 1, "ext type 1");
+    let dt = OsloDateTime::decode_ext_payload(&lm[3..]).unwrap();
+    assert_eq!(dt.tz, None);
+    assert_eq!(dt.encode_ext(), lm, "smallest int forms, as oslo writes them");
+    let ttl_lm: i64 = con.pttl(format!("{ns}:{id}.last_modified")).await.unwrap();
+    assert_eq!(ttl_lm, -1, "last_modified has no TTL");
+
+    let taskflow_keys: BTreeSet<String> = keys_of(&mut con, &ns)
+        .await
+        .into_iter()
+        .filter(|k| !k.contains(":jw."))
+        .collect();
+    let expected: BTreeSet<String> = [
+        "listings",
+        "sequence",
+        &format!("{id}.owned"),
+        &format!("{id}.last_modified"),
+    ]
+    .iter()
+    .map(|p| format!("{ns}:{p}"))
+    .collect();
+    assert_eq!(taskflow_keys, expected);
+
+    // Trash: the exact posting bytes move to the trash hash; last_modified stays.
+    let lease = jobworker::Lease {
+        queue: q.clone(),
+        job: id.into(),
+        owner: "worker-1".into(),
+        token: 1,
+    };
+    board.trash(&lease, "broken").await.unwrap();
+    let trashed: Vec<u8> = con.hget(format!("{ns}:trash"), id).await.unwrap();
+    assert_eq!(trashed, bytes);
+    let listed: bool = con.hexists(format!("{ns}:listings"), id).await.unwrap();
+    assert!(!listed);
+    let owned: bool = con.exists(format!("{ns}:{id}.owned")).await.unwrap();
+    assert!(!owned);
+    let lm_stays: bool = con.exists(format!("{ns}:{id}.last_modified")).await.unwrap();
+    assert!(lm_stays, "taskflow leaves last_modified behind on trash");
+}
+
+#[tokio::test]
+async fn consume_removes_taskflow_keys() {
+    let q = unique_queue("wire-consume");
+    let ns = format!("wire-{q}");
+    let board = board_on(&q, &ns).await;
+    let mut con = board.connection();
+    let id = board.post(&q, NewJob::new("c")).await.unwrap();
+    let c = board
+        .claim(&[&q], "w", Duration::from_secs(30), 1)
+        .await
+        .unwrap()
+        .remove(0);
+    board.consume(&c.lease).await.unwrap();
+    let left: BTreeSet<String> = keys_of(&mut con, &ns)
+        .await
+        .into_iter()
+        .filter(|k| !k.contains(":jw."))
+        .collect();
+    assert_eq!(
+        left,
+        [format!("{ns}:sequence")].into_iter().collect(),
+        "only the sequence remains (listings hash is empty)"
+    );
+    assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Completed);
+}
+
+#[tokio::test]
+async fn reader_verdicts_accepted_decode_and_rejected_are_quarantined() {
+    let path = fixtures_dir().join("redis_reader_verdicts.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let verdicts: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let q = unique_queue("verdicts");
+    let ns = format!("verdicts-{q}");
+    let board = board_on(&q, &ns).await;
+    let mut con = board.connection();
+    let mut accepted = BTreeSet::new();
+    let mut rejected = Vec::new();
+    for (case, v) in verdicts["cases"].as_object().unwrap() {
+        let field = v["hash_field"].as_str().unwrap().to_owned();
+        let bytes = hex::decode(v["value_hex"].as_str().unwrap()).unwrap();
+        let _: () = con.hset(format!("{ns}:listings"), &field, &bytes).await.unwrap();
+        match v["verdict"].as_str().unwrap() {
+            "accepted" => {
+                accepted.insert(field);
+            }
+            "rejected" => rejected.push((case.clone(), field, bytes)),
+            other => panic!("unknown verdict {other}"),
+        }
+    }
+    assert_eq!(accepted.len() + rejected.len(), 19);
+
+    // Listing indexes the accepted postings and quarantines the rest.
+    let live = board
+        .list(
+            &q,
+            ListFilter::Live,
+            Page {
+                offset: 0,
+                limit: 100,
+            },
+        )
+        .await
+        .unwrap();
+    let live_ids: BTreeSet<String> = live.iter().map(|j| j.id.clone()).collect();
+    assert_eq!(live_ids, accepted);
+    for j in &live {
+        let parsed = &verdicts["cases"]
+            .as_object()
+            .unwrap()
+            .values()
+            .find(|v| v["hash_field"] == j.id.as_str())
+            .unwrap()["parsed"];
+        assert_eq!(j.name, parsed["name"].as_str().unwrap(), "{}", j.id);
+        assert_eq!(
+            Priority(j.priority).taskflow_name(),
+            parsed["priority"].as_str().unwrap(),
+            "{}",
+            j.id
+        );
+    }
+    let quarantined = board
+        .list(&q, ListFilter::State(JobState::Quarantined), Page::default())
+        .await
+        .unwrap();
+    assert_eq!(quarantined.len(), rejected.len());
+    for (case, field, bytes) in &rejected {
+        let kept: Vec<u8> = con.hget(format!("{ns}:jw.quarantine"), field).await.unwrap();
+        assert_eq!(&kept, bytes, "{case}: quarantined bytes must be kept exactly");
+        let info = quarantined
+            .iter()
+            .find(|j| &j.id == field)
+            .unwrap_or_else(|| panic!("{case} not listed as quarantined"));
+        assert_eq!(info.state, JobState::Quarantined);
+        assert!(
+            info.reason.as_deref().is_some_and(|r| !r.is_empty()),
+            "{case}: no reason"
+        );
+        let listed: bool = con.hexists(format!("{ns}:listings"), field).await.unwrap();
+        assert!(
+            !listed,
+            "{case}: left in the listings, where taskflow would delete it"
+        );
+    }
+
+    // Every accepted posting can be claimed and consumed.
+    let claimed = board
+        .claim(&[&q], "w", Duration::from_secs(60), 100)
+        .await
+        .unwrap();
+    let claimed_ids: BTreeSet<String> = claimed.iter().map(|c| c.lease.job.0.clone()).collect();
+    assert_eq!(claimed_ids, accepted);
+    for c in &claimed {
+        board.consume(&c.lease).await.unwrap();
+    }
+    assert_eq!(board.job_count(&q).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn claim_quarantines_a_posting_it_cannot_decode() {
+    let q = unique_queue("claim-bad");
+    let ns = format!("claimbad-{q}");
+    let board = board_on(&q, &ns).await;
+    let mut con = board.connection();
+    let _: () = con
+        .hset(format!("{ns}:listings"), "garbage", b"\xc1\xc1\xc1".as_slice())
+        .await
+        .unwrap();
+    let good = board.post(&q, NewJob::new("ok")).await.unwrap();
+    let claimed = board.claim(&[&q], "w", Duration::from_secs(60), 5).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].lease.job, good);
+    let kept: Vec<u8> = con.hget(format!("{ns}:jw.quarantine"), "garbage").await.unwrap();
+    assert_eq!(kept, b"\xc1\xc1\xc1");
+    let e = board
+        .claim_job(&q, &"garbage".into(), "w", Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+}

@@ -1,0 +1,3 @@
+fn main() {
+    jobworker::cli::main()
+}
