@@ -3,7 +3,8 @@
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1 NS prefix, 2 job id, 3 posting head, 4 posting tail (codec::posting_parts),
 --        5 priority (int), 6 max attempts, 7 delay ms (0 = none),
---        8 run-at ms since the epoch (0 = none), 9 notify channel.
+--        8 run-at ms since the epoch (0 = none), 9 notify channel, 10 job name
+--        (kept in the job hash for history after the posting is gone).
 -- Effects: INCR sequence; HSETNX listings id = head .. created_on(TIME) ..
 --        tail .. sequence (taskflow's exact bytes); job hash; ready or
 --        scheduled index; PUBLISH notify.
@@ -18,7 +19,8 @@ local run_at = tonumber(ARGV[8])
 local delay = tonumber(ARGV[7])
 if delay > 0 then run_at = now_ms + delay end
 local job = job_key(id)
-redis.call('HSET', job, 'prio', ARGV[5], 'seq', seq, 'max', ARGV[6], 'attempts', 0, 'token', 0)
+redis.call('HSET', job, 'name', ARGV[10], 'prio', ARGV[5], 'seq', seq, 'max', ARGV[6], 'attempts', 0,
+  'token', 0)
 local state = 'ready'
 if run_at > now_ms then
   state = 'scheduled'

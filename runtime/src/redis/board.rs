@@ -313,6 +313,7 @@ impl Board for RedisBoard {
         };
         let args = PostArgs {
             id: id.as_str(),
+            name: &job.name,
             head: &parts.head,
             tail: &parts.tail,
             priority: job.priority.0,

@@ -99,14 +99,23 @@ pub(crate) async fn connect(url: &str) -> Result<Connection> {
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         .set_number_of_retries(RECONNECT_RETRIES)
         .set_max_delay(RECONNECT_MAX_DELAY);
-    let mut manager = ConnectionManager::new_with_config(client.clone(), config)
+    // One plain attempt first, so an unreachable server fails at once
+    // instead of after the manager's reconnect schedule.
+    let probe = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(Some(RESPONSE_TIMEOUT));
+    let mut first = client
+        .get_multiplexed_async_connection_with_config(&probe)
         .await
         .map_err(|e| Error::unavailable(format!("cannot reach redis at {}: {e}", redact(url))))?;
     let info: String = redis::cmd("INFO")
         .arg("server")
-        .query_async(&mut manager)
+        .query_async(&mut first)
         .await
         .map_err(|e| Error::unavailable(format!("redis at {} did not answer INFO: {e}", redact(url))))?;
+    let manager = ConnectionManager::new_with_config(client.clone(), config)
+        .await
+        .map_err(|e| Error::unavailable(format!("cannot reach redis at {}: {e}", redact(url))))?;
     check_version(&info, url)?;
     Ok(Connection {
         client,

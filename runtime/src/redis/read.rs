@@ -71,7 +71,7 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
     let mut info = JobInfo {
         id: id.to_owned(),
         queue: keys.queue.clone(),
-        name: String::new(),
+        name: job.get("name").cloned().unwrap_or_default(),
         state,
         priority: num("prio").unwrap_or(0) as i32,
         owner: owner.map(|o| String::from_utf8_lossy(&o).into_owned()),

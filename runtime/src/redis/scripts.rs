@@ -99,6 +99,7 @@ fn millis(d: Duration) -> u64 {
 /// Arguments of one post (see `lua/post.lua`).
 pub(crate) struct PostArgs<'a> {
     pub id: &'a str,
+    pub name: &'a str,
     pub head: &'a [u8],
     pub tail: &'a [u8],
     pub priority: i32,
@@ -117,7 +118,8 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, a: &PostArgs<'_>) 
         .arg(a.max_attempts)
         .arg(millis(a.delay))
         .arg(a.run_at_ms)
-        .arg(&keys.notify);
+        .arg(&keys.notify)
+        .arg(a.name);
     run(conn, &inv).await
 }
 

@@ -1,0 +1,240 @@
+//! `rediss://` against a real TLS `redis-server` whose certificate is signed
+//! by a private CA, given to jobworker through `JOBWORKER_REDIS_CA`.
+//!
+//! The CA and the server certificate (for `localhost`, SAN `DNS:localhost`
+//! and `IP:127.0.0.1`) are made with the `openssl` command line in a temp
+//! dir. The server is a `jobworker::embedded::RedisServer` (plain loopback
+//! port for its readiness probe) with a TLS port added; it is stopped by PID
+//! when dropped.
+//!
+//! Environment variables are process-global and the tests of this file run
+//! as threads of one process, so everything that depends on
+//! `JOBWORKER_REDIS_CA` stays in one test function.
+
+use std::io::ErrorKind;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use jobworker::embedded::{RedisServer, ServerOptions};
+use jobworker::redis::RedisBoard;
+use jobworker::{Board, NewJob};
+use jobworker_tests::unique_queue;
+use tempfile::TempDir;
+
+/// The variable `jobworker::redis` reads the CA path from.
+const CA_ENV: &str = "JOBWORKER_REDIS_CA";
+/// How long the TLS port may take to accept TCP connections.
+const READY_DEADLINE: Duration = Duration::from_secs(10);
+/// How many fresh TLS ports to try when the one picked is lost to a race.
+const PORT_ATTEMPTS: usize = 3;
+
+/// OpenSSL config: an empty DN section for `req`, the CA and the server
+/// extensions.
+const OPENSSL_CNF: &str = "\
+[req]
+distinguished_name = dn
+prompt = no
+
+[dn]
+CN = unused
+
+[v3_ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+
+[v3_server]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:localhost,IP:127.0.0.1
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+";
+
+/// Paths of the generated PEM files.
+struct Certs {
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+/// Runs `openssl args…` in `dir`; panics with its stderr on failure and with
+/// the install hint when `openssl` is missing.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| {
+            if e.kind() == ErrorKind::NotFound {
+                panic!("install openssl: apt-get install -y openssl");
+            }
+            panic!("cannot run openssl {args:?}: {e}");
+        });
+    assert!(
+        out.status.success(),
+        "openssl {args:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A private CA and a certificate for `localhost` signed by it, in `dir`.
+fn make_certs(dir: &Path) -> Certs {
+    std::fs::write(dir.join("openssl.cnf"), OPENSSL_CNF).unwrap();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca_args = vec!["req", "-x509", "-config", "openssl.cnf", "-extensions", "v3_ca"];
+    ca_args.extend(ec);
+    ca_args.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=jobworker test CA",
+    ]);
+    openssl(dir, &ca_args);
+    let mut csr_args = vec!["req", "-new", "-config", "openssl.cnf"];
+    csr_args.extend(ec);
+    csr_args.extend([
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    openssl(dir, &csr_args);
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-set_serial",
+            "2",
+            "-days",
+            "2",
+            "-extfile",
+            "openssl.cnf",
+            "-extensions",
+            "v3_server",
+            "-out",
+            "server.pem",
+        ],
+    );
+    Certs {
+        ca: dir.join("ca.pem"),
+        cert: dir.join("server.pem"),
+        key: dir.join("server.key"),
+    }
+}
+
+/// A free loopback port: bind port 0, read it, release it.
+fn free_port() -> u16 {
+    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .and_then(|l| l.local_addr())
+        .expect("cannot pick a free loopback port")
+        .port()
+}
+
+/// Waits until `127.0.0.1:port` accepts TCP connections.
+fn wait_accepting(port: u16) {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let deadline = Instant::now() + READY_DEADLINE;
+    loop {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            Ok(_) => return,
+            Err(e) if Instant::now() >= deadline => {
+                panic!("TLS port {port} did not accept connections within {READY_DEADLINE:?}: {e}")
+            }
+            Err(_) => thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// A `redis-server` with a plain loopback port (for the readiness probe of
+/// `RedisServer`) and a TLS port; returns it and the TLS port. It is stopped
+/// by PID when dropped, and dies with the calling thread.
+fn start_tls_server(certs: &Certs) -> (RedisServer, u16) {
+    let mut last = String::new();
+    for _ in 0..PORT_ATTEMPTS {
+        let tls_port = free_port();
+        let extra_args = [
+            ("--tls-port", tls_port.to_string()),
+            ("--tls-cert-file", certs.cert.display().to_string()),
+            ("--tls-key-file", certs.key.display().to_string()),
+            ("--tls-ca-cert-file", certs.ca.display().to_string()),
+            ("--tls-auth-clients", "no".to_owned()),
+        ]
+        .into_iter()
+        .flat_map(|(name, value)| [name.to_owned(), value])
+        .collect();
+        match RedisServer::start(ServerOptions {
+            extra_args,
+            ..ServerOptions::default()
+        }) {
+            Ok(server) => {
+                wait_accepting(tls_port);
+                return (server, tls_port);
+            }
+            // Only a lost port is worth another try.
+            Err(e) if e.message().contains("Address already in use") => last = e.to_string(),
+            Err(e) => panic!("cannot start a TLS redis-server: {e}"),
+        }
+    }
+    panic!("cannot start a TLS redis-server after {PORT_ATTEMPTS} attempts: {last}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rediss_with_a_private_ca() {
+    let tmp = TempDir::new().unwrap();
+    let certs = make_certs(tmp.path());
+    // Started from the test thread (the body runs there): the server lives
+    // until `server` is dropped at the end of this function.
+    let (server, tls_port) = start_tls_server(&certs);
+    let url = format!("rediss://localhost:{tls_port}/");
+
+    // Without the CA, the server's certificate is not trusted.
+    std::env::remove_var(CA_ENV);
+    let err = RedisBoard::connect(&url)
+        .await
+        .expect_err("connecting without the private CA must fail");
+    assert!(err.is_unavailable(), "{err:?}");
+    assert!(err.message().contains(&url), "the error must name {url}: {err}");
+
+    // With the CA, it is.
+    std::env::set_var(CA_ENV, &certs.ca);
+    let board = RedisBoard::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("{url} with {CA_ENV}={}: {e}", certs.ca.display()));
+    let q = unique_queue("tls");
+    let id = board.post(&q, NewJob::new("tls")).await.unwrap();
+    let claimed = board.claim(&[&q], "w", Duration::from_secs(30), 1).await.unwrap();
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+    assert_eq!(claimed[0].lease.job, id);
+    board.consume(&claimed[0].lease).await.unwrap();
+    assert_eq!(board.job_count(&q).await.unwrap(), 0);
+
+    std::env::remove_var(CA_ENV);
+    drop(board);
+    drop(server);
+}

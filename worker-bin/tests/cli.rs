@@ -1,0 +1,189 @@
+//! The `jobworker` binary as a user runs it: real process, real Redis.
+
+use std::process::{Command, Output};
+
+use jobworker_tests::{shared_redis, unique_queue};
+use serde_json::Value;
+
+fn jobworker(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jobworker"))
+        .args(args)
+        .env_remove("JOBWORKER_REDIS_URL")
+        .env_remove("JOBWORKER_DATA_DIR")
+        .output()
+        .expect("run jobworker")
+}
+
+/// Runs with `--redis <shared> --json`, expects success, parses stdout.
+fn json(args: &[&str]) -> Value {
+    let mut all = vec!["--redis", shared_redis().url(), "--json"];
+    all.extend_from_slice(args);
+    let out = jobworker(&all);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "jobworker {args:?} failed: {stderr}\n{stdout}"
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// Runs with `--redis <shared>`, expects exit code `code`, returns stderr.
+fn fails(code: i32, args: &[&str]) -> String {
+    let mut all = vec!["--redis", shared_redis().url()];
+    all.extend_from_slice(args);
+    let out = jobworker(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "jobworker {args:?}: {stderr}");
+    stderr
+}
+
+#[test]
+fn post_list_show_claim_consume() {
+    let q = unique_queue("cli");
+    let posted = json(&[
+        "post",
+        "resize",
+        "-q",
+        &q,
+        "--args",
+        r#"{"path": "a.png"}"#,
+        "--priority",
+        "HIGH",
+    ]);
+    let id = posted["id"].as_str().unwrap().to_owned();
+    json(&["post", "other", "-q", &q]);
+
+    let listed = json(&["list", "-q", &q]);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert_eq!(listed[0]["id"], id.as_str(), "HIGH comes first");
+    let shown = json(&["show", &id, "-q", &q]);
+    assert_eq!(
+        (&shown["state"], &shown["name"], &shown["priority"]),
+        (&"ready".into(), &"resize".into(), &1.into())
+    );
+    assert_eq!(shown["args"]["path"], "a.png");
+    assert_eq!(json(&["count", "-q", &q])["count"], 2);
+
+    let claimed = json(&["claim", "-q", &q, "--owner", "cli-1", "--expiry", "60"]);
+    assert_eq!(claimed[0]["id"], id.as_str());
+    let token = claimed[0]["token"].to_string();
+    json(&[
+        "extend", &id, "-q", &q, "--owner", "cli-1", "--token", &token, "--expiry", "90",
+    ]);
+    let err = fails(3, &["consume", &id, "-q", &q, "--owner", "cli-2"]);
+    assert!(err.contains("not held by cli-2") && err.contains(&id), "{err}");
+    json(&["consume", &id, "-q", &q, "--owner", "cli-1", "--token", &token]);
+    assert_eq!(json(&["show", &id, "-q", &q])["state"], "completed");
+}
+
+#[test]
+fn abandon_with_retry_then_trash_with_reason() {
+    let q = unique_queue("cli-fail");
+    let id = json(&["post", "flaky", "-q", &q, "--max-attempts", "3"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    json(&["claim", "-q", &q, "--owner", "o"]);
+    let abandoned = json(&[
+        "abandon",
+        &id,
+        "-q",
+        &q,
+        "--owner",
+        "o",
+        "--retry-after",
+        "0",
+        "--error",
+        "timeout",
+    ]);
+    assert_eq!(abandoned["state"], "ready");
+    let shown = json(&["show", &id, "-q", &q]);
+    assert_eq!(
+        (&shown["attempts"], &shown["reason"]),
+        (&1.into(), &"timeout".into())
+    );
+    json(&["claim", "-q", &q, "--owner", "o", "--id", &id]);
+    json(&[
+        "trash",
+        &id,
+        "-q",
+        &q,
+        "--owner",
+        "o",
+        "--reason",
+        "bad input file",
+    ]);
+    let trashed = json(&["list", "-q", &q, "--state", "trashed"]);
+    assert_eq!(trashed[0]["reason"], "bad input file");
+    assert_eq!(json(&["count", "-q", &q])["count"], 0);
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let err = fails(2, &["post", "x", "--priority", "URGENT"]);
+    assert!(err.contains("URGENT"), "{err}");
+    let err = fails(2, &["list", "--state", "sleeping"]);
+    assert!(err.contains("sleeping"), "{err}");
+    let err = fails(2, &["post", "x", "--args", "{not json"]);
+    assert!(err.contains("--args"), "{err}");
+    let err = fails(3, &["show", "no-such-job"]);
+    assert!(err.contains("no-such-job") && err.contains("not found"), "{err}");
+    let out = jobworker(&["--redis", "redis://127.0.0.1:1/", "count"]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:1"));
+}
+
+fn pid_gone(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) != 0 }
+}
+
+/// Without --redis, jobworker says on its first line which Redis it uses;
+/// a private server it starts is gone when it exits, and `--data-dir`
+/// keeps the data for the next command.
+#[test]
+fn embedded_default_says_so_and_keeps_data_where_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let post = jobworker(&["--data-dir", data, "--json", "post", "kept", "-q", "emb"]);
+    let stderr = String::from_utf8_lossy(&post.stderr);
+    assert!(post.status.success(), "{stderr}");
+    let first = stderr.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("jobworker: no --redis given; started a private redis-server (pid "),
+        "{first}"
+    );
+    let pid: i32 = first
+        .split("(pid ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(pid_gone(pid), "the private redis-server {pid} outlived jobworker");
+    let count = jobworker(&["--data-dir", data, "--json", "count", "-q", "emb"]);
+    assert!(count.status.success());
+    let v: Value = serde_json::from_slice(&count.stdout).unwrap();
+    assert_eq!(
+        v["count"], 1,
+        "the job posted by the first command survived in --data-dir"
+    );
+
+    let plain = jobworker(&["count"]);
+    let first = String::from_utf8_lossy(&plain.stderr)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_owned();
+    assert!(plain.status.success(), "{first}");
+    assert!(first.starts_with("jobworker: no --redis given;"), "{first}");
+}
