@@ -103,6 +103,15 @@ pub enum AnyBoard {
     Redis(RedisBoard),
 }
 
+impl AnyBoard {
+    /// The Redis board, when this is one.
+    pub fn as_redis(&self) -> Option<&RedisBoard> {
+        match self {
+            AnyBoard::Redis(b) => Some(b),
+        }
+    }
+}
+
 macro_rules! dispatch {
     ($self:ident, $b:ident => $call:expr) => {
         match $self {

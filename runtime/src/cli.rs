@@ -4,11 +4,12 @@
 mod args;
 mod commands;
 mod output;
+mod run;
 mod server;
 
 use clap::Parser;
 
-pub use args::{Cli, Command};
+pub use args::{Cli, Command, LogFormat, RunArgs};
 
 /// Exit code for bad input (usage, invalid values).
 pub const EXIT_USAGE: i32 = 2;
@@ -27,20 +28,43 @@ pub fn main() {
 
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("jobworker: cannot start the async runtime: {e}");
-            return EXIT_FAILURE;
-        }
+    init_logging(cli.log_format);
+    let result = match &cli.command {
+        None => run::run(&cli.board, &cli.run),
+        Some(Command::Run(a)) => run::run(&cli.board, a),
+        Some(Command::Handlers) => commands::handlers(cli.json).map(|()| 0),
+        Some(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| crate::Error::io("cannot start the async runtime", e))
+            .and_then(|rt| rt.block_on(commands::execute(&cli)))
+            .map(|()| 0),
     };
-    match runtime.block_on(commands::execute(&cli)) {
-        Ok(()) => 0,
+    match result {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("jobworker: {e}");
             exit_code(&e)
         }
     }
+}
+
+/// Logs go to stderr, as text or JSON lines; `RUST_LOG` filters (default
+/// `info`). Writes synchronously: no logging thread exists before `fork`.
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// This host's name (`localhost` when it cannot be read).
+pub fn hostname() -> String {
+    nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".into())
 }
 
 fn exit_code(e: &crate::Error) -> i32 {

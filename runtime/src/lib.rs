@@ -8,14 +8,29 @@
 //! OpenStack taskflow's `RedisJobBoard`, so Python taskflow and jobworker can
 //! share jobs.
 
+extern crate self as jobworker;
+
 pub mod board;
 pub mod cli;
 pub mod codec;
 pub mod embedded;
 pub mod error;
+pub mod handler;
 pub mod job;
 pub mod redis;
+pub mod supervisor;
+pub mod worker;
 
 pub use board::{AnyBoard, Board};
 pub use error::{Error, ErrorKind, Result};
+pub use handler::{CancelFlag, HandlerEntry, HandlerError, HandlerErrorKind, HandlerFn, JobContext, Registry};
+pub use jobworker_macros::handler;
 pub use job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority};
+
+/// Items the `#[handler]` expansion refers to; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::handler::decode_args;
+    pub use inventory;
+    pub use rmpv;
+}

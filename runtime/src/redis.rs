@@ -7,8 +7,10 @@ mod keys;
 mod read;
 mod reply;
 mod scripts;
+mod sync;
 mod wait;
 
-pub use board::{RedisBoard, RedisOptions};
+pub use board::{RedisBoard, RedisOptions, MAX_CLAIM_COUNT};
 pub use connect::MIN_REDIS_VERSION;
 pub use keys::{QueueKeys, DEFAULT_PREFIX};
+pub use sync::{QueueCounts, SyncBoard, POISON_CRASHES};

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// jobworker: background jobs on taskflow-compatible job boards.
+///
+/// Without a subcommand, runs the workers: `jobworker --queues a,b --workers N`.
 #[derive(Debug, Parser)]
 #[command(name = "jobworker", version, about)]
 pub struct Cli {
@@ -14,9 +16,61 @@ pub struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
-    /// What to do.
+    /// Log format: text or json.
+    #[arg(long, global = true, default_value = "text", env = "JOBWORKER_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    /// Worker options when no subcommand is given.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// What to do (default: run the workers).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+/// How logs are written (to stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `run`: the supervisor and its workers.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Queues to serve, in order (comma-separated).
+    #[arg(long, short = 'q', default_value = "default", env = "JOBWORKER_QUEUES", value_delimiter = ',')]
+    pub queues: Vec<String>,
+    /// Worker processes (default: the number of CPUs); 0 runs one worker
+    /// in this process without forking.
+    #[arg(long, short = 'w', env = "JOBWORKER_WORKERS")]
+    pub workers: Option<usize>,
+    /// Jobs each worker runs at once.
+    #[arg(long, short = 'c', default_value_t = 1, env = "JOBWORKER_CONCURRENCY")]
+    pub concurrency: usize,
+    /// Directory holding `jobworker-workers/sandbox-<k>` (default: the
+    /// system temp directory).
+    #[arg(long, env = "JOBWORKER_WORKDIR")]
+    pub workdir: Option<PathBuf>,
+    /// Lease length in seconds (extended every third of it while a job runs).
+    #[arg(long, default_value_t = 30.0, env = "JOBWORKER_EXPIRY")]
+    pub expiry: f64,
+    /// Seconds in-flight jobs may finish after TERM/INT.
+    #[arg(long, default_value_t = 30.0, env = "JOBWORKER_GRACE")]
+    pub grace: f64,
+    /// Longest idle wait in seconds between checks for work.
+    #[arg(long, default_value_t = 5.0, env = "JOBWORKER_INTERVAL")]
+    pub interval: f64,
+    /// Timeout in seconds for handlers that set none (default: no limit).
+    #[arg(long, env = "JOBWORKER_TIMEOUT")]
+    pub timeout: Option<f64>,
+    /// Stop once the queues hold no jobs.
+    #[arg(long)]
+    pub until_drained: bool,
+    /// Show a progress bar on stderr.
+    #[arg(long)]
+    pub progress: bool,
 }
 
 /// Where the board is.
@@ -46,6 +100,12 @@ pub struct BoardArgs {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the supervisor and its workers (the default).
+    Run(RunArgs),
+    /// List the handlers linked into this binary.
+    Handlers,
+    /// List the live workers.
+    Workers,
     /// Post a job.
     Post(PostArgs),
     /// List a queue's jobs.

@@ -14,7 +14,10 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
     let target = server::resolve(&cli.board)?;
     let board = RedisBoard::with_options(server::options(&target, &cli.board)?).await?;
     let json = cli.json;
-    match &cli.command {
+    let Some(command) = &cli.command else { return Ok(()) };
+    match command {
+        Command::Run(_) | Command::Handlers => Ok(()),
+        Command::Workers => workers(&board, json).await,
         Command::Post(a) => post(&board, a, json).await,
         Command::List(a) => list(&board, a, json).await,
         Command::Show(a) => {
@@ -217,4 +220,50 @@ pub(crate) fn default_owner() -> String {
         .and_then(|h| h.into_string().ok())
         .unwrap_or_else(|| "localhost".into());
     format!("{host}:{}", std::process::id())
+}
+
+/// `jobworker handlers`: the handlers linked into this binary.
+pub(crate) fn handlers(json: bool) -> Result<()> {
+    let registry = crate::handler::Registry::load()?;
+    if json {
+        let list: Vec<serde_json::Value> = registry
+            .iter()
+            .map(|h| {
+                serde_json::json!({
+                    "name": h.name, "queue": h.queue,
+                    "timeout_ms": h.timeout.map(|t| t.as_millis() as u64),
+                    "max_attempts": h.max_attempts,
+                    "kind": format!("{:?}", h.run),
+                    "location": format!("{}:{}", h.file, h.line),
+                })
+            })
+            .collect();
+        output::json(&serde_json::Value::Array(list));
+    } else if registry.is_empty() {
+        println!("no handlers are linked into this binary");
+    } else {
+        for h in registry.iter() {
+            let timeout = h.timeout.map_or("-".to_owned(), |t| format!("{t:?}"));
+            println!("{:<24} queue {:<12} timeout {:<8} {:?} at {}:{}", h.name, h.queue, timeout, h.run, h.file, h.line);
+        }
+    }
+    Ok(())
+}
+
+async fn workers(board: &RedisBoard, json: bool) -> Result<()> {
+    let list = crate::worker::list_workers(board).await?;
+    if json {
+        output::json(&serde_json::to_value(&list).map_err(|e| Error::codec(e.to_string()))?);
+    } else if list.is_empty() {
+        println!("no live workers");
+    } else {
+        let now = crate::worker::now_ms();
+        for w in list {
+            println!(
+                "{:<40} slot {:<3} pid {:<7} queues {:<20} jobs {:<3} beat {:.1}s ago",
+                w.owner, w.slot, w.pid, w.queues.join(","), w.jobs.len(), now.saturating_sub(w.beat_ms) as f64 / 1000.0
+            );
+        }
+    }
+    Ok(())
 }

@@ -60,6 +60,20 @@ impl RedisOptions {
         }
     }
 
+    /// The keys of `queue`: its mapped namespace, or `<prefix>:{queue}`.
+    pub fn keys(&self, queue: &str) -> Result<QueueKeys> {
+        let namespace = match self.namespaces.get(queue) {
+            Some(ns) => ns.clone(),
+            None => QueueKeys::default_namespace(&self.prefix, queue)?,
+        };
+        Ok(QueueKeys::new(queue, &namespace))
+    }
+
+    /// The hash of live workers (`<prefix>:workers`).
+    pub fn workers_key(&self) -> String {
+        format!("{}:workers", self.prefix)
+    }
+
     /// Stores `queue` under `namespace` instead of `<prefix>:{queue}`.
     pub fn namespace(mut self, queue: impl Into<String>, namespace: impl Into<String>) -> Self {
         self.namespaces.insert(queue.into(), namespace.into());
@@ -115,11 +129,7 @@ impl RedisBoard {
 
     /// The keys of `queue`.
     pub fn keys(&self, queue: &str) -> Result<QueueKeys> {
-        let namespace = match self.opts.namespaces.get(queue) {
-            Some(ns) => ns.clone(),
-            None => QueueKeys::default_namespace(&self.opts.prefix, queue)?,
-        };
-        Ok(QueueKeys::new(queue, &namespace))
+        self.opts.keys(queue)
     }
 
     /// A command connection (reconnecting), for tests and tools.

@@ -15,9 +15,9 @@ pub const MIN_REDIS_VERSION: (u32, u32) = (6, 2);
 
 /// How long one command may take before the call fails (scripts are
 /// bounded; this only catches a hung server).
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one connection attempt may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Reconnect attempts of the connection manager before a call fails.
 const RECONNECT_RETRIES: usize = 8;
 /// Longest pause between reconnect attempts.
@@ -70,7 +70,7 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-fn client(url: &str) -> Result<redis::Client> {
+pub(crate) fn client(url: &str) -> Result<redis::Client> {
     static PROVIDER: Once = Once::new();
     PROVIDER.call_once(|| {
         // Several crates may race to install one; whichever wins is fine.
@@ -124,7 +124,7 @@ pub(crate) async fn connect(url: &str) -> Result<Connection> {
     })
 }
 
-fn check_version(info: &str, url: &str) -> Result<()> {
+pub(crate) fn check_version(info: &str, url: &str) -> Result<()> {
     let version = info
         .lines()
         .find_map(|l| l.strip_prefix("redis_version:"))

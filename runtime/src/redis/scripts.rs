@@ -25,11 +25,12 @@ pub(crate) struct Scripts {
     pub reap: Script,
     pub index: Script,
     pub quarantine: Script,
+    pub recover_owner: Script,
 }
 
 impl Scripts {
     /// All scripts, to load them once at connect.
-    pub fn all(&self) -> [&Script; 10] {
+    pub fn all(&self) -> [&Script; 11] {
         [
             &self.post,
             &self.claim,
@@ -41,6 +42,7 @@ impl Scripts {
             &self.reap,
             &self.index,
             &self.quarantine,
+            &self.recover_owner,
         ]
     }
 }
@@ -61,6 +63,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     reap: script(include_str!("../../../lua/reap.lua")),
     index: script(include_str!("../../../lua/index.lua")),
     quarantine: script(include_str!("../../../lua/quarantine.lua")),
+    recover_owner: script(include_str!("../../../lua/recover_owner.lua")),
 });
 
 /// Loads every script into the server's cache (EVALSHA afterwards).
@@ -74,7 +77,7 @@ pub(crate) async fn load_all(conn: &Connection) -> Result<()> {
 }
 
 /// Starts an invocation of `script` with the queue keys and `NS:` prefix.
-fn invocation<'a>(script: &'a Script, keys: &QueueKeys) -> ScriptInvocation<'a> {
+pub(crate) fn invocation<'a>(script: &'a Script, keys: &QueueKeys) -> ScriptInvocation<'a> {
     let mut inv = script.prepare_invoke();
     for key in &keys.keys {
         inv.key(key);

@@ -1,0 +1,95 @@
+//! The scripted test handler: does what its arguments say (succeed, fail,
+//! panic, sleep, spin without yielding, abort its process) and records
+//! what it saw in Redis, so end-to-end tests can drive the real binary.
+
+use std::time::{Duration, Instant};
+
+use jobworker::{HandlerError, JobContext};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+/// What the scripted handler does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Succeed.
+    Ok,
+    /// Fail with an error (retry after the worker's backoff).
+    Retry,
+    /// Fail fatally (trash at once).
+    Fatal,
+    /// Panic.
+    Panic,
+    /// Sleep `millis` (stops early when cancelled), then succeed.
+    Sleep,
+    /// Burn CPU for `millis` without ever yielding, then succeed.
+    Spin,
+    /// Abort the whole worker process (SIGABRT).
+    Abort,
+}
+
+/// Arguments of [`scripted`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Script {
+    /// What to do.
+    pub action: Action,
+    /// Duration for `sleep` and `spin`.
+    #[serde(default)]
+    pub millis: u64,
+    /// Succeed instead once the attempt number is above this (0: never).
+    #[serde(default)]
+    pub until_attempt: u32,
+    /// Redis hash counting runs per job id (`HINCRBY key <id> 1` at start).
+    #[serde(default)]
+    pub count_key: Option<String>,
+    /// Redis hash recording, per job id, `pid|sandbox|entries at start`.
+    #[serde(default)]
+    pub sandbox_key: Option<String>,
+}
+
+async fn record(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
+    let board = cx.board().as_redis().ok_or_else(|| HandlerError::fatal("the scripted handler needs a Redis board"))?;
+    let mut con = board.connection();
+    let id = cx.id().as_str();
+    if let Some(key) = &s.count_key {
+        let _: i64 = con.hincr(key, id, 1).await?;
+    }
+    if let Some(key) = &s.sandbox_key {
+        let entries = std::fs::read_dir(cx.sandbox())?.count();
+        let seen = format!("{}|{}|{entries}", std::process::id(), cx.sandbox().display());
+        let _: () = con.hset(key, id, seen).await?;
+        std::fs::write(cx.sandbox().join(format!("left-by-{id}")), b"leftover")?;
+    }
+    Ok(())
+}
+
+/// Runs a [`Script`].
+#[jobworker::handler(name = "scripted")]
+pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
+    record(&cx, &s).await?;
+    if s.until_attempt > 0 && cx.attempt() > s.until_attempt {
+        return Ok(());
+    }
+    match s.action {
+        Action::Ok => Ok(()),
+        Action::Retry => Err(HandlerError::retry_msg(format!("scripted failure on attempt {}", cx.attempt()))),
+        Action::Fatal => Err(HandlerError::fatal("scripted fatal error")),
+        Action::Panic => panic!("scripted panic on attempt {}", cx.attempt()),
+        Action::Sleep => {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(s.millis)) => Ok(()),
+                _ = cx.cancelled() => Err(HandlerError::retry_msg("cancelled")),
+            }
+        }
+        Action::Spin => {
+            let end = Instant::now() + Duration::from_millis(s.millis);
+            let mut x = 1u64;
+            while Instant::now() < end {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            std::hint::black_box(x);
+            Ok(())
+        }
+        Action::Abort => std::process::abort(),
+    }
+}

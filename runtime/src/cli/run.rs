@@ -1,0 +1,50 @@
+//! `jobworker run`: resolves the board, loads the handlers, then forks the
+//! supervisor's workers — all without an async runtime, which must not
+//! exist before `fork`.
+
+use std::time::Duration;
+
+use crate::cli::args::{BoardArgs, RunArgs};
+use crate::cli::server;
+use crate::error::{Error, Result};
+use crate::handler::Registry;
+use crate::supervisor::{supervise, SupervisorConfig};
+use crate::worker::{run_worker, WorkerConfig};
+
+fn seconds(value: f64, flag: &str) -> Result<Duration> {
+    Duration::try_from_secs_f64(value).map_err(|_| Error::invalid(format!("{flag} must be a non-negative number of seconds")))
+}
+
+/// The worker template from the command line.
+pub(crate) fn worker_config(a: &RunArgs) -> Result<WorkerConfig> {
+    let mut cfg = WorkerConfig::new(a.queues.clone(), crate::cli::commands::default_owner());
+    cfg.concurrency = a.concurrency;
+    cfg.expiry = seconds(a.expiry, "--expiry")?;
+    cfg.grace = seconds(a.grace, "--grace")?;
+    cfg.interval = seconds(a.interval, "--interval")?;
+    cfg.default_timeout = a.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
+    if let Some(dir) = &a.workdir {
+        cfg.workdir = dir.clone();
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Runs the workers; returns the exit code.
+pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
+    let registry = Registry::load()?;
+    if registry.is_empty() {
+        tracing::warn!("no handlers are linked into this binary; every job will fail (see `jobworker handlers`)");
+    }
+    let worker = worker_config(a)?;
+    let target = server::resolve(board)?;
+    let redis = server::options(&target, board)?;
+    let workers = a.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if workers == 0 {
+        return Ok(run_worker(redis, worker, registry)?.code());
+    }
+    let cfg = SupervisorConfig { workers, worker, redis, until_drained: a.until_drained, progress: a.progress };
+    let code = supervise(cfg, registry)?;
+    drop(target);
+    Ok(code)
+}

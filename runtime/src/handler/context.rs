@@ -1,0 +1,138 @@
+//! What a running handler knows about its job.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+use crate::board::AnyBoard;
+use crate::job::{JobId, Lease};
+
+/// A one-way flag that tells a handler to stop (lease lost, timeout,
+/// cancellation, shutdown).
+#[derive(Debug, Default, Clone)]
+pub struct CancelFlag {
+    inner: Arc<(AtomicBool, Notify)>,
+}
+
+impl CancelFlag {
+    /// Raises the flag and wakes every waiter.
+    pub fn cancel(&self) {
+        self.inner.0.store(true, Ordering::SeqCst);
+        self.inner.1.notify_waiters();
+    }
+
+    /// True once raised.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.0.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once raised.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.1.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The context a handler runs with: its job, its lease, its sandbox
+/// directory and a cancellation flag. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct JobContext {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    lease: Lease,
+    name: String,
+    attempt: u32,
+    max_attempts: u32,
+    sandbox: PathBuf,
+    cancel: CancelFlag,
+    board: AnyBoard,
+}
+
+impl JobContext {
+    /// Builds a context (the worker does this; tests may too).
+    pub fn new(
+        lease: Lease,
+        name: String,
+        attempt: u32,
+        max_attempts: u32,
+        sandbox: PathBuf,
+        cancel: CancelFlag,
+        board: AnyBoard,
+    ) -> Self {
+        JobContext {
+            inner: Arc::new(Inner { lease, name, attempt, max_attempts, sandbox, cancel, board }),
+        }
+    }
+
+    /// The job id.
+    pub fn id(&self) -> &JobId {
+        &self.inner.lease.job
+    }
+
+    /// The queue the job came from.
+    pub fn queue(&self) -> &str {
+        &self.inner.lease.queue
+    }
+
+    /// The job name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Which try this is, from 1.
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
+    }
+
+    /// Tries allowed before the job is trashed.
+    pub fn max_attempts(&self) -> u32 {
+        self.inner.max_attempts
+    }
+
+    /// The fencing token of this claim: pass it to external systems so they
+    /// can refuse writes from a worker whose lease was taken over.
+    pub fn fencing_token(&self) -> u64 {
+        self.inner.lease.token
+    }
+
+    /// The lease this job runs under.
+    pub fn lease(&self) -> &Lease {
+        &self.inner.lease
+    }
+
+    /// The job's private sandbox directory (mode 0700, emptied before and
+    /// after every job).
+    pub fn sandbox(&self) -> &Path {
+        &self.inner.sandbox
+    }
+
+    /// True once the worker asked the handler to stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Resolves once the worker asks the handler to stop.
+    pub async fn cancelled(&self) {
+        self.inner.cancel.cancelled().await
+    }
+
+    /// The board, to post follow-up jobs.
+    pub fn board(&self) -> &AnyBoard {
+        &self.inner.board
+    }
+
+    /// Logs a line about this job (with job id, queue and name fields).
+    pub fn log(&self, message: &str) {
+        tracing::info!(job = %self.id(), queue = self.queue(), name = self.name(), "{message}");
+    }
+}

@@ -1,0 +1,377 @@
+//! Forking, waiting for and respawning worker processes; signal handling.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{fork, getpid, getppid, setpgid, ForkResult, Pid};
+use signal_hook::consts::{SIGCHLD, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU};
+use signal_hook::iterator::Signals;
+
+use crate::error::{Error, Result};
+use crate::handler::Registry;
+use crate::redis::SyncBoard;
+use crate::supervisor::config::*;
+use crate::supervisor::progress::Progress;
+use crate::worker::{run_worker, EXIT_STUCK};
+
+/// How often the supervisor looks at signals, children and timers.
+const TICK: Duration = Duration::from_millis(20);
+/// How often progress and `--until-drained` read the queues.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// One worker slot.
+struct Slot {
+    index: usize,
+    pid: Option<Pid>,
+    owner: String,
+    crashes: Vec<Instant>,
+    respawn_at: Option<Instant>,
+    /// Restarting on HUP: respawn as soon as it exits.
+    restarting: bool,
+    /// Removed by TTOU: do not respawn.
+    retiring: bool,
+}
+
+struct Supervisor {
+    cfg: SupervisorConfig,
+    registry: Registry,
+    board: SyncBoard,
+    signals: Option<Signals>,
+    slots: Vec<Slot>,
+    /// Deadline after which remaining children are killed.
+    shutdown: Option<Instant>,
+    exit_code: i32,
+    /// Slots still to restart after a HUP, one at a time.
+    rolling: Vec<usize>,
+    progress: Option<Progress>,
+    last_progress: Instant,
+}
+
+/// Runs the supervisor until it is told to stop (or the queues drain with
+/// `until_drained`); returns the process exit code.
+pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
+    cfg.validate()?;
+    let mut board = SyncBoard::connect(cfg.redis.clone())?;
+    let signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGQUIT, SIGTSTP, SIGCONT, SIGHUP, SIGTTIN, SIGTTOU])
+        .map_err(|e| Error::io("cannot register signal handlers", e))?;
+    let progress = if cfg.progress || cfg.until_drained {
+        Some(Progress::new(board.counts(&cfg.worker.queues)?))
+    } else {
+        None
+    };
+    tracing::info!(
+        workers = cfg.workers,
+        queues = ?cfg.worker.queues,
+        concurrency = cfg.worker.concurrency,
+        handlers = registry.len(),
+        "supervisor started (pid {})",
+        std::process::id()
+    );
+    let mut sup = Supervisor {
+        slots: Vec::new(),
+        cfg,
+        registry,
+        board,
+        signals: Some(signals),
+        shutdown: None,
+        exit_code: 0,
+        rolling: Vec::new(),
+        progress,
+        last_progress: Instant::now(),
+    };
+    for index in 0..sup.cfg.workers {
+        sup.slots.push(Slot::new(index));
+        sup.spawn(index);
+    }
+    sup.run()
+}
+
+impl Slot {
+    fn new(index: usize) -> Slot {
+        Slot { index, pid: None, owner: String::new(), crashes: Vec::new(), respawn_at: None, restarting: false, retiring: false }
+    }
+}
+
+/// Text for how a child ended.
+fn describe(status: &WaitStatus) -> String {
+    match status {
+        WaitStatus::Exited(_, code) => format!("exited with status {code}"),
+        WaitStatus::Signaled(_, sig, _) => format!("killed by signal {} ({sig:?})", *sig as i32),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The owner string of slot `index`'s child: `host:supervisor:w<slot>:child`.
+fn owner_of(supervisor: Pid, index: usize, child: Pid) -> String {
+    format!("{}:{supervisor}:w{index}:{child}", crate::cli::hostname())
+}
+
+impl Supervisor {
+    fn slot_pos(&self, index: usize) -> Option<usize> {
+        self.slots.iter().position(|s| s.index == index)
+    }
+
+    /// Forks the worker of slot `index`.
+    fn spawn(&mut self, index: usize) {
+        let Some(pos) = self.slot_pos(index) else { return };
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        let parent = getpid();
+        // SAFETY: the supervisor is single-threaded (no runtime, no threads:
+        // signal-hook's iterator and the blocking Redis connection start
+        // none), so the child may run arbitrary code after fork.
+        match unsafe { fork() } {
+            Ok(ForkResult::Parent { child }) => {
+                let slot = &mut self.slots[pos];
+                slot.pid = Some(child);
+                slot.owner = owner_of(parent, index, child);
+                slot.respawn_at = None;
+                tracing::info!(slot = index, pid = child.as_raw(), owner = %slot.owner, "worker started");
+            }
+            Ok(ForkResult::Child) => {
+                let code = self.child_main(index, parent);
+                let _ = std::io::stdout().flush();
+                std::process::exit(code);
+            }
+            Err(e) => {
+                tracing::error!(slot = index, error = %e, "fork failed; retrying");
+                self.slots[pos].respawn_at = Some(Instant::now() + RESPAWN_MAX);
+            }
+        }
+    }
+
+    /// The forked child: becomes worker `index`. Never returns to the
+    /// supervisor loop.
+    fn child_main(&mut self, index: usize, parent: Pid) -> i32 {
+        // The signal-hook registrations are inherited; close them so that
+        // the worker's own (tokio) handlers receive the signals.
+        drop(self.signals.take());
+        if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err() || getppid() != parent {
+            return 1;
+        }
+        // Own process group: a terminal's Ctrl-C reaches the supervisor,
+        // which forwards it in order.
+        let _ = setpgid(Pid::from_raw(0), Pid::from_raw(0));
+        let mut cfg = self.cfg.worker.clone();
+        cfg.slot = index;
+        cfg.owner = owner_of(parent, index, getpid());
+        match run_worker(self.cfg.redis.clone(), cfg, self.registry.clone()) {
+            Ok(exit) => exit.code(),
+            Err(e) => {
+                tracing::error!(slot = index, error = %e, "worker failed");
+                1
+            }
+        }
+    }
+
+    fn signal_children(&self, sig: Signal) {
+        for pid in self.slots.iter().filter_map(|s| s.pid) {
+            let _ = kill(pid, sig);
+        }
+    }
+
+    fn begin_shutdown(&mut self, why: &str) {
+        if self.shutdown.is_none() {
+            tracing::info!(why, grace = ?self.cfg.worker.grace, "stopping workers");
+            self.shutdown = Some(Instant::now() + self.cfg.worker.grace + SHUTDOWN_MARGIN);
+            self.rolling.clear();
+            self.signal_children(Signal::SIGTERM);
+        }
+    }
+
+    fn on_signal(&mut self, sig: i32) {
+        match sig {
+            SIGTERM | SIGINT if self.shutdown.is_some() => {
+                tracing::info!("second stop signal: stopping workers now");
+                self.signal_children(Signal::SIGQUIT);
+            }
+            SIGTERM | SIGINT => self.begin_shutdown("stop signal"),
+            SIGQUIT => {
+                self.begin_shutdown("quit signal");
+                self.signal_children(Signal::SIGQUIT);
+            }
+            SIGTSTP => self.signal_children(Signal::SIGTSTP),
+            SIGCONT => self.signal_children(Signal::SIGCONT),
+            SIGHUP if self.shutdown.is_none() => {
+                tracing::info!("restarting workers one by one");
+                self.rolling = self.slots.iter().filter(|s| !s.retiring).map(|s| s.index).rev().collect();
+                self.next_restart();
+            }
+            SIGTTIN if self.shutdown.is_none() => {
+                let index = self.slots.iter().map(|s| s.index + 1).max().unwrap_or(0);
+                tracing::info!(slot = index, "one worker more");
+                self.slots.push(Slot::new(index));
+                self.spawn(index);
+            }
+            SIGTTOU if self.shutdown.is_none() => {
+                let active = self.slots.iter().filter(|s| !s.retiring).count();
+                if active <= 1 {
+                    tracing::warn!("TTOU ignored: one worker is the minimum");
+                } else if let Some(slot) = self.slots.iter_mut().rev().find(|s| !s.retiring) {
+                    tracing::info!(slot = slot.index, "one worker less");
+                    slot.retiring = true;
+                    match slot.pid {
+                        Some(pid) => {
+                            let _ = kill(pid, Signal::SIGTERM);
+                        }
+                        None => slot.respawn_at = None,
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends TERM to the next slot of a rolling restart (if none is
+    /// restarting now).
+    fn next_restart(&mut self) {
+        if self.slots.iter().any(|s| s.restarting) {
+            return;
+        }
+        while let Some(index) = self.rolling.pop() {
+            let Some(pos) = self.slot_pos(index) else { continue };
+            let slot = &mut self.slots[pos];
+            if let Some(pid) = slot.pid {
+                slot.restarting = true;
+                let _ = kill(pid, Signal::SIGTERM);
+                return;
+            }
+        }
+    }
+
+    /// Handles the exit of a child.
+    fn on_exit(&mut self, pid: Pid, status: WaitStatus) {
+        let Some(pos) = self.slots.iter().position(|s| s.pid == Some(pid)) else {
+            tracing::debug!(pid = pid.as_raw(), "reaped a process that is not a worker");
+            return;
+        };
+        let how = describe(&status);
+        let clean = matches!(status, WaitStatus::Exited(_, 0));
+        let (index, owner) = (self.slots[pos].index, self.slots[pos].owner.clone());
+        self.slots[pos].pid = None;
+        if !clean {
+            self.recover(&owner, &format!("worker {owner} {how}"));
+        }
+        if let Err(e) = self.board.remove_worker(&owner) {
+            tracing::debug!(error = %e, "cannot remove the worker entry");
+        }
+        let slot = &mut self.slots[pos];
+        if self.shutdown.is_some() {
+            tracing::info!(slot = index, "worker {how}");
+        } else if slot.retiring {
+            tracing::info!(slot = index, "worker retired");
+            self.slots.remove(pos);
+        } else if slot.restarting {
+            slot.restarting = false;
+            self.spawn(index);
+            self.next_restart();
+        } else {
+            let now = Instant::now();
+            slot.crashes.retain(|t| now.duration_since(*t) < CRASH_LOOP_WINDOW);
+            slot.crashes.push(now);
+            let n = slot.crashes.len();
+            if matches!(status, WaitStatus::Exited(_, EXIT_STUCK)) {
+                tracing::warn!(slot = index, "worker replaced after a handler would not stop");
+            } else {
+                tracing::error!(slot = index, owner = %owner, "worker {how}");
+            }
+            if n >= CRASH_LOOP_LIMIT {
+                tracing::error!(slot = index, "worker crashed {n} times within {CRASH_LOOP_WINDOW:?}; giving up");
+                self.exit_code = EXIT_CRASH_LOOP;
+                self.begin_shutdown("crash loop");
+            } else {
+                let delay = RESPAWN_BASE.saturating_mul(1 << (n - 1).min(16)).min(RESPAWN_MAX);
+                slot.respawn_at = Some(now + delay);
+            }
+        }
+    }
+
+    /// Gives back every lease of a dead worker at once.
+    fn recover(&mut self, owner: &str, reason: &str) {
+        for queue in &self.cfg.worker.queues {
+            match self.board.recover_owner(queue, owner, reason) {
+                Ok((0, 0)) => {}
+                Ok((back, trashed)) => {
+                    tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
+                }
+                Err(e) => tracing::error!(queue = %queue, owner, error = %e, "cannot recover leases; they will expire"),
+            }
+        }
+    }
+
+    fn reap_children(&mut self) {
+        loop {
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(status) => {
+                    if let Some(pid) = status.pid() {
+                        if matches!(status, WaitStatus::Exited(..) | WaitStatus::Signaled(..)) {
+                            self.on_exit(pid, status);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn run(mut self) -> Result<i32> {
+        loop {
+            let pending: Vec<i32> = self.signals.as_mut().map(|s| s.pending().collect()).unwrap_or_default();
+            for sig in pending {
+                self.on_signal(sig);
+            }
+            self.reap_children();
+            let now = Instant::now();
+            if let Some(deadline) = self.shutdown {
+                if self.slots.iter().all(|s| s.pid.is_none()) {
+                    break;
+                }
+                if now >= deadline {
+                    tracing::warn!("workers did not stop within the grace; killing them");
+                    self.signal_children(Signal::SIGKILL);
+                    self.shutdown = Some(now + SHUTDOWN_MARGIN);
+                }
+            } else {
+                let due: Vec<usize> =
+                    self.slots.iter().filter(|s| s.pid.is_none() && s.respawn_at.is_some_and(|t| t <= now)).map(|s| s.index).collect();
+                for index in due {
+                    self.spawn(index);
+                }
+            }
+            if self.progress.is_some() && now.duration_since(self.last_progress) >= PROGRESS_EVERY {
+                self.last_progress = now;
+                self.tick_progress();
+            }
+            std::thread::sleep(TICK);
+        }
+        if let Some(p) = &self.progress {
+            match self.board.counts(&self.cfg.worker.queues) {
+                Ok(c) => p.summary(&c),
+                Err(e) => tracing::warn!(error = %e, "cannot read the final counts"),
+            }
+        }
+        tracing::info!(code = self.exit_code, "supervisor stopped");
+        Ok(self.exit_code)
+    }
+
+    fn tick_progress(&mut self) {
+        let counts = match self.board.counts(&self.cfg.worker.queues) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read progress");
+                return;
+            }
+        };
+        let drained = counts.listed == 0;
+        if let Some(p) = self.progress.as_mut() {
+            if self.cfg.progress {
+                p.draw(&counts);
+            }
+        }
+        if self.cfg.until_drained && drained && self.shutdown.is_none() {
+            self.begin_shutdown("queues drained");
+        }
+    }
+}

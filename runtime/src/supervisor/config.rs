@@ -1,0 +1,48 @@
+//! Supervisor settings and exit codes.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::redis::RedisOptions;
+use crate::worker::WorkerConfig;
+
+/// Exit code when a worker slot keeps crashing (a crash loop).
+pub const EXIT_CRASH_LOOP: i32 = 5;
+/// Crashes of one slot within [`CRASH_LOOP_WINDOW`] that make a crash loop.
+pub const CRASH_LOOP_LIMIT: usize = 10;
+/// The window crash loops are counted in.
+pub const CRASH_LOOP_WINDOW: Duration = Duration::from_secs(60);
+/// First respawn delay after a crash; doubles with each crash in the window.
+pub const RESPAWN_BASE: Duration = Duration::from_millis(100);
+/// Longest respawn delay.
+pub const RESPAWN_MAX: Duration = Duration::from_secs(5);
+/// Extra time after the grace before stragglers are killed.
+pub const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
+
+/// What the supervisor runs.
+#[derive(Debug, Clone)]
+pub struct SupervisorConfig {
+    /// Worker processes to keep running.
+    pub workers: usize,
+    /// The template of every worker (slot and owner are set per child).
+    pub worker: WorkerConfig,
+    /// The board.
+    pub redis: RedisOptions,
+    /// Stop once the queues hold no jobs (the demo).
+    pub until_drained: bool,
+    /// Show a progress line on stderr.
+    pub progress: bool,
+}
+
+impl SupervisorConfig {
+    /// Checks the values.
+    pub fn validate(&self) -> Result<()> {
+        if self.workers == 0 {
+            return Err(Error::invalid("the supervisor needs at least one worker (--workers 0 runs in-process)"));
+        }
+        if self.workers > 1024 {
+            return Err(Error::invalid(format!("--workers {} is more than 1024", self.workers)));
+        }
+        self.worker.validate()
+    }
+}

@@ -1,0 +1,95 @@
+//! Configuration of one worker process.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::worker::backoff::Backoff;
+
+/// Default lease length.
+pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(30);
+/// Default time a draining worker lets in-flight jobs finish.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+/// Default longest idle wait between checks for work (wake-ups on posts
+/// come at once; this bounds the wait for jobs posted by taskflow, which
+/// announce nothing).
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// What one worker process does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerConfig {
+    /// Queues served, in order.
+    pub queues: Vec<String>,
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// Lease length; the heartbeat extends every `expiry / 3`.
+    pub expiry: Duration,
+    /// How long in-flight jobs may finish after TERM/INT.
+    pub grace: Duration,
+    /// Longest idle wait before checking for work again.
+    pub interval: Duration,
+    /// Parent of `jobworker-workers/sandbox-<slot>`.
+    pub workdir: PathBuf,
+    /// This worker's slot number (sandbox index).
+    pub slot: usize,
+    /// The owner string written on claimed jobs.
+    pub owner: String,
+    /// Timeout for handlers that set none (`None`: no limit).
+    pub default_timeout: Option<Duration>,
+    /// Retry delays after failures.
+    pub backoff: Backoff,
+    /// Change into the sandbox directory (only when concurrency is 1; the
+    /// working directory is per process).
+    pub chdir: bool,
+}
+
+impl WorkerConfig {
+    /// A config for `queues` with defaults.
+    pub fn new(queues: Vec<String>, owner: String) -> Self {
+        WorkerConfig {
+            queues,
+            concurrency: 1,
+            expiry: DEFAULT_EXPIRY,
+            grace: DEFAULT_GRACE,
+            interval: DEFAULT_INTERVAL,
+            workdir: std::env::temp_dir(),
+            slot: 0,
+            owner,
+            default_timeout: None,
+            backoff: Backoff::default(),
+            chdir: true,
+        }
+    }
+
+    /// Checks the values.
+    pub fn validate(&self) -> Result<()> {
+        if self.queues.is_empty() {
+            return Err(Error::invalid("a worker needs at least one queue"));
+        }
+        for q in &self.queues {
+            crate::redis::QueueKeys::default_namespace("jw", q)?;
+        }
+        if self.concurrency == 0 || self.concurrency > crate::redis::MAX_CLAIM_COUNT {
+            return Err(Error::invalid(format!(
+                "concurrency must be 1 to {}, not {}",
+                crate::redis::MAX_CLAIM_COUNT,
+                self.concurrency
+            )));
+        }
+        if self.expiry < Duration::from_millis(300) {
+            return Err(Error::invalid("--expiry must be at least 0.3 seconds"));
+        }
+        if self.interval.is_zero() {
+            return Err(Error::invalid("--interval must be above zero"));
+        }
+        if self.owner.is_empty() {
+            return Err(Error::invalid("a worker needs an owner string"));
+        }
+        Ok(())
+    }
+
+    /// How often the heartbeat extends the leases.
+    pub fn beat(&self) -> Duration {
+        self.expiry / 3
+    }
+}

@@ -1,0 +1,97 @@
+//! One job in flight and how its outcome settles it on the board.
+
+use std::time::{Duration, Instant};
+
+use tokio::task::{AbortHandle, JoinError};
+
+use crate::handler::{CancelFlag, HandlerError, HandlerErrorKind};
+use crate::job::Lease;
+
+/// Why the worker interrupted a job, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Interrupt {
+    /// Not interrupted.
+    None,
+    /// Ran past its timeout.
+    TimedOut,
+    /// Its lease was lost: the result must be dropped.
+    LeaseLost,
+    /// The worker is shutting down and already gave the job back.
+    Released,
+}
+
+/// A job in flight.
+pub(crate) struct Running {
+    pub lease: Lease,
+    pub name: String,
+    pub attempt: u32,
+    pub slot: usize,
+    pub cancel: CancelFlag,
+    pub abort: AbortHandle,
+    pub started: Instant,
+    pub timeout: Option<Duration>,
+    pub interrupt: Interrupt,
+    /// When an interrupted handler that has not stopped counts as stuck.
+    pub stuck_at: Option<Instant>,
+}
+
+impl Running {
+    /// When the worker must next look at this job.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        match (self.interrupt, self.timeout) {
+            (Interrupt::None, Some(t)) => Some(self.started + t),
+            _ => self.stuck_at,
+        }
+    }
+
+    /// Interrupts the handler: raises its cancel flag and aborts its task
+    /// (which stops an async handler at its next await).
+    pub fn interrupt(&mut self, why: Interrupt, stuck_grace: Duration) {
+        self.interrupt = why;
+        self.cancel.cancel();
+        self.abort.abort();
+        self.stuck_at = Some(Instant::now() + stuck_grace);
+    }
+}
+
+/// What to do with a finished job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Settle {
+    /// Done: consume.
+    Consume,
+    /// Count an attempt and retry (after the given delay, or the backoff).
+    Retry(String, Option<Duration>),
+    /// Give up: trash with the reason.
+    Trash(String),
+    /// Nothing to do: the lease is gone or was already given back.
+    Drop(&'static str),
+}
+
+fn panic_message(e: JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with a non-text payload".to_owned()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Decides how to settle `job` from its handler's outcome.
+pub(crate) fn settle(job: &Running, outcome: Result<Result<(), HandlerError>, JoinError>) -> Settle {
+    match (job.interrupt, outcome) {
+        (Interrupt::LeaseLost, _) => Settle::Drop("lease lost; result dropped"),
+        (Interrupt::Released, _) => Settle::Drop("given back at shutdown"),
+        (Interrupt::TimedOut, _) => {
+            Settle::Retry(format!("timed out after {:?}", job.timeout.unwrap_or_default()), None)
+        }
+        (Interrupt::None, Ok(Ok(()))) => Settle::Consume,
+        (Interrupt::None, Ok(Err(e))) => match e.kind() {
+            HandlerErrorKind::Fatal => Settle::Trash(e.message().to_owned()),
+            HandlerErrorKind::Retry { after } => Settle::Retry(e.message().to_owned(), *after),
+        },
+        (Interrupt::None, Err(e)) if e.is_panic() => Settle::Retry(format!("panicked: {}", panic_message(e)), None),
+        (Interrupt::None, Err(_)) => Settle::Drop("handler task cancelled"),
+    }
+}

@@ -1,0 +1,65 @@
+//! The worker registry: each worker records who and where it is, what it
+//! runs and when it last beat, in `<prefix>:workers`; stale entries are
+//! dropped when listed.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::redis::RedisBoard;
+
+/// One worker's entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerInfo {
+    /// The owner string it claims with.
+    pub owner: String,
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// Slot number under its supervisor.
+    pub slot: usize,
+    /// Queues it serves, in order.
+    pub queues: Vec<String>,
+    /// Start time (ms since the epoch).
+    pub started_ms: u64,
+    /// Last heartbeat (ms since the epoch).
+    pub beat_ms: u64,
+    /// The entry is stale once `beat_ms + ttl_ms` has passed.
+    pub ttl_ms: u64,
+    /// Jobs it holds right now.
+    pub jobs: Vec<String>,
+}
+
+/// Milliseconds since the epoch on this host.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Writes (or refreshes) a worker's entry.
+pub(crate) async fn record(board: &RedisBoard, info: &WorkerInfo) -> Result<()> {
+    let json = serde_json::to_string(info).map_err(|e| Error::codec(e.to_string()))?;
+    board.conn.query::<()>(redis::cmd("HSET").arg(board.options().workers_key()).arg(&info.owner).arg(json)).await
+}
+
+/// Removes a worker's entry.
+pub(crate) async fn remove(board: &RedisBoard, owner: &str) -> Result<()> {
+    board.conn.query::<()>(redis::cmd("HDEL").arg(board.options().workers_key()).arg(owner)).await
+}
+
+/// The live workers, sorted by owner; stale entries are deleted.
+pub async fn list_workers(board: &RedisBoard) -> Result<Vec<WorkerInfo>> {
+    let key = board.options().workers_key();
+    let all: Vec<(String, String)> = board.conn.query(redis::cmd("HGETALL").arg(&key)).await?;
+    let now = now_ms();
+    let mut live = Vec::new();
+    for (owner, json) in all {
+        match serde_json::from_str::<WorkerInfo>(&json) {
+            Ok(info) if info.beat_ms + info.ttl_ms >= now => live.push(info),
+            _ => board.conn.query::<()>(redis::cmd("HDEL").arg(&key).arg(&owner)).await?,
+        }
+    }
+    live.sort_by(|a, b| a.owner.cmp(&b.owner));
+    Ok(live)
+}

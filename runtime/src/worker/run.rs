@@ -1,0 +1,439 @@
+//! The worker loop of one process.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinError;
+
+use crate::board::{AnyBoard, Board};
+use crate::error::{Error, Result};
+use crate::handler::{CancelFlag, HandlerError, HandlerFn, JobContext, Registry};
+use crate::job::{Abandon, Claimed, JobId};
+use crate::redis::{RedisBoard, RedisOptions};
+use crate::worker::config::WorkerConfig;
+use crate::worker::heartbeat::Heartbeat;
+use crate::worker::job::{settle, Interrupt, Running, Settle};
+use crate::worker::presence::{self, WorkerInfo};
+use crate::worker::sandbox::Sandbox;
+
+/// Exit code of a worker process whose handler would not stop (after a
+/// timeout or a lost lease): the supervisor starts a fresh one.
+pub const EXIT_STUCK: i32 = 70;
+/// How long an interrupted handler has to stop before it counts as stuck.
+const STUCK_GRACE: Duration = Duration::from_secs(2);
+/// Pause after a failed claim (server unreachable) before the next try.
+const CLAIM_ERROR_PAUSE: Duration = Duration::from_secs(1);
+
+/// How a worker process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerExit {
+    /// Drained or stopped on a signal.
+    Clean,
+    /// A handler would not stop; the process must be replaced.
+    Stuck,
+}
+
+impl WorkerExit {
+    /// The process exit code.
+    pub fn code(self) -> i32 {
+        match self {
+            WorkerExit::Clean => 0,
+            WorkerExit::Stuck => EXIT_STUCK,
+        }
+    }
+}
+
+enum Event {
+    Done(JobId, std::result::Result<std::result::Result<(), HandlerError>, JoinError>),
+    LeaseLost(JobId),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sig {
+    Drain,
+    StopNow,
+    Quiet,
+    Resume,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    Run,
+    Quiet,
+    Draining(Instant),
+}
+
+struct Signals {
+    term: Signal,
+    int: Signal,
+    quit: Signal,
+    tstp: Signal,
+    cont: Signal,
+}
+
+impl Signals {
+    fn register() -> Result<Signals> {
+        let s = |k: SignalKind| signal(k).map_err(|e| Error::io("cannot register signal handlers", e));
+        Ok(Signals {
+            term: s(SignalKind::terminate())?,
+            int: s(SignalKind::interrupt())?,
+            quit: s(SignalKind::quit())?,
+            tstp: s(SignalKind::from_raw(libc::SIGTSTP))?,
+            cont: s(SignalKind::from_raw(libc::SIGCONT))?,
+        })
+    }
+
+    async fn next(&mut self) -> Sig {
+        tokio::select! {
+            _ = self.term.recv() => Sig::Drain,
+            _ = self.int.recv() => Sig::Drain,
+            _ = self.quit.recv() => Sig::StopNow,
+            _ = self.tstp.recv() => Sig::Quiet,
+            _ = self.cont.recv() => Sig::Resume,
+        }
+    }
+}
+
+/// Runs one worker until it is drained or stopped by a signal. Builds its
+/// own runtimes: a single-threaded one for this loop and a multi-threaded
+/// one for handlers, so busy handlers cannot hold up the loop.
+pub fn run_worker(opts: RedisOptions, cfg: WorkerConfig, registry: Registry) -> Result<WorkerExit> {
+    cfg.validate()?;
+    let threads = cfg.concurrency.min(std::thread::available_parallelism().map_or(2, |n| n.get())).max(1);
+    let handlers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("jobworker-handler")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start the handler runtime", e))?;
+    let main = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start the worker runtime", e))?;
+    let exit = main.block_on(async {
+        let signals = Signals::register()?;
+        let mut worker = Worker::start(opts, cfg, registry, handlers.handle().clone()).await?;
+        worker.run(signals).await
+    });
+    handlers.shutdown_background();
+    exit
+}
+
+struct Worker {
+    board: AnyBoard,
+    cfg: WorkerConfig,
+    registry: Registry,
+    sandbox: Sandbox,
+    handlers: tokio::runtime::Handle,
+    heartbeat: Option<Heartbeat>,
+    running: HashMap<JobId, Running>,
+    free_slots: Vec<usize>,
+    events: UnboundedSender<Event>,
+    inbox: Option<UnboundedReceiver<Event>>,
+    mode: Mode,
+}
+
+impl Worker {
+    async fn start(opts: RedisOptions, cfg: WorkerConfig, registry: Registry, handlers: tokio::runtime::Handle) -> Result<Worker> {
+        let board = RedisBoard::with_options(opts.clone()).await?;
+        let sandbox = Sandbox::create(&cfg.workdir, cfg.slot, cfg.concurrency)?;
+        if cfg.chdir && cfg.concurrency == 1 {
+            std::env::set_current_dir(sandbox.root())
+                .map_err(|e| Error::io(&format!("cannot enter sandbox {}", sandbox.root().display()), e))?;
+        }
+        let (events, inbox) = unbounded_channel();
+        let (lost_tx, mut lost_rx) = unbounded_channel::<JobId>();
+        let forward = events.clone();
+        tokio::spawn(async move {
+            while let Some(id) = lost_rx.recv().await {
+                let _ = forward.send(Event::LeaseLost(id));
+            }
+        });
+        let info = WorkerInfo {
+            owner: cfg.owner.clone(),
+            host: crate::cli::hostname(),
+            pid: std::process::id(),
+            slot: cfg.slot,
+            queues: cfg.queues.clone(),
+            started_ms: presence::now_ms(),
+            beat_ms: presence::now_ms(),
+            ttl_ms: (cfg.beat() * 3).as_millis() as u64,
+            jobs: Vec::new(),
+        };
+        let heartbeat = Heartbeat::start(opts, cfg.expiry, info, lost_tx)?;
+        tracing::info!(owner = %cfg.owner, queues = ?cfg.queues, concurrency = cfg.concurrency, sandbox = %sandbox.root().display(), "worker started");
+        Ok(Worker {
+            board: AnyBoard::Redis(board),
+            free_slots: (0..cfg.concurrency).rev().collect(),
+            cfg,
+            registry,
+            sandbox,
+            handlers,
+            heartbeat: Some(heartbeat),
+            running: HashMap::new(),
+            events,
+            inbox: Some(inbox),
+            mode: Mode::Run,
+        })
+    }
+
+    async fn run(&mut self, mut signals: Signals) -> Result<WorkerExit> {
+        let mut inbox = self.inbox.take().ok_or_else(|| Error::invalid("worker loop started twice"))?;
+        let queues: Vec<String> = self.cfg.queues.clone();
+        let exit = loop {
+            if matches!(self.mode, Mode::Draining(_)) && self.running.is_empty() {
+                break WorkerExit::Clean;
+            }
+            let (mut want_work, mut claim_failed) = (false, false);
+            if self.mode == Mode::Run && self.running.len() < self.cfg.concurrency {
+                let free = self.cfg.concurrency - self.running.len();
+                let q: Vec<&str> = queues.iter().map(String::as_str).collect();
+                match self.board.claim(&q, &self.cfg.owner, self.cfg.expiry, free).await {
+                    Ok(claimed) => {
+                        want_work = claimed.len() < free;
+                        for c in claimed {
+                            self.launch(c).await;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "claim failed; retrying");
+                        claim_failed = true;
+                    }
+                }
+            }
+            let timer = self.next_deadline();
+            let board = self.board.clone();
+            let q: Vec<&str> = queues.iter().map(String::as_str).collect();
+            enum Wake {
+                Signal(Sig),
+                Event(Event),
+                Timer,
+                Work,
+            }
+            let wake = tokio::select! {
+                biased;
+                s = signals.next() => Wake::Signal(s),
+                Some(e) = inbox.recv() => Wake::Event(e),
+                _ = tokio::time::sleep_until(timer.into()) => Wake::Timer,
+                _ = board.wait(&q, self.cfg.interval), if want_work => Wake::Work,
+                _ = tokio::time::sleep(CLAIM_ERROR_PAUSE), if claim_failed => Wake::Work,
+            };
+            match wake {
+                Wake::Signal(s) => {
+                    if let Some(exit) = self.on_signal(s).await {
+                        break exit;
+                    }
+                }
+                Wake::Event(Event::Done(id, outcome)) => self.finish(id, outcome).await,
+                Wake::Event(Event::LeaseLost(id)) => {
+                    if let Some(job) = self.running.get_mut(&id) {
+                        job.interrupt(Interrupt::LeaseLost, STUCK_GRACE);
+                    }
+                }
+                Wake::Timer => {
+                    if let Some(exit) = self.on_timer().await {
+                        break exit;
+                    }
+                }
+                Wake::Work => {}
+            }
+        };
+        if let Some(h) = self.heartbeat.take() {
+            h.stop();
+        }
+        tracing::info!(owner = %self.cfg.owner, ?exit, "worker stopped");
+        Ok(exit)
+    }
+
+    fn next_deadline(&self) -> Instant {
+        let far = Instant::now() + Duration::from_secs(3600);
+        let drain = match self.mode {
+            Mode::Draining(until) => until,
+            _ => far,
+        };
+        self.running.values().filter_map(Running::next_deadline).fold(drain, Instant::min)
+    }
+
+    /// Starts the handler of a claimed job in a free sandbox slot.
+    async fn launch(&mut self, c: Claimed) {
+        let Some(slot) = self.free_slots.pop() else {
+            tracing::error!(job = %c.lease.job, "no free sandbox slot; giving the job back");
+            let _ = self.board.abandon(&c.lease, Abandon::Release).await;
+            return;
+        };
+        let dir = match self.sandbox.prepare(slot) {
+            Ok(dir) => dir,
+            Err(e) => {
+                tracing::error!(job = %c.lease.job, error = %e, "cannot prepare the sandbox; giving the job back");
+                self.free_slots.push(slot);
+                let _ = self.board.abandon(&c.lease, Abandon::Release).await;
+                return;
+            }
+        };
+        let entry = self.registry.get(&c.name).copied();
+        let cancel = CancelFlag::default();
+        let cx = JobContext::new(c.lease.clone(), c.name.clone(), c.attempt, c.max_attempts, dir, cancel.clone(), self.board.clone());
+        if let Some(h) = &self.heartbeat {
+            h.hold(c.lease.clone());
+        }
+        let handle = match entry.map(|e| e.run) {
+            Some(HandlerFn::Async(f)) => self.handlers.spawn(f(cx, c.args)),
+            Some(HandlerFn::Blocking(f)) => self.handlers.spawn_blocking(move || f(cx, c.args)),
+            None => {
+                let msg = format!("no handler named {:?} is linked into this worker", c.name);
+                self.handlers.spawn(async move { Err(HandlerError::retry_msg(msg)) })
+            }
+        };
+        let abort = handle.abort_handle();
+        let (events, id) = (self.events.clone(), c.lease.job.clone());
+        tokio::spawn(async move {
+            let outcome = handle.await;
+            let _ = events.send(Event::Done(id, outcome));
+        });
+        tracing::debug!(job = %c.lease.job, queue = %c.lease.queue, name = %c.name, attempt = c.attempt, "job started");
+        let timeout = entry.and_then(|e| e.timeout).or(self.cfg.default_timeout);
+        self.running.insert(
+            c.lease.job.clone(),
+            Running {
+                lease: c.lease,
+                name: c.name,
+                attempt: c.attempt,
+                slot,
+                cancel,
+                abort,
+                started: Instant::now(),
+                timeout,
+                interrupt: Interrupt::None,
+                stuck_at: None,
+            },
+        );
+    }
+
+    /// Settles a finished job on the board and frees its slot.
+    async fn finish(&mut self, id: JobId, outcome: std::result::Result<std::result::Result<(), HandlerError>, JoinError>) {
+        let Some(job) = self.running.remove(&id) else { return };
+        if let Some(h) = &self.heartbeat {
+            h.release(&id);
+        }
+        if let Err(e) = self.sandbox.prepare(job.slot) {
+            tracing::warn!(error = %e, "cannot empty the sandbox after a job");
+        }
+        self.free_slots.push(job.slot);
+        let lease = &job.lease;
+        let result = match settle(&job, outcome) {
+            Settle::Consume => self.board.consume(lease).await.map(|()| "consumed"),
+            Settle::Retry(error, after) => {
+                let delay = after.unwrap_or_else(|| self.cfg.backoff.delay(job.attempt));
+                tracing::info!(job = %id, queue = %lease.queue, name = %job.name, attempt = job.attempt, %error, "job failed");
+                self.board.abandon(lease, Abandon::Retry { delay, error }).await.map(|s| match s {
+                    crate::job::JobState::Trashed => "trashed (attempts exhausted)",
+                    _ => "retry scheduled",
+                })
+            }
+            Settle::Trash(reason) => {
+                tracing::info!(job = %id, queue = %lease.queue, name = %job.name, %reason, "job failed fatally");
+                self.board.trash(lease, &reason).await.map(|()| "trashed")
+            }
+            Settle::Drop(why) => Ok(why),
+        };
+        match result {
+            Ok(what) => tracing::debug!(job = %id, queue = %lease.queue, name = %job.name, what, "job settled"),
+            Err(e) if e.is_not_owner() || e.is_not_found() => {
+                tracing::warn!(job = %id, queue = %lease.queue, error = %e, "lease lost before the result was recorded; result dropped")
+            }
+            Err(e) => tracing::error!(job = %id, queue = %lease.queue, error = %e, "cannot record the result; the lease will expire and the job run again"),
+        }
+    }
+
+    /// Handles timeouts, stuck handlers and the end of the drain grace.
+    async fn on_timer(&mut self) -> Option<WorkerExit> {
+        let now = Instant::now();
+        if let Mode::Draining(until) = self.mode {
+            if now >= until {
+                self.release_all("grace period over").await;
+                return Some(WorkerExit::Clean);
+            }
+        }
+        let mut stuck = false;
+        for job in self.running.values_mut() {
+            match job.next_deadline() {
+                Some(at) if at <= now && job.interrupt == Interrupt::None => {
+                    tracing::warn!(job = %job.lease.job, name = %job.name, timeout = ?job.timeout, "job timed out; stopping it");
+                    job.interrupt(Interrupt::TimedOut, STUCK_GRACE);
+                }
+                Some(at) if at <= now => stuck = true,
+                _ => {}
+            }
+        }
+        if !stuck {
+            return None;
+        }
+        // A handler that does not yield cannot be stopped inside this
+        // process: record the outcome, give the rest back, and exit so the
+        // supervisor starts a fresh worker.
+        let ids: Vec<JobId> = self.running.keys().cloned().collect();
+        for id in ids {
+            let Some(job) = self.running.get(&id) else { continue };
+            let lease = job.lease.clone();
+            let result = match job.interrupt {
+                Interrupt::TimedOut if job.stuck_at.is_some_and(|t| t <= now) => {
+                    let error = format!(
+                        "timed out after {:?}; the handler did not stop, so its worker process was replaced",
+                        job.timeout.unwrap_or_default()
+                    );
+                    let delay = self.cfg.backoff.delay(job.attempt);
+                    tracing::error!(job = %id, name = %job.name, "handler did not stop after its timeout; replacing the worker");
+                    self.board.abandon(&lease, Abandon::Retry { delay, error }).await.map(drop)
+                }
+                Interrupt::LeaseLost | Interrupt::Released => Ok(()),
+                _ => self.board.abandon(&lease, Abandon::Release).await.map(drop),
+            };
+            if let Err(e) = result {
+                tracing::warn!(job = %id, error = %e, "cannot give the job back");
+            }
+        }
+        Some(WorkerExit::Stuck)
+    }
+
+    async fn on_signal(&mut self, s: Sig) -> Option<WorkerExit> {
+        match (s, self.mode) {
+            (Sig::Drain, Mode::Draining(_)) | (Sig::StopNow, _) => {
+                self.release_all("stopped").await;
+                Some(WorkerExit::Clean)
+            }
+            (Sig::Drain, _) => {
+                tracing::info!(in_flight = self.running.len(), grace = ?self.cfg.grace, "draining");
+                self.mode = Mode::Draining(Instant::now() + self.cfg.grace);
+                None
+            }
+            (Sig::Quiet, Mode::Run) => {
+                tracing::info!("quiet: not claiming new jobs");
+                self.mode = Mode::Quiet;
+                None
+            }
+            (Sig::Resume, Mode::Quiet) => {
+                tracing::info!("resumed");
+                self.mode = Mode::Run;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Gives every in-flight job back at once (not counted) and stops their
+    /// handlers.
+    async fn release_all(&mut self, why: &str) {
+        for job in self.running.values_mut() {
+            job.interrupt(Interrupt::Released, STUCK_GRACE);
+            if let Some(h) = &self.heartbeat {
+                h.release(&job.lease.job);
+            }
+            match self.board.abandon(&job.lease, Abandon::Release).await {
+                Ok(_) => tracing::info!(job = %job.lease.job, why, "job given back"),
+                Err(e) => tracing::warn!(job = %job.lease.job, error = %e, "cannot give the job back"),
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Sandboxes: `<workdir>/jobworker-workers/sandbox-<k>` (mode 0700), one
+//! sub-directory per concurrent job slot when concurrency > 1, emptied
+//! before and after every job.
+
+use std::fs;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The sandbox directories of one worker.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    root: PathBuf,
+    slots: usize,
+}
+
+fn make_private_dir(path: &Path) -> Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|e| Error::io(&format!("cannot create sandbox {}", path.display()), e))?;
+    // An existing directory keeps its old mode: set it.
+    fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+        .map_err(|e| Error::io(&format!("cannot chmod sandbox {}", path.display()), e))
+}
+
+/// Removes everything inside `dir`, keeping `dir`.
+fn empty_dir(dir: &Path) -> Result<()> {
+    let entries = fs::read_dir(dir).map_err(|e| Error::io(&format!("cannot read sandbox {}", dir.display()), e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("cannot read sandbox entry", e))?;
+        let path = entry.path();
+        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        if is_dir {
+            // A handler may have left a directory without write permission.
+            let _ = fs::set_permissions(&path, fs::Permissions::from_mode(0o700));
+        }
+        let removed = if is_dir { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+        removed.map_err(|e| Error::io(&format!("cannot empty sandbox entry {}", path.display()), e))?;
+    }
+    Ok(())
+}
+
+impl Sandbox {
+    /// Creates (or reuses) worker `worker`'s sandbox with `slots` job slots.
+    pub fn create(workdir: &Path, worker: usize, slots: usize) -> Result<Sandbox> {
+        let root = workdir.join("jobworker-workers").join(format!("sandbox-{worker}"));
+        make_private_dir(&root)?;
+        empty_dir(&root)?;
+        let sandbox = Sandbox { root, slots };
+        for slot in 0..slots {
+            make_private_dir(&sandbox.slot_dir(slot))?;
+        }
+        Ok(sandbox)
+    }
+
+    /// The worker's sandbox directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory of job slot `slot`: the root itself with one slot.
+    pub fn slot_dir(&self, slot: usize) -> PathBuf {
+        if self.slots <= 1 {
+            self.root.clone()
+        } else {
+            self.root.join(format!("slot-{slot}"))
+        }
+    }
+
+    /// Empties slot `slot` and returns its directory.
+    pub fn prepare(&self, slot: usize) -> Result<PathBuf> {
+        let dir = self.slot_dir(slot);
+        make_private_dir(&dir)?;
+        empty_dir(&dir)?;
+        Ok(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_emptied_and_separate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let one = Sandbox::create(tmp.path(), 0, 1).unwrap();
+        let many = Sandbox::create(tmp.path(), 1, 3).unwrap();
+        assert!(one.root().ends_with("jobworker-workers/sandbox-0"));
+        assert_eq!(one.slot_dir(0), one.root());
+        assert_ne!(many.slot_dir(0), many.slot_dir(1));
+        let dir = many.prepare(2).unwrap();
+        let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        fs::write(dir.join("left.txt"), b"x").unwrap();
+        fs::create_dir_all(dir.join("sub/deeper")).unwrap();
+        fs::set_permissions(dir.join("sub"), fs::Permissions::from_mode(0o500)).unwrap();
+        let again = many.prepare(2).unwrap();
+        assert_eq!(fs::read_dir(&again).unwrap().count(), 0, "files left by one job are gone before the next");
+    }
+}
