@@ -4,41 +4,48 @@
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1 NS prefix, 2 owner string of the dead worker, 3 crash reason
 --        (e.g. "worker w0 killed by signal 9 (SIGKILL)"), 4 crashes that
---        make a job a poison pill, 5 index into the lease index to start
---        from (batches of 1000).
--- Effects per job owned by ARGV[2]: DEL owned, SET last_modified (as
---        taskflow's abandon); the attempt and a crash are counted; the job
---        goes back to ready, or to the trash when its attempts are used up
---        or it has killed its worker ARGV[4] times; PUBLISH notify.
--- Returns: {'ok', recovered, trashed, next index or -1 when done}
+--        make a job a poison pill.
+-- Effects per job whose job hash names ARGV[2] as owner (found among the
+--        first 10,000 entries of the lease index): DEL owned (if still
+--        ARGV[2]'s), SET last_modified, as taskflow's abandon; an attempt
+--        is counted. When the worker held that one job alone, the crash is
+--        counted on it, and a job that killed its worker ARGV[4] times is
+--        trashed as a poison pill. When it held several, none can be
+--        blamed: each becomes a suspect, handed out alone to an idle
+--        worker by claim.lua. Then back to ready (or the trash once
+--        attempts run out); PUBLISH notify.
+-- Returns: {'ok', back to ready, trashed}
 
-local owner, reason, poison, start = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local owner, reason, poison = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local s, us = now()
+local mine = {}
+for _, id in ipairs(redis.call('ZRANGE', K_LEASES, 0, 9999)) do
+  if redis.call('HGET', job_key(id), 'owner') == owner then mine[#mine + 1] = id end
+end
+local alone = #mine == 1
 local recovered, trashed = 0, 0
-local ids = redis.call('ZRANGE', K_LEASES, start, start + 999)
-local removed = 0
-for _, id in ipairs(ids) do
-  if redis.call('GET', owned_key(id)) == owner then
-    removed = removed + 1
-    redis.call('DEL', owned_key(id))
-    redis.call('SET', modified_key(id), oslo_datetime(s, us))
-    redis.call('ZREM', K_LEASES, id)
-    local job = job_key(id)
-    redis.call('HDEL', job, 'owner')
-    local crashes = redis.call('HINCRBY', job, 'crashes', 1)
-    if crashes >= poison then
-      redis.call('HINCRBY', job, 'attempts', 1)
-      trash_job(id, 'poison pill: killed its worker ' .. crashes .. ' times (last: ' .. reason .. ')', s, us)
-      trashed = trashed + 1
-    elseif count_attempt(id, reason, s, us) then
-      trashed = trashed + 1
-    else
-      make_ready(id)
-      recovered = recovered + 1
-    end
+for _, id in ipairs(mine) do
+  local job = job_key(id)
+  if redis.call('GET', owned_key(id)) == owner then redis.call('DEL', owned_key(id)) end
+  redis.call('SET', modified_key(id), oslo_datetime(s, us))
+  redis.call('ZREM', K_LEASES, id)
+  redis.call('HDEL', job, 'owner')
+  local crashes = 0
+  if alone then
+    crashes = redis.call('HINCRBY', job, 'crashes', 1)
+  else
+    redis.call('HSET', job, 'suspect', 1)
+  end
+  if alone and crashes >= poison then
+    redis.call('HINCRBY', job, 'attempts', 1)
+    trash_job(id, 'poison pill: killed its worker ' .. crashes .. ' times (last: ' .. reason .. ')', s, us)
+    trashed = trashed + 1
+  elseif count_attempt(id, reason, s, us) then
+    trashed = trashed + 1
+  else
+    make_ready(id)
+    recovered = recovered + 1
   end
 end
 if recovered > 0 then redis.call('PUBLISH', NS .. 'jw.notify', 'ready') end
-local next_start = -1
-if #ids == 1000 then next_start = start + 1000 - removed end
-return {'ok', recovered, trashed, next_start}
+return {'ok', recovered, trashed}

@@ -4,7 +4,7 @@
 //! registers each function when the crate is linked into a binary. A
 //! binary links it with one line, as `worker-bin/src/main.rs` does:
 //!
-//! ```ignore
+//! ```no_run
 //! use jobworker_examples as _; // links the handlers
 //! fn main() { jobworker::cli::main() }
 //! ```

@@ -21,10 +21,15 @@ pub struct Report {
 pub async fn write_report(cx: JobContext, args: Report) -> Result<(), HandlerError> {
     let leftovers = std::fs::read_dir(cx.sandbox())?.count();
     if leftovers != 0 {
-        return Err(HandlerError::fatal(format!("sandbox {} was not empty", cx.sandbox().display())));
+        return Err(HandlerError::fatal(format!(
+            "sandbox {} was not empty",
+            cx.sandbox().display()
+        )));
     }
     let path = cx.sandbox().join("report.txt");
-    let body: String = (0..args.lines).map(|i| format!("{}: line {i}\n", args.title)).collect();
+    let body: String = (0..args.lines)
+        .map(|i| format!("{}: line {i}\n", args.title))
+        .collect();
     tokio::fs::write(&path, &body).await?;
     let back = tokio::fs::read_to_string(&path).await?;
     if back != body {

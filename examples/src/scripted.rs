@@ -48,7 +48,10 @@ pub struct Script {
 }
 
 async fn record(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
-    let board = cx.board().as_redis().ok_or_else(|| HandlerError::fatal("the scripted handler needs a Redis board"))?;
+    let board = cx
+        .board()
+        .as_redis()
+        .ok_or_else(|| HandlerError::fatal("the scripted handler needs a Redis board"))?;
     let mut con = board.connection();
     let id = cx.id().as_str();
     if let Some(key) = &s.count_key {
@@ -72,7 +75,10 @@ pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
     }
     match s.action {
         Action::Ok => Ok(()),
-        Action::Retry => Err(HandlerError::retry_msg(format!("scripted failure on attempt {}", cx.attempt()))),
+        Action::Retry => Err(HandlerError::retry_msg(format!(
+            "scripted failure on attempt {}",
+            cx.attempt()
+        ))),
         Action::Fatal => Err(HandlerError::fatal("scripted fatal error")),
         Action::Panic => panic!("scripted panic on attempt {}", cx.attempt()),
         Action::Sleep => {

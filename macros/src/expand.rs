@@ -1,7 +1,7 @@
 //! Expansion: the function unchanged, a module of the same name with the
 //! typed helpers and the runner, and the `inventory` submission.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{parse_quote, Attribute, Path, ReturnType};
@@ -10,7 +10,15 @@ use crate::validate::Handler;
 
 /// Expands a checked handler.
 pub fn expand(handler: &Handler) -> TokenStream {
-    let Handler { krate, name, queue, timeout_ms, max_attempts, func, args_ty } = handler;
+    let Handler {
+        krate,
+        name,
+        queue,
+        timeout_ms,
+        max_attempts,
+        func,
+        args_ty,
+    } = handler;
     let ident = &func.sig.ident;
     let vis = &func.vis;
     let cfgs: Vec<&Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
@@ -23,9 +31,11 @@ pub fn expand(handler: &Handler) -> TokenStream {
     // Errors about the argument type (missing serde impls) point at it, a
     // wrong error type at the return type, a non-`Send` future at the name.
     let ty_span = args_ty.as_ref().map_or_else(Span::call_site, |t| t.span());
-    let ret_span = match &func.sig.output {
-        ReturnType::Type(_, t) => t.span(),
-        ReturnType::Default => Span::call_site(),
+    // (first, last) token spans of the return type: code spanned from the
+    // first to the last underlines all of it.
+    let (ret_first, ret_last) = match &func.sig.output {
+        ReturnType::Type(_, t) => span_range(t),
+        ReturnType::Default => (Span::call_site(), Span::call_site()),
     };
 
     let (args_param, decode) = match args_ty {
@@ -37,15 +47,27 @@ pub fn expand(handler: &Handler) -> TokenStream {
         // taskflow may carry one).
         None => (quote!(_args), TokenStream::new()),
     };
-    let call = match args_ty {
-        Some(_) => quote_spanned!(ret_span=> super::#ident(cx, args)),
-        None => quote_spanned!(ret_span=> super::#ident(cx)),
+    // `super::f(cx, args)` (and `.await`) spanned over the return type, so
+    // that a wrong error type is reported there.
+    let mut callee = ident.clone();
+    callee.set_span(ret_first);
+    let call_args = match args_ty {
+        Some(_) => quote!(cx, args),
+        None => quote!(cx),
     };
+    let mut call_args = Group::new(Delimiter::Parenthesis, call_args);
+    call_args.set_span(ret_last);
+    let call = quote_spanned!(ret_first=> super::#callee #call_args);
     let result_ty = quote!(::core::result::Result<(), #inner::HandlerError>);
 
     let (runner, run_variant) = if func.sig.asyncness.is_some() {
-        let box_pin = quote_spanned!(ident.span()=> ::std::boxed::Box::pin);
-        let await_call = quote_spanned!(ret_span=> #call.await);
+        let await_call = quote_spanned!(ret_last=> #call.await);
+        let body = quote! {
+            #decode
+            let result: #result_ty = #await_call;
+            result
+        };
+        let boxed = quote_spanned!(ident.span()=> ::std::boxed::Box::pin(async move { #body }));
         let runner = quote! {
             #[doc(hidden)]
             pub fn __run(
@@ -56,11 +78,7 @@ pub fn expand(handler: &Handler) -> TokenStream {
                     dyn ::core::future::Future<Output = #result_ty> + ::core::marker::Send + 'static,
                 >,
             > {
-                #box_pin(async move {
-                    #decode
-                    let result: #result_ty = #await_call;
-                    result
-                })
+                #boxed
             }
         };
         (runner, quote!(Async))
@@ -88,7 +106,11 @@ pub fn expand(handler: &Handler) -> TokenStream {
     );
     let job_doc = format!(
         "A `{name}` job with these arguments{}, ready to post.{args_doc}",
-        if max_attempts.is_some() { " and the handler's `max_attempts`" } else { "" }
+        if max_attempts.is_some() {
+            " and the handler's `max_attempts`"
+        } else {
+            ""
+        }
     );
     let post_doc = format!("Posts a `{name}` job to queue `{queue}`; returns its id.{args_doc}");
 
@@ -107,7 +129,7 @@ pub fn expand(handler: &Handler) -> TokenStream {
         #(#cfgs)*
         #[doc = #mod_doc]
         #vis mod #ident {
-            #![allow(unused_imports, dead_code)]
+            #![allow(unused_imports, dead_code, clippy::future_not_send)]
             use super::*;
 
             /// The job name.
@@ -159,4 +181,12 @@ fn krate_in_child(krate: &Path) -> TokenStream {
         Some(first) if first.ident == "super" => quote!(super :: #krate),
         _ => krate.to_token_stream(),
     }
+}
+
+/// The spans of the first and last tokens of `tokens`.
+fn span_range(tokens: &impl ToTokens) -> (Span, Span) {
+    let mut iter = tokens.to_token_stream().into_iter();
+    let first = iter.next().map_or_else(Span::call_site, |t| t.span());
+    let last = iter.last().map_or(first, |t| t.span());
+    (first, last)
 }

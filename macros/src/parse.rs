@@ -25,7 +25,9 @@ pub struct RawOption {
 impl Parse for HandlerArgs {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let options = Punctuated::<RawOption, Token![,]>::parse_terminated(input)?;
-        Ok(HandlerArgs { options: options.into_iter().collect() })
+        Ok(HandlerArgs {
+            options: options.into_iter().collect(),
+        })
     }
 }
 

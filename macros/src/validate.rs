@@ -83,11 +83,18 @@ pub fn validate(args: syn::Result<HandlerArgs>, item: Item) -> syn::Result<Handl
     });
 
     let options = sort_options(&args, &mut errors);
-    let name = options.name.and_then(|o| string_option(o, &mut errors)).and_then(|s| check_name(s, &mut errors));
-    let queue =
-        options.queue.and_then(|o| string_option(o, &mut errors)).and_then(|s| check_queue(s, &mut errors));
+    let name = options
+        .name
+        .and_then(|o| string_option(o, &mut errors))
+        .and_then(|s| check_name(s, &mut errors));
+    let queue = options
+        .queue
+        .and_then(|o| string_option(o, &mut errors))
+        .and_then(|s| check_queue(s, &mut errors));
     let timeout_ms = options.timeout.and_then(|o| timeout_option(o, &mut errors));
-    let max_attempts = options.max_attempts.and_then(|o| max_attempts_option(o, &mut errors));
+    let max_attempts = options
+        .max_attempts
+        .and_then(|o| max_attempts_option(o, &mut errors));
     let krate = options.krate.and_then(|o| crate_option(o, &mut errors));
 
     let func = match item {
@@ -102,7 +109,15 @@ pub fn validate(args: syn::Result<HandlerArgs>, item: Item) -> syn::Result<Handl
     let name = name.unwrap_or_else(|| func.sig.ident.unraw().to_string());
     let queue = queue.unwrap_or_else(|| "default".to_owned());
     let krate = krate.unwrap_or_else(|| syn::parse_quote!(::jobworker));
-    errors.finish(Handler { krate, name, queue, timeout_ms, max_attempts, func, args_ty: args_ty.flatten() })
+    errors.finish(Handler {
+        krate,
+        name,
+        queue,
+        timeout_ms,
+        max_attempts,
+        func,
+        args_ty: args_ty.flatten(),
+    })
 }
 
 /// Files each option under its key; reports unknown and repeated keys.
@@ -119,7 +134,10 @@ fn sort_options<'a>(args: &'a HandlerArgs, errors: &mut Errors) -> Options<'a> {
             _ => {
                 errors.spanned(
                     &option.key,
-                    format!("unknown handler option `{key}`; expected one of: {}", OPTIONS.join(", ")),
+                    format!(
+                        "unknown handler option `{key}`; expected one of: {}",
+                        OPTIONS.join(", ")
+                    ),
                 );
                 continue;
             }
@@ -138,7 +156,10 @@ fn string_option<'a>(option: &'a RawOption, errors: &mut Errors) -> Option<&'a L
     match &option.value {
         Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s),
         other => {
-            errors.spanned(other, format!("`{}` must be a string literal", option.key.unraw()));
+            errors.spanned(
+                other,
+                format!("`{}` must be a string literal", option.key.unraw()),
+            );
             None
         }
     }
@@ -155,7 +176,9 @@ fn check_name(lit: &LitStr, errors: &mut Errors) -> Option<String> {
 
 fn check_queue(lit: &LitStr, errors: &mut Errors) -> Option<String> {
     let queue = lit.value();
-    let bad_char = queue.chars().any(|c| matches!(c, '{' | '}' | ':') || c.is_whitespace());
+    let bad_char = queue
+        .chars()
+        .any(|c| matches!(c, '{' | '}' | ':') || c.is_whitespace());
     if queue.is_empty() || queue.chars().count() > MAX_QUEUE_LEN || bad_char {
         errors.spanned(
             lit,
@@ -170,8 +193,14 @@ fn check_queue(lit: &LitStr, errors: &mut Errors) -> Option<String> {
 }
 
 fn timeout_option(option: &RawOption, errors: &mut Errors) -> Option<u64> {
-    let Expr::Lit(ExprLit { lit: Lit::Str(lit), .. }) = &option.value else {
-        errors.spanned(&option.value, "`timeout` must be a string literal such as \"30s\"");
+    let Expr::Lit(ExprLit {
+        lit: Lit::Str(lit), ..
+    }) = &option.value
+    else {
+        errors.spanned(
+            &option.value,
+            "`timeout` must be a string literal such as \"30s\"",
+        );
         return None;
     };
     let text = lit.value();
@@ -225,7 +254,9 @@ pub fn parse_duration_ms(text: &str) -> Option<u64> {
 
 fn max_attempts_option(option: &RawOption, errors: &mut Errors) -> Option<u32> {
     match &option.value {
-        Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) => match int.base10_parse::<u32>() {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(int), ..
+        }) => match int.base10_parse::<u32>() {
             Ok(0) => {
                 errors.spanned(int, "`max_attempts` must be at least 1");
                 None
@@ -236,9 +267,11 @@ fn max_attempts_option(option: &RawOption, errors: &mut Errors) -> Option<u32> {
                 None
             }
         },
-        Expr::Unary(ExprUnary { op: UnOp::Neg(_), expr, .. })
-            if matches!(&**expr, Expr::Lit(ExprLit { lit: Lit::Int(_), .. })) =>
-        {
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr,
+            ..
+        }) if matches!(&**expr, Expr::Lit(ExprLit { lit: Lit::Int(_), .. })) => {
             errors.spanned(&option.value, "`max_attempts` must be at least 1");
             None
         }
@@ -253,7 +286,10 @@ fn crate_option(option: &RawOption, errors: &mut Errors) -> Option<Path> {
     match &option.value {
         Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Some(p.path.clone()),
         other => {
-            errors.spanned(other, "`crate` must be a path to the jobworker crate, e.g. `crate = ::jobworker`");
+            errors.spanned(
+                other,
+                "`crate` must be a path to the jobworker crate, e.g. `crate = ::jobworker`",
+            );
             None
         }
     }
@@ -359,9 +395,10 @@ fn check_context(ty: &Type, errors: &mut Errors) {
 /// `serde::de::DeserializeOwned`).
 fn check_args_type(ty: &Type, errors: &mut Errors) {
     match ty {
-        Type::Reference(_) => {
-            errors.spanned(ty, "handler arguments must be an owned type (e.g. `String`, not `&str`)")
-        }
+        Type::Reference(_) => errors.spanned(
+            ty,
+            "handler arguments must be an owned type (e.g. `String`, not `&str`)",
+        ),
         Type::ImplTrait(_) => errors.spanned(ty, "handler arguments cannot be `impl Trait`"),
         Type::Infer(_) => errors.spanned(ty, "handler arguments need a type"),
         _ => {}
@@ -413,4 +450,35 @@ fn is_unit(ty: &Type) -> bool {
 
 fn last_segment_is(path: &Path, name: &str) -> bool {
     path.segments.last().is_some_and(|s| s.ident == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration_ms;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("30s"), Some(30_000));
+        assert_eq!(parse_duration_ms("500ms"), Some(500));
+        assert_eq!(parse_duration_ms("2m"), Some(120_000));
+        assert_eq!(parse_duration_ms("1h"), Some(3_600_000));
+        assert_eq!(parse_duration_ms("1m30s"), Some(90_000));
+        assert_eq!(parse_duration_ms("1h2m3s4ms"), Some(3_723_004));
+        assert_eq!(parse_duration_ms("0s"), Some(0));
+        for bad in [
+            "",
+            "30",
+            "s",
+            "30 s",
+            " 30s",
+            "30parsecs",
+            "1.5s",
+            "-1s",
+            "30S",
+            "1d",
+            "99999999999999999999h",
+        ] {
+            assert_eq!(parse_duration_ms(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -39,6 +39,22 @@ pub trait Board {
         who: &str,
         expiry: Duration,
         count: usize,
+    ) -> impl Future<Output = Result<Vec<Claimed>>> + Send {
+        self.claim_holding(queues, who, expiry, count, 0)
+    }
+
+    /// [`claim`](Board::claim) for a worker that holds `holding` jobs now.
+    /// A suspect (a job whose worker died while it held several, so the
+    /// crash could not be blamed on one) is given only to a claimer holding
+    /// none, as the only job of the claim ([`Claimed::suspect`]), so that a
+    /// poison pill shows itself by crashing a worker alone.
+    fn claim_holding(
+        &self,
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+        holding: usize,
     ) -> impl Future<Output = Result<Vec<Claimed>>> + Send;
 
     /// Claims one named job (taskflow's claim), whatever its place in the
@@ -124,14 +140,15 @@ impl Board for AnyBoard {
     async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
         dispatch!(self, b => b.post(queue, job))
     }
-    async fn claim(
+    async fn claim_holding(
         &self,
         queues: &[&str],
         who: &str,
         expiry: Duration,
         count: usize,
+        holding: usize,
     ) -> Result<Vec<Claimed>> {
-        dispatch!(self, b => b.claim(queues, who, expiry, count))
+        dispatch!(self, b => b.claim_holding(queues, who, expiry, count, holding))
     }
     async fn claim_job(&self, queue: &str, job: &JobId, who: &str, expiry: Duration) -> Result<Claimed> {
         dispatch!(self, b => b.claim_job(queue, job, who, expiry))

@@ -12,8 +12,17 @@ pub use registry::{HandlerEntry, HandlerFn, Registry};
 /// Decodes a job's arguments into the handler's argument type. A payload
 /// that does not fit is a fatal error: retrying cannot fix it.
 #[doc(hidden)]
-pub fn decode_args<T: serde::de::DeserializeOwned>(cx: &JobContext, args: rmpv::Value) -> Result<T, HandlerError> {
-    rmpv::ext::from_value(args).map_err(|e| {
+pub fn decode_args<T: serde::de::DeserializeOwned>(
+    cx: &JobContext,
+    args: rmpv::Value,
+) -> Result<T, HandlerError> {
+    // Through bytes and rmp-serde: the same codec `NewJob::args` encodes
+    // with (rmpv's own deserializer reads enums differently).
+    let mut bytes = Vec::new();
+    rmpv::encode::write_value(&mut bytes, &args).map_err(|e| {
+        HandlerError::fatal(format!("cannot re-encode the arguments of job {}: {e}", cx.id()))
+    })?;
+    rmp_serde::from_slice(&bytes).map_err(|e| {
         HandlerError::fatal(format!(
             "cannot decode the arguments of job {} ({}) as {}: {e}",
             cx.id(),

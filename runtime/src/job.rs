@@ -261,6 +261,9 @@ pub struct Claimed {
     pub max_attempts: u32,
     /// The job's priority.
     pub priority: Priority,
+    /// The job was in a worker that died while holding several jobs: run it
+    /// alone (a worker claims nothing else until it finishes).
+    pub suspect: bool,
 }
 
 /// How to give a claim back.

@@ -23,9 +23,11 @@ pub mod worker;
 
 pub use board::{AnyBoard, Board};
 pub use error::{Error, ErrorKind, Result};
-pub use handler::{CancelFlag, HandlerEntry, HandlerError, HandlerErrorKind, HandlerFn, JobContext, Registry};
-pub use jobworker_macros::handler;
+pub use handler::{
+    CancelFlag, HandlerEntry, HandlerError, HandlerErrorKind, HandlerFn, JobContext, Registry,
+};
 pub use job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority};
+pub use jobworker_macros::handler;
 
 /// Items the `#[handler]` expansion refers to; not a public API.
 #[doc(hidden)]

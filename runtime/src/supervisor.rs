@@ -8,4 +8,5 @@ mod config;
 mod progress;
 
 pub use children::supervise;
+pub(crate) use children::worker_signals;
 pub use config::{SupervisorConfig, CRASH_LOOP_LIMIT, CRASH_LOOP_WINDOW, EXIT_CRASH_LOOP};

@@ -8,7 +8,8 @@ use std::time::Duration;
 use jobworker::embedded::RedisServer;
 use jobworker::redis::RedisBoard;
 use jobworker::{
-    AnyBoard, Board, CancelFlag, HandlerError, HandlerErrorKind, HandlerFn, JobContext, JobId, Lease, Registry,
+    AnyBoard, Board, CancelFlag, HandlerError, HandlerErrorKind, HandlerFn, JobContext, JobId, Lease,
+    Registry,
 };
 use rmpv::Value;
 use serde::{Deserialize, Serialize};
@@ -33,13 +34,24 @@ struct Resize {
 #[jobworker::handler(name = "resize", queue = "images", timeout = "30s", max_attempts = 3)]
 async fn resize(cx: JobContext, args: Resize) -> Result<(), HandlerError> {
     tokio::task::yield_now().await;
-    seen(format!("resize {} {}x{} attempt {}", cx.name(), args.width, args.height, cx.attempt()));
+    seen(format!(
+        "resize {} {}x{} attempt {}",
+        cx.name(),
+        args.width,
+        args.height,
+        cx.attempt()
+    ));
     Ok(())
 }
 
 #[jobworker::handler(name = "resize-sync", timeout = "1m30s")]
 fn resize_sync(cx: JobContext, args: Resize) -> Result<(), HandlerError> {
-    seen(format!("resize-sync {} {}x{}", cx.name(), args.width, args.height));
+    seen(format!(
+        "resize-sync {} {}x{}",
+        cx.name(),
+        args.width,
+        args.height
+    ));
     Ok(())
 }
 
@@ -68,7 +80,9 @@ fn ping_sync(_: JobContext) -> Result<(), HandlerError> {
 
 async fn run(entry_name: &str, cx: JobContext, args: Value) -> Result<(), HandlerError> {
     let registry = Registry::load().unwrap();
-    let entry = registry.get(entry_name).unwrap_or_else(|| panic!("{entry_name} is registered"));
+    let entry = registry
+        .get(entry_name)
+        .unwrap_or_else(|| panic!("{entry_name} is registered"));
     match entry.run {
         HandlerFn::Async(f) => f(cx, args).await,
         HandlerFn::Blocking(f) => tokio::task::spawn_blocking(move || f(cx, args)).await.unwrap(),
@@ -88,17 +102,29 @@ fn context(board: &AnyBoard, name: &str, lease: Lease, attempt: u32, max_attempt
 }
 
 fn some_lease(queue: &str) -> Lease {
-    Lease { queue: queue.to_owned(), job: JobId::random(), owner: "macro-test".to_owned(), token: 1 }
+    Lease {
+        queue: queue.to_owned(),
+        job: JobId::random(),
+        owner: "macro-test".to_owned(),
+        token: 1,
+    }
 }
 
 fn resize_args(width: i64, height: i64) -> Value {
-    Value::Map(vec![(Value::from("width"), Value::from(width)), (Value::from("height"), Value::from(height))])
+    Value::Map(vec![
+        (Value::from("width"), Value::from(width)),
+        (Value::from("height"), Value::from(height)),
+    ])
 }
 
 #[test]
 fn registry_lists_every_handler_with_its_options() {
     let registry = Registry::load().unwrap();
-    let get = |name: &str| *registry.get(name).unwrap_or_else(|| panic!("{name} is registered"));
+    let get = |name: &str| {
+        *registry
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is registered"))
+    };
 
     let e = get("resize");
     assert_eq!((e.name, e.queue), ("resize", "images"));
@@ -130,9 +156,17 @@ fn typed_helpers_build_jobs() {
     assert_eq!(job.max_attempts, 3);
     assert_eq!(job.args, resize_args(3, 4));
     let job = ping::job(&()).unwrap();
-    assert_eq!((job.name.as_str(), job.max_attempts, &job.args), ("ping", 7, &Value::Nil));
+    assert_eq!(
+        (job.name.as_str(), job.max_attempts, &job.args),
+        ("ping", 7, &Value::Nil)
+    );
     let default_attempts = jobworker::NewJob::new("x").max_attempts;
-    assert_eq!(resize_sync::job(&Resize { width: 1, height: 1 }).unwrap().max_attempts, default_attempts);
+    assert_eq!(
+        resize_sync::job(&Resize { width: 1, height: 1 })
+            .unwrap()
+            .max_attempts,
+        default_attempts
+    );
 }
 
 #[tokio::test]
@@ -141,15 +175,32 @@ async fn runners_decode_arguments_and_map_errors() {
     let board = AnyBoard::Redis(RedisBoard::connect(&server.url()).await.unwrap());
 
     // Posted with the typed helper, claimed, and run with the claim's payload.
-    let id = resize::post(&board, &Resize { width: 640, height: 480 }).await.unwrap();
-    let claimed = board.claim(&["images"], "macro-test", Duration::from_secs(30), 1).await.unwrap();
+    let id = resize::post(
+        &board,
+        &Resize {
+            width: 640,
+            height: 480,
+        },
+    )
+    .await
+    .unwrap();
+    let claimed = board
+        .claim(&["images"], "macro-test", Duration::from_secs(30), 1)
+        .await
+        .unwrap();
     assert_eq!(claimed.len(), 1);
     let claimed = claimed.into_iter().next().unwrap();
     assert_eq!(claimed.lease.job, id);
     assert_eq!(claimed.name, "resize");
     assert_eq!(claimed.max_attempts, 3);
     assert_eq!(claimed.args, resize_args(640, 480));
-    let cx = context(&board, &claimed.name, claimed.lease.clone(), claimed.attempt, claimed.max_attempts);
+    let cx = context(
+        &board,
+        &claimed.name,
+        claimed.lease.clone(),
+        claimed.attempt,
+        claimed.max_attempts,
+    );
     run("resize", cx, claimed.args.clone()).await.unwrap();
     assert_eq!(take_seen(), ["resize resize 640x480 attempt 1"]);
     board.consume(&claimed.lease).await.unwrap();
@@ -162,13 +213,19 @@ async fn runners_decode_arguments_and_map_errors() {
     // A payload that does not decode is fatal, for both kinds.
     for (name, payload) in [
         ("resize", Value::from("not a map")),
-        ("resize-sync", Value::Map(vec![(Value::from("width"), Value::from("wide"))])),
+        (
+            "resize-sync",
+            Value::Map(vec![(Value::from("width"), Value::from("wide"))]),
+        ),
         ("flaky", Value::from(12)),
     ] {
         let cx = context(&board, name, some_lease("default"), 1, 5);
         let err = run(name, cx, payload).await.unwrap_err();
         assert!(err.is_fatal(), "{name}: {err}");
-        assert!(err.message().contains("cannot decode the arguments"), "{name}: {err}");
+        assert!(
+            err.message().contains("cannot decode the arguments"),
+            "{name}: {err}"
+        );
         assert!(err.message().contains(name), "{name}: {err}");
     }
     assert!(take_seen().is_empty());
@@ -176,15 +233,26 @@ async fn runners_decode_arguments_and_map_errors() {
     // `?` on an io error is a retry, for both kinds.
     for name in ["flaky", "flaky_sync"] {
         let cx = context(&board, name, some_lease("default"), 1, 5);
-        let err = run(name, cx, Value::from("/no/such/file/anywhere")).await.unwrap_err();
-        assert_eq!(err.kind(), &HandlerErrorKind::Retry { after: None }, "{name}: {err}");
+        let err = run(name, cx, Value::from("/no/such/file/anywhere"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.kind(),
+            &HandlerErrorKind::Retry { after: None },
+            "{name}: {err}"
+        );
         assert!(err.message().contains("No such file"), "{name}: {err}");
     }
 
     // Context-only handlers ignore the payload; their errors pass through.
     let cx = context(&board, "ping", some_lease("default"), 2, 7);
     let err = run("ping", cx, resize_args(1, 1)).await.unwrap_err();
-    assert_eq!(err.kind(), &HandlerErrorKind::Retry { after: Some(Duration::from_secs(2)) });
+    assert_eq!(
+        err.kind(),
+        &HandlerErrorKind::Retry {
+            after: Some(Duration::from_secs(2))
+        }
+    );
     assert_eq!(take_seen(), ["ping attempt 2 of 7"]);
     let cx = context(&board, "ping_sync", some_lease("default"), 1, 1);
     let err = run("ping_sync", cx, Value::Nil).await.unwrap_err();
@@ -192,7 +260,10 @@ async fn runners_decode_arguments_and_map_errors() {
 
     // The posting helper of a context-only handler.
     ping::post(&board, &()).await.unwrap();
-    let claimed = board.claim(&["default"], "macro-test", Duration::from_secs(30), 1).await.unwrap();
+    let claimed = board
+        .claim(&["default"], "macro-test", Duration::from_secs(30), 1)
+        .await
+        .unwrap();
     assert_eq!(claimed[0].name, "ping");
     assert_eq!(claimed[0].max_attempts, 7);
 }

@@ -187,3 +187,44 @@ fn embedded_default_says_so_and_keeps_data_where_asked() {
     assert!(plain.status.success(), "{first}");
     assert!(first.starts_with("jobworker: no --redis given;"), "{first}");
 }
+
+/// The handlers of the `jobworker-examples` library crate are registered in
+/// the binary that links it (one `use … as _;` line in main.rs).
+#[test]
+fn handlers_of_a_linked_library_crate_are_registered() {
+    let out = jobworker(&["handlers", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["crunch", "flaky", "scripted", "write_report"]);
+    let report = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "write_report")
+        .unwrap();
+    assert_eq!(
+        (&report["queue"], &report["timeout_ms"]),
+        (&"demo".into(), &30000.into())
+    );
+    assert!(
+        report["location"]
+            .as_str()
+            .unwrap()
+            .starts_with("examples/src/quickstart.rs:"),
+        "{report}"
+    );
+    assert_eq!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"] == "crunch")
+            .unwrap()["kind"],
+        "blocking"
+    );
+}

@@ -40,7 +40,13 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Queues to serve, in order (comma-separated).
-    #[arg(long, short = 'q', default_value = "default", env = "JOBWORKER_QUEUES", value_delimiter = ',')]
+    #[arg(
+        long,
+        short = 'q',
+        default_value = "default",
+        env = "JOBWORKER_QUEUES",
+        value_delimiter = ','
+    )]
     pub queues: Vec<String>,
     /// Worker processes (default: the number of CPUs); 0 runs one worker
     /// in this process without forking.

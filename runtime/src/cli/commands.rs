@@ -14,7 +14,9 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
     let target = server::resolve(&cli.board)?;
     let board = RedisBoard::with_options(server::options(&target, &cli.board)?).await?;
     let json = cli.json;
-    let Some(command) = &cli.command else { return Ok(()) };
+    let Some(command) = &cli.command else {
+        return Ok(());
+    };
     match command {
         Command::Run(_) | Command::Handlers => Ok(()),
         Command::Workers => workers(&board, json).await,
@@ -244,7 +246,10 @@ pub(crate) fn handlers(json: bool) -> Result<()> {
     } else {
         for h in registry.iter() {
             let timeout = h.timeout.map_or("-".to_owned(), |t| format!("{t:?}"));
-            println!("{:<24} queue {:<12} timeout {:<8} {:?} at {}:{}", h.name, h.queue, timeout, h.run, h.file, h.line);
+            println!(
+                "{:<24} queue {:<12} timeout {:<8} {:?} at {}:{}",
+                h.name, h.queue, timeout, h.run, h.file, h.line
+            );
         }
     }
     Ok(())
@@ -261,7 +266,12 @@ async fn workers(board: &RedisBoard, json: bool) -> Result<()> {
         for w in list {
             println!(
                 "{:<40} slot {:<3} pid {:<7} queues {:<20} jobs {:<3} beat {:.1}s ago",
-                w.owner, w.slot, w.pid, w.queues.join(","), w.jobs.len(), now.saturating_sub(w.beat_ms) as f64 / 1000.0
+                w.owner,
+                w.slot,
+                w.pid,
+                w.queues.join(","),
+                w.jobs.len(),
+                now.saturating_sub(w.beat_ms) as f64 / 1000.0
             );
         }
     }

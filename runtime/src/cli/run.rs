@@ -12,7 +12,8 @@ use crate::supervisor::{supervise, SupervisorConfig};
 use crate::worker::{run_worker, WorkerConfig};
 
 fn seconds(value: f64, flag: &str) -> Result<Duration> {
-    Duration::try_from_secs_f64(value).map_err(|_| Error::invalid(format!("{flag} must be a non-negative number of seconds")))
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| Error::invalid(format!("{flag} must be a non-negative number of seconds")))
 }
 
 /// The worker template from the command line.
@@ -34,16 +35,26 @@ pub(crate) fn worker_config(a: &RunArgs) -> Result<WorkerConfig> {
 pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
     let registry = Registry::load()?;
     if registry.is_empty() {
-        tracing::warn!("no handlers are linked into this binary; every job will fail (see `jobworker handlers`)");
+        tracing::warn!(
+            "no handlers are linked into this binary; every job will fail (see `jobworker handlers`)"
+        );
     }
     let worker = worker_config(a)?;
     let target = server::resolve(board)?;
     let redis = server::options(&target, board)?;
-    let workers = a.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let workers = a
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if workers == 0 {
         return Ok(run_worker(redis, worker, registry)?.code());
     }
-    let cfg = SupervisorConfig { workers, worker, redis, until_drained: a.until_drained, progress: a.progress };
+    let cfg = SupervisorConfig {
+        workers,
+        worker,
+        redis,
+        until_drained: a.until_drained,
+        progress: a.progress,
+    };
     let code = supervise(cfg, registry)?;
     drop(target);
     Ok(code)

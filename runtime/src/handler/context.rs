@@ -70,7 +70,15 @@ impl JobContext {
         board: AnyBoard,
     ) -> Self {
         JobContext {
-            inner: Arc::new(Inner { lease, name, attempt, max_attempts, sandbox, cancel, board }),
+            inner: Arc::new(Inner {
+                lease,
+                name,
+                attempt,
+                max_attempts,
+                sandbox,
+                cancel,
+                board,
+            }),
         }
     }
 

@@ -104,7 +104,9 @@ mod tests {
         assert!(HandlerError::fatal("bad input").is_fatal());
         assert_eq!(
             HandlerError::retry(Duration::from_secs(3)).kind(),
-            &HandlerErrorKind::Retry { after: Some(Duration::from_secs(3)) }
+            &HandlerErrorKind::Retry {
+                after: Some(Duration::from_secs(3))
+            }
         );
     }
 }

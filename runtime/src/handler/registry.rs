@@ -114,15 +114,30 @@ mod tests {
     }
 
     fn entry(name: &'static str, file: &'static str, line: u32) -> HandlerEntry {
-        HandlerEntry { name, queue: "default", timeout: None, max_attempts: None, file, line, run: HandlerFn::Blocking(noop) }
+        HandlerEntry {
+            name,
+            queue: "default",
+            timeout: None,
+            max_attempts: None,
+            file,
+            line,
+            run: HandlerFn::Blocking(noop),
+        }
     }
 
     #[test]
     fn duplicates_name_both_locations() {
-        let err = Registry::from_entries([entry("a", "x.rs", 1), entry("b", "y.rs", 2), entry("a", "z.rs", 9)])
-            .unwrap_err();
+        let err = Registry::from_entries([
+            entry("a", "x.rs", 1),
+            entry("b", "y.rs", 2),
+            entry("a", "z.rs", 9),
+        ])
+        .unwrap_err();
         assert!(err.is_invalid());
-        assert!(err.message().contains("x.rs:1") && err.message().contains("z.rs:9"), "{err}");
+        assert!(
+            err.message().contains("x.rs:1") && err.message().contains("z.rs:9"),
+            "{err}"
+        );
         let ok = Registry::from_entries([entry("a", "x.rs", 1), entry("b", "y.rs", 2)]).unwrap();
         assert_eq!(ok.len(), 2);
         assert!(ok.get("b").is_some() && ok.get("c").is_none());

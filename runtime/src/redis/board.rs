@@ -228,16 +228,17 @@ impl RedisBoard {
         who: &str,
         expiry: Duration,
         count: usize,
+        idle: bool,
     ) -> Result<Vec<Claimed>> {
         let keys = self.keys(queue)?;
         let mut claimed = Vec::new();
         for round in 0..2 {
-            let reply = scripts::claim(&self.conn, &keys, who, expiry, count - claimed.len()).await?;
+            let reply = scripts::claim(&self.conn, &keys, who, expiry, count - claimed.len(), idle).await?;
             let reply = reply.accept(&keys, "(claim)", who)?;
             let unindexed = reply.int(1)? == 1;
             let n = reply.int(2)? as usize;
             for j in 0..n {
-                let at = 3 + j * 6;
+                let at = 3 + j * 7;
                 let id = reply.string(at)?;
                 let bytes = reply.bytes(at + 1)?;
                 let Some(posting) = self.decode_or_quarantine(&keys, &id, &bytes).await? else {
@@ -255,6 +256,7 @@ impl RedisBoard {
                     attempt: reply.int(at + 3)? as u32 + 1,
                     max_attempts: reply.int(at + 4)? as u32,
                     priority: Priority(reply.int(at + 5)? as i32),
+                    suspect: reply.int(at + 6)? == 1,
                 });
             }
             if round == 0 && unindexed && claimed.len() < count && self.index_foreign(queue).await? > 0 {
@@ -341,21 +343,23 @@ impl Board for RedisBoard {
         Ok(id)
     }
 
-    async fn claim(
+    async fn claim_holding(
         &self,
         queues: &[&str],
         who: &str,
         expiry: Duration,
         count: usize,
+        holding: usize,
     ) -> Result<Vec<Claimed>> {
         validate_claim(who, expiry, count)?;
-        let mut claimed = Vec::new();
+        let mut claimed: Vec<Claimed> = Vec::new();
         for queue in queues {
-            if claimed.len() >= count {
+            if claimed.len() >= count || claimed.iter().any(|c| c.suspect) {
                 break;
             }
+            let idle = holding == 0 && claimed.is_empty();
             let more = self
-                .claim_queue(queue, who, expiry, count - claimed.len())
+                .claim_queue(queue, who, expiry, count - claimed.len(), idle)
                 .await?;
             claimed.extend(more);
         }
@@ -399,6 +403,7 @@ impl Board for RedisBoard {
             attempt: reply.int(3)? as u32 + 1,
             max_attempts: reply.int(4)? as u32,
             priority: Priority(reply.int(5)? as i32),
+            suspect: false,
         })
     }
 

@@ -15,9 +15,9 @@ pub const MIN_REDIS_VERSION: (u32, u32) = (6, 2);
 
 /// How long one command may take before the call fails (scripts are
 /// bounded; this only catches a hung server).
-pub(crate) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one connection attempt may take.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Reconnect attempts of the connection manager before a call fails.
 const RECONNECT_RETRIES: usize = 8;
 /// Longest pause between reconnect attempts.

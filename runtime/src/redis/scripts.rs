@@ -126,17 +126,25 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, a: &PostArgs<'_>) 
     run(conn, &inv).await
 }
 
-/// Twin of `claim.lua`.
+/// Twin of `claim.lua`. Not retried after a dropped connection: a claim
+/// whose reply was lost must not take more jobs (its leases expire).
 pub(crate) async fn claim(
     conn: &Connection,
     keys: &QueueKeys,
     who: &str,
     expiry: Duration,
     count: usize,
+    idle: bool,
 ) -> Result<Reply> {
     let mut inv = invocation(&SCRIPTS.claim, keys);
-    inv.arg(who).arg(millis(expiry)).arg(count);
-    run(conn, &inv).await
+    inv.arg(who)
+        .arg(millis(expiry))
+        .arg(count)
+        .arg(if idle { "1" } else { "0" });
+    let value = inv
+        .invoke_async::<redis::Value>(&mut conn.manager.clone())
+        .await?;
+    Reply::from_value(value)
 }
 
 /// Twin of `claim_job.lua`; `index` = (priority, sequence, max attempts)

@@ -4,17 +4,22 @@
 use redis::Connection;
 
 use crate::error::{Error, Result};
-use crate::redis::connect::{check_version, client, redact, CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
+use crate::redis::connect::{check_version, client, redact};
 use crate::redis::reply::Reply;
 use crate::redis::scripts::{invocation, SCRIPTS};
 use crate::redis::RedisOptions;
+
+/// Timeout of the supervisor's calls: short, so that it never blocks its
+/// signal handling for long.
+const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Crashes after which a job counts as a poison pill and is trashed.
 pub const POISON_CRASHES: u32 = 3;
 
 /// A blocking connection with the board's options (no threads, no runtime).
 pub struct SyncBoard {
-    con: Connection,
+    client: redis::Client,
+    con: Option<Connection>,
     opts: RedisOptions,
 }
 
@@ -35,18 +40,51 @@ impl SyncBoard {
     /// Connects and checks the server version.
     pub fn connect(opts: RedisOptions) -> Result<SyncBoard> {
         let client = client(&opts.url)?;
-        let unreachable = |e: redis::RedisError| Error::unavailable(format!("cannot reach redis at {}: {e}", redact(&opts.url)));
-        let con = client.get_connection_with_timeout(CONNECT_TIMEOUT).map_err(unreachable)?;
-        con.set_read_timeout(Some(RESPONSE_TIMEOUT)).map_err(unreachable)?;
-        con.set_write_timeout(Some(RESPONSE_TIMEOUT)).map_err(unreachable)?;
-        let mut board = SyncBoard { con, opts };
-        let info: String = board.query(redis::cmd("INFO").arg("server"))?;
+        let mut board = SyncBoard {
+            client,
+            con: None,
+            opts,
+        };
+        let info: String = board.retrying(|con| redis::cmd("INFO").arg("server").query(con))?;
         check_version(&info, &board.opts.url)?;
         Ok(board)
     }
 
-    fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T> {
-        Ok(cmd.query(&mut self.con)?)
+    fn open(&self) -> Result<Connection> {
+        let unreachable = |e: redis::RedisError| {
+            Error::unavailable(format!("cannot reach redis at {}: {e}", redact(&self.opts.url)))
+        };
+        let con = self
+            .client
+            .get_connection_with_timeout(SYNC_TIMEOUT)
+            .map_err(unreachable)?;
+        con.set_read_timeout(Some(SYNC_TIMEOUT)).map_err(unreachable)?;
+        con.set_write_timeout(Some(SYNC_TIMEOUT)).map_err(unreachable)?;
+        Ok(con)
+    }
+
+    /// Runs `call` on the connection, reconnecting (once) when the
+    /// connection is gone or breaks (a server restart).
+    fn retrying<T>(&mut self, mut call: impl FnMut(&mut Connection) -> redis::RedisResult<T>) -> Result<T> {
+        for attempt in 0..2 {
+            if self.con.is_none() {
+                self.con = Some(self.open()?);
+            }
+            let Some(con) = self.con.as_mut() else { continue };
+            match call(con) {
+                Ok(v) => return Ok(v),
+                Err(e)
+                    if attempt == 0 && (e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) =>
+                {
+                    self.con = None;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::unavailable(format!(
+            "redis at {} keeps dropping the connection",
+            redact(&self.opts.url)
+        )))
     }
 
     /// Gives back every lease `owner` holds in `queue` (a dead worker's),
@@ -54,16 +92,11 @@ impl SyncBoard {
     /// trashed).
     pub fn recover_owner(&mut self, queue: &str, owner: &str, reason: &str) -> Result<(usize, usize)> {
         let keys = self.opts.keys(queue)?;
-        let (mut recovered, mut trashed, mut start) = (0, 0, 0i64);
-        while start >= 0 {
-            let mut inv = invocation(&SCRIPTS.recover_owner, &keys);
-            inv.arg(owner).arg(reason).arg(POISON_CRASHES).arg(start);
-            let reply = Reply::from_value(inv.invoke(&mut self.con)?)?;
-            recovered += reply.int(1)? as usize;
-            trashed += reply.int(2)? as usize;
-            start = reply.int(3)?;
-        }
-        Ok((recovered, trashed))
+        let mut inv = invocation(&SCRIPTS.recover_owner, &keys);
+        inv.arg(owner).arg(reason).arg(POISON_CRASHES);
+        let value = self.retrying(|con| inv.invoke(con))?;
+        let reply = Reply::from_value(value)?;
+        Ok((reply.int(1)? as usize, reply.int(2)? as usize))
     }
 
     /// Counts jobs over `queues`.
@@ -71,12 +104,13 @@ impl SyncBoard {
         let mut total = QueueCounts::default();
         for q in queues {
             let keys = self.opts.keys(q)?;
-            let (listed, claimed, completed, trashed): (usize, usize, usize, usize) = redis::pipe()
-                .hlen(keys.listings())
+            let mut pipe = redis::pipe();
+            pipe.hlen(keys.listings())
                 .zcard(keys.leases())
                 .zcard(keys.completed())
-                .hlen(keys.trash())
-                .query(&mut self.con)?;
+                .hlen(keys.trash());
+            let (listed, claimed, completed, trashed): (usize, usize, usize, usize) =
+                self.retrying(|con| pipe.query(con))?;
             total.listed += listed;
             total.claimed += claimed;
             total.completed += completed;
@@ -88,6 +122,6 @@ impl SyncBoard {
     /// Removes a worker's presence entry (it exited).
     pub fn remove_worker(&mut self, owner: &str) -> Result<()> {
         let key = self.opts.workers_key();
-        self.query::<()>(redis::cmd("HDEL").arg(&key).arg(owner))
+        self.retrying(|con| redis::cmd("HDEL").arg(&key).arg(owner).query::<()>(con))
     }
 }

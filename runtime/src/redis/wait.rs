@@ -85,8 +85,11 @@ impl Waiter {
         timeout: Duration,
     ) -> Result<bool> {
         for keys in queues {
-            if self.channels.insert(keys.notify.clone()) {
+            if !self.channels.contains(&keys.notify) {
+                // Recorded only once subscribed: a wait dropped meanwhile
+                // subscribes again next time.
                 self.pubsub.subscribe(&keys.notify).await?;
+                self.channels.insert(keys.notify.clone());
             }
         }
         // Drop notices that arrived while nobody waited: the check below

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::{kill, SigSet, SigmaskHow, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, getpid, getppid, setpgid, ForkResult, Pid};
 use signal_hook::consts::{SIGCHLD, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU};
@@ -47,6 +47,8 @@ struct Supervisor {
     rolling: Vec<usize>,
     progress: Option<Progress>,
     last_progress: Instant,
+    /// Recoveries that failed (Redis unreachable), retried every tick.
+    pending: Vec<(String, String)>,
 }
 
 /// Runs the supervisor until it is told to stop (or the queues drain with
@@ -54,8 +56,10 @@ struct Supervisor {
 pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
     cfg.validate()?;
     let mut board = SyncBoard::connect(cfg.redis.clone())?;
-    let signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGQUIT, SIGTSTP, SIGCONT, SIGHUP, SIGTTIN, SIGTTOU])
-        .map_err(|e| Error::io("cannot register signal handlers", e))?;
+    let signals = Signals::new([
+        SIGCHLD, SIGTERM, SIGINT, SIGQUIT, SIGTSTP, SIGCONT, SIGHUP, SIGTTIN, SIGTTOU,
+    ])
+    .map_err(|e| Error::io("cannot register signal handlers", e))?;
     let progress = if cfg.progress || cfg.until_drained {
         Some(Progress::new(board.counts(&cfg.worker.queues)?))
     } else {
@@ -80,6 +84,7 @@ pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
         rolling: Vec::new(),
         progress,
         last_progress: Instant::now(),
+        pending: Vec::new(),
     };
     for index in 0..sup.cfg.workers {
         sup.slots.push(Slot::new(index));
@@ -90,8 +95,31 @@ pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
 
 impl Slot {
     fn new(index: usize) -> Slot {
-        Slot { index, pid: None, owner: String::new(), crashes: Vec::new(), respawn_at: None, restarting: false, retiring: false }
+        Slot {
+            index,
+            pid: None,
+            owner: String::new(),
+            crashes: Vec::new(),
+            respawn_at: None,
+            restarting: false,
+            retiring: false,
+        }
     }
+}
+
+/// The signals a worker handles itself (blocked across `fork`).
+pub(crate) fn worker_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for sig in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGTSTP,
+        Signal::SIGCONT,
+    ] {
+        set.add(sig);
+    }
+    set
 }
 
 /// Text for how a child ended.
@@ -119,11 +147,20 @@ impl Supervisor {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         let parent = getpid();
+        // Stop signals stay blocked from before the fork until the child has
+        // registered its own handlers (crate::worker unblocks them), so none
+        // is lost in between.
+        let blocked = worker_signals().thread_swap_mask(SigmaskHow::SIG_BLOCK).ok();
         // SAFETY: the supervisor is single-threaded (no runtime, no threads:
         // signal-hook's iterator and the blocking Redis connection start
         // none), so the child may run arbitrary code after fork.
-        match unsafe { fork() } {
+        let forked = unsafe { fork() };
+        if let (Ok(ForkResult::Parent { .. }) | Err(_), Some(old)) = (&forked, &blocked) {
+            let _ = old.thread_set_mask();
+        }
+        match forked {
             Ok(ForkResult::Parent { child }) => {
+                let _ = setpgid(child, child);
                 let slot = &mut self.slots[pos];
                 slot.pid = Some(child);
                 slot.owner = owner_of(parent, index, child);
@@ -131,7 +168,11 @@ impl Supervisor {
                 tracing::info!(slot = index, pid = child.as_raw(), owner = %slot.owner, "worker started");
             }
             Ok(ForkResult::Child) => {
-                let code = self.child_main(index, parent);
+                // Never unwind into the supervisor's frames (they own the
+                // private redis-server): exit from here whatever happens.
+                let code =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.child_main(index, parent)))
+                        .unwrap_or(101);
                 let _ = std::io::stdout().flush();
                 std::process::exit(code);
             }
@@ -196,7 +237,13 @@ impl Supervisor {
             SIGCONT => self.signal_children(Signal::SIGCONT),
             SIGHUP if self.shutdown.is_none() => {
                 tracing::info!("restarting workers one by one");
-                self.rolling = self.slots.iter().filter(|s| !s.retiring).map(|s| s.index).rev().collect();
+                self.rolling = self
+                    .slots
+                    .iter()
+                    .filter(|s| !s.retiring)
+                    .map(|s| s.index)
+                    .rev()
+                    .collect();
                 self.next_restart();
             }
             SIGTTIN if self.shutdown.is_none() => {
@@ -251,8 +298,12 @@ impl Supervisor {
         let clean = matches!(status, WaitStatus::Exited(_, 0));
         let (index, owner) = (self.slots[pos].index, self.slots[pos].owner.clone());
         self.slots[pos].pid = None;
+        // Whatever the handler started in the worker's process group goes too.
+        let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
         if !clean {
-            self.recover(&owner, &format!("worker {owner} {how}"));
+            self.pending
+                .push((owner.clone(), format!("worker {owner} {how}")));
+            self.recover_pending();
         }
         if let Err(e) = self.board.remove_worker(&owner) {
             tracing::debug!(error = %e, "cannot remove the worker entry");
@@ -269,16 +320,23 @@ impl Supervisor {
             self.next_restart();
         } else {
             let now = Instant::now();
-            slot.crashes.retain(|t| now.duration_since(*t) < CRASH_LOOP_WINDOW);
-            slot.crashes.push(now);
-            let n = slot.crashes.len();
+            slot.crashes
+                .retain(|t| now.duration_since(*t) < CRASH_LOOP_WINDOW);
+            // A worker replaced because a handler would not stop is not a
+            // crash of the worker: it does not count towards a crash loop.
             if matches!(status, WaitStatus::Exited(_, EXIT_STUCK)) {
                 tracing::warn!(slot = index, "worker replaced after a handler would not stop");
-            } else {
-                tracing::error!(slot = index, owner = %owner, "worker {how}");
+                slot.respawn_at = Some(now);
+                return;
             }
+            slot.crashes.push(now);
+            let n = slot.crashes.len();
+            tracing::error!(slot = index, owner = %owner, "worker {how}");
             if n >= CRASH_LOOP_LIMIT {
-                tracing::error!(slot = index, "worker crashed {n} times within {CRASH_LOOP_WINDOW:?}; giving up");
+                tracing::error!(
+                    slot = index,
+                    "worker crashed {n} times within {CRASH_LOOP_WINDOW:?}; giving up"
+                );
                 self.exit_code = EXIT_CRASH_LOOP;
                 self.begin_shutdown("crash loop");
             } else {
@@ -288,17 +346,29 @@ impl Supervisor {
         }
     }
 
-    /// Gives back every lease of a dead worker at once.
-    fn recover(&mut self, owner: &str, reason: &str) {
-        for queue in &self.cfg.worker.queues {
-            match self.board.recover_owner(queue, owner, reason) {
-                Ok((0, 0)) => {}
-                Ok((back, trashed)) => {
-                    tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
+    /// Gives back every lease of the dead workers at once; what cannot be
+    /// done now (Redis unreachable) stays pending for the next tick.
+    fn recover_pending(&mut self) {
+        let mut failed = Vec::new();
+        for (owner, reason) in std::mem::take(&mut self.pending) {
+            let mut ok = true;
+            for queue in &self.cfg.worker.queues {
+                match self.board.recover_owner(queue, &owner, &reason) {
+                    Ok((0, 0)) => {}
+                    Ok((back, trashed)) => {
+                        tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
+                    }
+                    Err(e) => {
+                        tracing::error!(queue = %queue, owner, error = %e, "cannot recover leases yet; retrying");
+                        ok = false;
+                    }
                 }
-                Err(e) => tracing::error!(queue = %queue, owner, error = %e, "cannot recover leases; they will expire"),
+            }
+            if !ok {
+                failed.push((owner, reason));
             }
         }
+        self.pending = failed;
     }
 
     fn reap_children(&mut self) {
@@ -318,12 +388,19 @@ impl Supervisor {
 
     fn run(mut self) -> Result<i32> {
         loop {
-            let pending: Vec<i32> = self.signals.as_mut().map(|s| s.pending().collect()).unwrap_or_default();
+            let pending: Vec<i32> = self
+                .signals
+                .as_mut()
+                .map(|s| s.pending().collect())
+                .unwrap_or_default();
             for sig in pending {
                 self.on_signal(sig);
             }
             self.reap_children();
             let now = Instant::now();
+            if !self.pending.is_empty() && now.duration_since(self.last_progress) >= PROGRESS_EVERY {
+                self.recover_pending();
+            }
             if let Some(deadline) = self.shutdown {
                 if self.slots.iter().all(|s| s.pid.is_none()) {
                     break;
@@ -334,8 +411,12 @@ impl Supervisor {
                     self.shutdown = Some(now + SHUTDOWN_MARGIN);
                 }
             } else {
-                let due: Vec<usize> =
-                    self.slots.iter().filter(|s| s.pid.is_none() && s.respawn_at.is_some_and(|t| t <= now)).map(|s| s.index).collect();
+                let due: Vec<usize> = self
+                    .slots
+                    .iter()
+                    .filter(|s| s.pid.is_none() && s.respawn_at.is_some_and(|t| t <= now))
+                    .map(|s| s.index)
+                    .collect();
                 for index in due {
                     self.spawn(index);
                 }

@@ -38,10 +38,15 @@ impl SupervisorConfig {
     /// Checks the values.
     pub fn validate(&self) -> Result<()> {
         if self.workers == 0 {
-            return Err(Error::invalid("the supervisor needs at least one worker (--workers 0 runs in-process)"));
+            return Err(Error::invalid(
+                "the supervisor needs at least one worker (--workers 0 runs in-process)",
+            ));
         }
         if self.workers > 1024 {
-            return Err(Error::invalid(format!("--workers {} is more than 1024", self.workers)));
+            return Err(Error::invalid(format!(
+                "--workers {} is more than 1024",
+                self.workers
+            )));
         }
         self.worker.validate()
     }

@@ -17,7 +17,12 @@ pub(crate) struct Progress {
 impl Progress {
     /// Starts counting from the queues' current state.
     pub fn new(baseline: QueueCounts) -> Progress {
-        Progress { start: Instant::now(), baseline, total: baseline.listed, shown: false }
+        Progress {
+            start: Instant::now(),
+            baseline,
+            total: baseline.listed,
+            shown: false,
+        }
     }
 
     /// Jobs finished (completed or trashed) since the start.
@@ -30,7 +35,7 @@ impl Progress {
         let done = self.finished(now);
         self.total = self.total.max(done + now.listed);
         let width = 30;
-        let filled = if self.total == 0 { width } else { done * width / self.total };
+        let filled = (done * width).checked_div(self.total).unwrap_or(width).min(width);
         let rate = done as f64 / self.start.elapsed().as_secs_f64().max(0.001);
         eprint!(
             "\r[{}{}] {done}/{} jobs, {} running, {rate:.0} jobs/s   ",

@@ -17,7 +17,10 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff { base: Duration::from_secs(1), max: Duration::from_secs(600) }
+        Backoff {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(600),
+        }
     }
 }
 
@@ -44,7 +47,10 @@ mod tests {
 
     #[test]
     fn grows_and_is_capped_with_jitter() {
-        let b = Backoff { base: Duration::from_millis(100), max: Duration::from_secs(2) };
+        let b = Backoff {
+            base: Duration::from_millis(100),
+            max: Duration::from_secs(2),
+        };
         for _ in 0..100 {
             let d1 = b.delay(1).as_secs_f64();
             assert!((0.05..=0.15).contains(&d1), "{d1}");

@@ -1,15 +1,14 @@
 //! The heartbeat: a thread of its own, with its own runtime and Redis
 //! connection, extends every held lease each `expiry / 3`. A busy or
-//! blocking handler cannot starve it. A lease it finds lost is reported to
-//! the worker loop, which stops that handler and drops its result.
+//! blocking handler cannot starve it. A lease it finds lost, or cannot
+//! extend before it would expire, is reported to the worker loop, which
+//! stops that handler and drops its result.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
-
-use tokio::sync::mpsc::UnboundedSender;
+use std::time::{Duration, Instant};
 
 use crate::board::Board;
 use crate::error::{Error, Result};
@@ -20,39 +19,69 @@ use crate::worker::presence::{self, WorkerInfo};
 /// How often the thread checks whether it should stop.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
-type Held = Arc<Mutex<HashMap<JobId, Lease>>>;
+/// A held lease: a job and the fencing token of its claim (one job can be
+/// claimed again while a stale handler of the old claim still runs).
+pub(crate) type LeaseKey = (JobId, u64);
+
+/// The key of a lease.
+pub(crate) fn key_of(lease: &Lease) -> LeaseKey {
+    (lease.job.clone(), lease.token)
+}
+
+struct Held {
+    lease: Lease,
+    /// Last time the server confirmed the lease (claim or extend).
+    confirmed: Instant,
+}
+
+type HeldMap = Arc<Mutex<HashMap<LeaseKey, Held>>>;
 
 /// The running heartbeat thread.
 pub(crate) struct Heartbeat {
-    held: Held,
+    held: HeldMap,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Heartbeat {
-    /// Starts the thread; lost leases are sent on `lost`.
-    pub fn start(opts: RedisOptions, expiry: Duration, info: WorkerInfo, lost: UnboundedSender<JobId>) -> Result<Heartbeat> {
-        let held: Held = Arc::default();
+    /// Starts the thread; `lost` is called with each lease found lost.
+    pub fn start(
+        opts: RedisOptions,
+        expiry: Duration,
+        info: WorkerInfo,
+        lost: impl Fn(LeaseKey) + Send + 'static,
+    ) -> Result<Heartbeat> {
+        let held: HeldMap = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (h, s) = (held.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("jobworker-heartbeat".into())
             .spawn(move || beat_thread(opts, expiry, info, h, s, lost))
             .map_err(|e| Error::io("cannot start the heartbeat thread", e))?;
-        Ok(Heartbeat { held, stop, thread: Some(thread) })
+        Ok(Heartbeat {
+            held,
+            stop,
+            thread: Some(thread),
+        })
     }
 
-    /// Keeps `lease` alive from now on.
+    /// Keeps `lease` alive from now on (it was just claimed).
     pub fn hold(&self, lease: Lease) {
         if let Ok(mut held) = self.held.lock() {
-            held.insert(lease.job.clone(), lease);
+            held.insert(
+                key_of(&lease),
+                Held {
+                    lease,
+                    confirmed: Instant::now(),
+                },
+            );
         }
     }
 
-    /// Stops extending the lease on `job`.
-    pub fn release(&self, job: &JobId) {
+    /// Stops extending a lease.
+    pub fn release(&self, key: &LeaseKey) {
         if let Ok(mut held) = self.held.lock() {
-            held.remove(job);
+            held.remove(key);
         }
     }
 
@@ -65,7 +94,24 @@ impl Heartbeat {
     }
 }
 
-fn beat_thread(opts: RedisOptions, expiry: Duration, mut info: WorkerInfo, held: Held, stop: Arc<AtomicBool>, lost: UnboundedSender<JobId>) {
+/// Reports a lease as lost, unless it was released meanwhile (its job
+/// finished since the snapshot).
+fn report_lost(held: &HeldMap, key: &LeaseKey, why: &str, lost: &impl Fn(LeaseKey)) {
+    let still_held = held.lock().map(|mut h| h.remove(key).is_some()).unwrap_or(false);
+    if still_held {
+        tracing::warn!(job = %key.0, token = key.1, why, "lease lost");
+        lost(key.clone());
+    }
+}
+
+fn beat_thread(
+    opts: RedisOptions,
+    expiry: Duration,
+    mut info: WorkerInfo,
+    held: HeldMap,
+    stop: Arc<AtomicBool>,
+    lost: impl Fn(LeaseKey),
+) {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -78,30 +124,50 @@ fn beat_thread(opts: RedisOptions, expiry: Duration, mut info: WorkerInfo, held:
         let mut board: Option<RedisBoard> = None;
         while !stop.load(Ordering::SeqCst) {
             if board.is_none() {
-                match RedisBoard::with_options(opts.clone()).await {
-                    Ok(b) => board = Some(b),
-                    Err(e) => tracing::warn!(error = %e, "heartbeat cannot reach redis; retrying"),
+                match tokio::time::timeout(beat, RedisBoard::with_options(opts.clone())).await {
+                    Ok(Ok(b)) => board = Some(b),
+                    Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat cannot reach redis; retrying"),
+                    Err(_) => tracing::warn!("heartbeat timed out connecting to redis; retrying"),
+                }
+            }
+            let snapshot: Vec<(LeaseKey, Lease, Instant)> = held
+                .lock()
+                .map(|h| {
+                    h.iter()
+                        .map(|(k, v)| (k.clone(), v.lease.clone(), v.confirmed))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for (key, lease, confirmed) in &snapshot {
+                let outcome = match &board {
+                    Some(b) => tokio::time::timeout(beat, b.extend(lease, expiry)).await.ok(),
+                    None => None,
+                };
+                match outcome {
+                    Some(Ok(())) => {
+                        if let Ok(mut h) = held.lock() {
+                            if let Some(entry) = h.get_mut(key) {
+                                entry.confirmed = Instant::now();
+                            }
+                        }
+                    }
+                    Some(Err(e)) if e.is_not_owner() || e.is_not_found() => {
+                        report_lost(&held, key, &e.to_string(), &lost)
+                    }
+                    failed => {
+                        // Unconfirmed: once the lease may have run out on the
+                        // server, someone else may hold the job.
+                        if confirmed.elapsed() + beat / 2 >= expiry {
+                            report_lost(&held, key, "could not extend it in time", &lost);
+                        } else if let Some(Err(e)) = failed {
+                            tracing::warn!(job = %lease.job, error = %e, "cannot extend lease; will retry");
+                        }
+                    }
                 }
             }
             if let Some(b) = &board {
-                let leases: Vec<Lease> = held.lock().map(|h| h.values().cloned().collect()).unwrap_or_default();
-                for lease in &leases {
-                    match b.extend(lease, expiry).await {
-                        Ok(()) => {}
-                        Err(e) if e.is_not_owner() || e.is_not_found() => {
-                            // The job may have finished (and been released)
-                            // since the snapshot: only a lease still held is lost.
-                            let still_held = held.lock().map(|mut h| h.remove(&lease.job).is_some()).unwrap_or(false);
-                            if still_held {
-                                tracing::warn!(job = %lease.job, queue = %lease.queue, error = %e, "lease lost");
-                                let _ = lost.send(lease.job.clone());
-                            }
-                        }
-                        Err(e) => tracing::warn!(job = %lease.job, error = %e, "cannot extend lease; will retry"),
-                    }
-                }
                 info.beat_ms = presence::now_ms();
-                info.jobs = leases.iter().map(|l| l.job.0.clone()).collect();
+                info.jobs = snapshot.iter().map(|(k, _, _)| k.0 .0.clone()).collect();
                 if let Err(e) = presence::record(b, &info).await {
                     tracing::debug!(error = %e, "cannot record worker presence");
                 }

@@ -63,6 +63,8 @@ pub(crate) enum Settle {
     Retry(String, Option<Duration>),
     /// Give up: trash with the reason.
     Trash(String),
+    /// Give the job back without counting an attempt.
+    Release,
     /// Nothing to do: the lease is gone or was already given back.
     Drop(&'static str),
 }
@@ -83,15 +85,18 @@ pub(crate) fn settle(job: &Running, outcome: Result<Result<(), HandlerError>, Jo
     match (job.interrupt, outcome) {
         (Interrupt::LeaseLost, _) => Settle::Drop("lease lost; result dropped"),
         (Interrupt::Released, _) => Settle::Drop("given back at shutdown"),
-        (Interrupt::TimedOut, _) => {
-            Settle::Retry(format!("timed out after {:?}", job.timeout.unwrap_or_default()), None)
-        }
+        (Interrupt::TimedOut, _) => Settle::Retry(
+            format!("timed out after {:?}", job.timeout.unwrap_or_default()),
+            None,
+        ),
         (Interrupt::None, Ok(Ok(()))) => Settle::Consume,
         (Interrupt::None, Ok(Err(e))) => match e.kind() {
             HandlerErrorKind::Fatal => Settle::Trash(e.message().to_owned()),
             HandlerErrorKind::Retry { after } => Settle::Retry(e.message().to_owned(), *after),
         },
-        (Interrupt::None, Err(e)) if e.is_panic() => Settle::Retry(format!("panicked: {}", panic_message(e)), None),
-        (Interrupt::None, Err(_)) => Settle::Drop("handler task cancelled"),
+        (Interrupt::None, Err(e)) if e.is_panic() => {
+            Settle::Retry(format!("panicked: {}", panic_message(e)), None)
+        }
+        (Interrupt::None, Err(_)) => Settle::Release,
     }
 }

@@ -34,18 +34,32 @@ pub struct WorkerInfo {
 
 /// Milliseconds since the epoch on this host.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Writes (or refreshes) a worker's entry.
 pub(crate) async fn record(board: &RedisBoard, info: &WorkerInfo) -> Result<()> {
     let json = serde_json::to_string(info).map_err(|e| Error::codec(e.to_string()))?;
-    board.conn.query::<()>(redis::cmd("HSET").arg(board.options().workers_key()).arg(&info.owner).arg(json)).await
+    board
+        .conn
+        .query::<()>(
+            redis::cmd("HSET")
+                .arg(board.options().workers_key())
+                .arg(&info.owner)
+                .arg(json),
+        )
+        .await
 }
 
 /// Removes a worker's entry.
 pub(crate) async fn remove(board: &RedisBoard, owner: &str) -> Result<()> {
-    board.conn.query::<()>(redis::cmd("HDEL").arg(board.options().workers_key()).arg(owner)).await
+    board
+        .conn
+        .query::<()>(redis::cmd("HDEL").arg(board.options().workers_key()).arg(owner))
+        .await
 }
 
 /// The live workers, sorted by owner; stale entries are deleted.
@@ -57,7 +71,12 @@ pub async fn list_workers(board: &RedisBoard) -> Result<Vec<WorkerInfo>> {
     for (owner, json) in all {
         match serde_json::from_str::<WorkerInfo>(&json) {
             Ok(info) if info.beat_ms + info.ttl_ms >= now => live.push(info),
-            _ => board.conn.query::<()>(redis::cmd("HDEL").arg(&key).arg(&owner)).await?,
+            _ => {
+                board
+                    .conn
+                    .query::<()>(redis::cmd("HDEL").arg(&key).arg(&owner))
+                    .await?
+            }
         }
     }
     live.sort_by(|a, b| a.owner.cmp(&b.owner));

@@ -10,10 +10,11 @@ use tokio::task::JoinError;
 use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
 use crate::handler::{CancelFlag, HandlerError, HandlerFn, JobContext, Registry};
-use crate::job::{Abandon, Claimed, JobId};
+use crate::job::{Abandon, Claimed};
 use crate::redis::{RedisBoard, RedisOptions};
 use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
+use crate::worker::heartbeat::{key_of, LeaseKey};
 use crate::worker::job::{settle, Interrupt, Running, Settle};
 use crate::worker::presence::{self, WorkerInfo};
 use crate::worker::sandbox::Sandbox;
@@ -45,9 +46,11 @@ impl WorkerExit {
     }
 }
 
+type Outcome = std::result::Result<std::result::Result<(), HandlerError>, JoinError>;
+
 enum Event {
-    Done(JobId, std::result::Result<std::result::Result<(), HandlerError>, JoinError>),
-    LeaseLost(JobId),
+    Done(LeaseKey, Outcome),
+    LeaseLost(LeaseKey),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +104,10 @@ impl Signals {
 /// one for handlers, so busy handlers cannot hold up the loop.
 pub fn run_worker(opts: RedisOptions, cfg: WorkerConfig, registry: Registry) -> Result<WorkerExit> {
     cfg.validate()?;
-    let threads = cfg.concurrency.min(std::thread::available_parallelism().map_or(2, |n| n.get())).max(1);
+    let threads = cfg
+        .concurrency
+        .min(std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
     let handlers = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("jobworker-handler")
@@ -112,11 +118,17 @@ pub fn run_worker(opts: RedisOptions, cfg: WorkerConfig, registry: Registry) -> 
         .enable_all()
         .build()
         .map_err(|e| Error::io("cannot start the worker runtime", e))?;
-    let exit = main.block_on(async {
-        let signals = Signals::register()?;
-        let mut worker = Worker::start(opts, cfg, registry, handlers.handle().clone()).await?;
-        worker.run(signals).await
-    });
+    let span = tracing::info_span!("worker", owner = %cfg.owner, slot = cfg.slot);
+    let exit = main.block_on(tracing::Instrument::instrument(
+        async {
+            let signals = Signals::register()?;
+            // The supervisor blocks these across fork; handlers exist now.
+            let _ = crate::supervisor::worker_signals().thread_unblock();
+            let mut worker = Worker::start(opts, cfg, registry, handlers.handle().clone()).await?;
+            worker.run(signals).await
+        },
+        span,
+    ));
     handlers.shutdown_background();
     exit
 }
@@ -128,7 +140,9 @@ struct Worker {
     sandbox: Sandbox,
     handlers: tokio::runtime::Handle,
     heartbeat: Option<Heartbeat>,
-    running: HashMap<JobId, Running>,
+    running: HashMap<LeaseKey, Running>,
+    /// A suspect job runs alone: no claims until it finishes.
+    isolated: Option<LeaseKey>,
     free_slots: Vec<usize>,
     events: UnboundedSender<Event>,
     inbox: Option<UnboundedReceiver<Event>>,
@@ -136,7 +150,12 @@ struct Worker {
 }
 
 impl Worker {
-    async fn start(opts: RedisOptions, cfg: WorkerConfig, registry: Registry, handlers: tokio::runtime::Handle) -> Result<Worker> {
+    async fn start(
+        opts: RedisOptions,
+        cfg: WorkerConfig,
+        registry: Registry,
+        handlers: tokio::runtime::Handle,
+    ) -> Result<Worker> {
         let board = RedisBoard::with_options(opts.clone()).await?;
         let sandbox = Sandbox::create(&cfg.workdir, cfg.slot, cfg.concurrency)?;
         if cfg.chdir && cfg.concurrency == 1 {
@@ -144,13 +163,7 @@ impl Worker {
                 .map_err(|e| Error::io(&format!("cannot enter sandbox {}", sandbox.root().display()), e))?;
         }
         let (events, inbox) = unbounded_channel();
-        let (lost_tx, mut lost_rx) = unbounded_channel::<JobId>();
-        let forward = events.clone();
-        tokio::spawn(async move {
-            while let Some(id) = lost_rx.recv().await {
-                let _ = forward.send(Event::LeaseLost(id));
-            }
-        });
+        let lost = events.clone();
         let info = WorkerInfo {
             owner: cfg.owner.clone(),
             host: crate::cli::hostname(),
@@ -162,7 +175,9 @@ impl Worker {
             ttl_ms: (cfg.beat() * 3).as_millis() as u64,
             jobs: Vec::new(),
         };
-        let heartbeat = Heartbeat::start(opts, cfg.expiry, info, lost_tx)?;
+        let heartbeat = Heartbeat::start(opts, cfg.expiry, info, move |key| {
+            let _ = lost.send(Event::LeaseLost(key));
+        })?;
         tracing::info!(owner = %cfg.owner, queues = ?cfg.queues, concurrency = cfg.concurrency, sandbox = %sandbox.root().display(), "worker started");
         Ok(Worker {
             board: AnyBoard::Redis(board),
@@ -173,6 +188,7 @@ impl Worker {
             handlers,
             heartbeat: Some(heartbeat),
             running: HashMap::new(),
+            isolated: None,
             events,
             inbox: Some(inbox),
             mode: Mode::Run,
@@ -180,22 +196,47 @@ impl Worker {
     }
 
     async fn run(&mut self, mut signals: Signals) -> Result<WorkerExit> {
-        let mut inbox = self.inbox.take().ok_or_else(|| Error::invalid("worker loop started twice"))?;
+        let mut inbox = self
+            .inbox
+            .take()
+            .ok_or_else(|| Error::invalid("worker loop started twice"))?;
         let queues: Vec<String> = self.cfg.queues.clone();
+        let mut pause = false;
         let exit = loop {
             if matches!(self.mode, Mode::Draining(_)) && self.running.is_empty() {
                 break WorkerExit::Clean;
             }
-            let (mut want_work, mut claim_failed) = (false, false);
-            if self.mode == Mode::Run && self.running.len() < self.cfg.concurrency {
+            let (mut want_work, mut claim_failed) = (false, pause);
+            pause = false;
+            if self
+                .isolated
+                .as_ref()
+                .is_some_and(|k| !self.running.contains_key(k))
+            {
+                self.isolated = None;
+            }
+            if self.mode == Mode::Run
+                && self.isolated.is_none()
+                && self.running.len() < self.cfg.concurrency
+                && !claim_failed
+            {
                 let free = self.cfg.concurrency - self.running.len();
                 let q: Vec<&str> = queues.iter().map(String::as_str).collect();
-                match self.board.claim(&q, &self.cfg.owner, self.cfg.expiry, free).await {
+                let holding = self.running.len();
+                match self
+                    .board
+                    .claim_holding(&q, &self.cfg.owner, self.cfg.expiry, free, holding)
+                    .await
+                {
                     Ok(claimed) => {
                         want_work = claimed.len() < free;
                         for c in claimed {
-                            self.launch(c).await;
+                            if c.suspect {
+                                self.isolated = Some(key_of(&c.lease));
+                            }
+                            want_work |= !self.launch(c).await;
                         }
+                        want_work &= self.isolated.is_none();
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "claim failed; retrying");
@@ -211,13 +252,17 @@ impl Worker {
                 Event(Event),
                 Timer,
                 Work,
+                WaitFailed(Error),
             }
             let wake = tokio::select! {
                 biased;
                 s = signals.next() => Wake::Signal(s),
                 Some(e) = inbox.recv() => Wake::Event(e),
                 _ = tokio::time::sleep_until(timer.into()) => Wake::Timer,
-                _ = board.wait(&q, self.cfg.interval), if want_work => Wake::Work,
+                r = board.wait(&q, self.cfg.interval), if want_work => match r {
+                    Ok(_) => Wake::Work,
+                    Err(e) => Wake::WaitFailed(e),
+                },
                 _ = tokio::time::sleep(CLAIM_ERROR_PAUSE), if claim_failed => Wake::Work,
             };
             match wake {
@@ -226,9 +271,9 @@ impl Worker {
                         break exit;
                     }
                 }
-                Wake::Event(Event::Done(id, outcome)) => self.finish(id, outcome).await,
-                Wake::Event(Event::LeaseLost(id)) => {
-                    if let Some(job) = self.running.get_mut(&id) {
+                Wake::Event(Event::Done(key, outcome)) => self.finish(key, outcome).await,
+                Wake::Event(Event::LeaseLost(key)) => {
+                    if let Some(job) = self.running.get_mut(&key) {
                         job.interrupt(Interrupt::LeaseLost, STUCK_GRACE);
                     }
                 }
@@ -238,6 +283,10 @@ impl Worker {
                     }
                 }
                 Wake::Work => {}
+                Wake::WaitFailed(e) => {
+                    tracing::warn!(error = %e, "waiting for work failed; retrying");
+                    pause = true;
+                }
             }
         };
         if let Some(h) = self.heartbeat.take() {
@@ -253,15 +302,25 @@ impl Worker {
             Mode::Draining(until) => until,
             _ => far,
         };
-        self.running.values().filter_map(Running::next_deadline).fold(drain, Instant::min)
+        self.running
+            .values()
+            .filter_map(Running::next_deadline)
+            .fold(drain, Instant::min)
     }
 
-    /// Starts the handler of a claimed job in a free sandbox slot.
-    async fn launch(&mut self, c: Claimed) {
+    /// Starts the handler of a claimed job in a free sandbox slot; false
+    /// when it could not start (the job was given back).
+    async fn launch(&mut self, c: Claimed) -> bool {
+        let key = key_of(&c.lease);
+        if self.running.contains_key(&key) {
+            tracing::error!(job = %c.lease.job, "claimed a job that is already running here; giving it back");
+            let _ = self.board.abandon(&c.lease, Abandon::Release).await;
+            return false;
+        }
         let Some(slot) = self.free_slots.pop() else {
             tracing::error!(job = %c.lease.job, "no free sandbox slot; giving the job back");
             let _ = self.board.abandon(&c.lease, Abandon::Release).await;
-            return;
+            return false;
         };
         let dir = match self.sandbox.prepare(slot) {
             Ok(dir) => dir,
@@ -269,12 +328,20 @@ impl Worker {
                 tracing::error!(job = %c.lease.job, error = %e, "cannot prepare the sandbox; giving the job back");
                 self.free_slots.push(slot);
                 let _ = self.board.abandon(&c.lease, Abandon::Release).await;
-                return;
+                return false;
             }
         };
         let entry = self.registry.get(&c.name).copied();
         let cancel = CancelFlag::default();
-        let cx = JobContext::new(c.lease.clone(), c.name.clone(), c.attempt, c.max_attempts, dir, cancel.clone(), self.board.clone());
+        let cx = JobContext::new(
+            c.lease.clone(),
+            c.name.clone(),
+            c.attempt,
+            c.max_attempts,
+            dir,
+            cancel.clone(),
+            self.board.clone(),
+        );
         if let Some(h) = &self.heartbeat {
             h.hold(c.lease.clone());
         }
@@ -283,19 +350,21 @@ impl Worker {
             Some(HandlerFn::Blocking(f)) => self.handlers.spawn_blocking(move || f(cx, c.args)),
             None => {
                 let msg = format!("no handler named {:?} is linked into this worker", c.name);
-                self.handlers.spawn(async move { Err(HandlerError::retry_msg(msg)) })
+                self.handlers
+                    .spawn(async move { Err(HandlerError::retry_msg(msg)) })
             }
         };
         let abort = handle.abort_handle();
-        let (events, id) = (self.events.clone(), c.lease.job.clone());
+        let events = self.events.clone();
+        let done = key.clone();
         tokio::spawn(async move {
             let outcome = handle.await;
-            let _ = events.send(Event::Done(id, outcome));
+            let _ = events.send(Event::Done(done, outcome));
         });
         tracing::debug!(job = %c.lease.job, queue = %c.lease.queue, name = %c.name, attempt = c.attempt, "job started");
         let timeout = entry.and_then(|e| e.timeout).or(self.cfg.default_timeout);
         self.running.insert(
-            c.lease.job.clone(),
+            key,
             Running {
                 lease: c.lease,
                 name: c.name,
@@ -309,14 +378,18 @@ impl Worker {
                 stuck_at: None,
             },
         );
+        true
     }
 
     /// Settles a finished job on the board and frees its slot.
-    async fn finish(&mut self, id: JobId, outcome: std::result::Result<std::result::Result<(), HandlerError>, JoinError>) {
-        let Some(job) = self.running.remove(&id) else { return };
+    async fn finish(&mut self, key: LeaseKey, outcome: Outcome) {
+        let Some(job) = self.running.remove(&key) else {
+            return;
+        };
         if let Some(h) = &self.heartbeat {
-            h.release(&id);
+            h.release(&key);
         }
+        let id = key.0;
         if let Err(e) = self.sandbox.prepare(job.slot) {
             tracing::warn!(error = %e, "cannot empty the sandbox after a job");
         }
@@ -327,23 +400,35 @@ impl Worker {
             Settle::Retry(error, after) => {
                 let delay = after.unwrap_or_else(|| self.cfg.backoff.delay(job.attempt));
                 tracing::info!(job = %id, queue = %lease.queue, name = %job.name, attempt = job.attempt, %error, "job failed");
-                self.board.abandon(lease, Abandon::Retry { delay, error }).await.map(|s| match s {
-                    crate::job::JobState::Trashed => "trashed (attempts exhausted)",
-                    _ => "retry scheduled",
-                })
+                self.board
+                    .abandon(lease, Abandon::Retry { delay, error })
+                    .await
+                    .map(|s| match s {
+                        crate::job::JobState::Trashed => "trashed (attempts exhausted)",
+                        _ => "retry scheduled",
+                    })
             }
             Settle::Trash(reason) => {
                 tracing::info!(job = %id, queue = %lease.queue, name = %job.name, %reason, "job failed fatally");
                 self.board.trash(lease, &reason).await.map(|()| "trashed")
             }
+            Settle::Release => self
+                .board
+                .abandon(lease, Abandon::Release)
+                .await
+                .map(|_| "given back"),
             Settle::Drop(why) => Ok(why),
         };
         match result {
-            Ok(what) => tracing::debug!(job = %id, queue = %lease.queue, name = %job.name, what, "job settled"),
+            Ok(what) => {
+                tracing::debug!(job = %id, queue = %lease.queue, name = %job.name, what, "job settled")
+            }
             Err(e) if e.is_not_owner() || e.is_not_found() => {
                 tracing::warn!(job = %id, queue = %lease.queue, error = %e, "lease lost before the result was recorded; result dropped")
             }
-            Err(e) => tracing::error!(job = %id, queue = %lease.queue, error = %e, "cannot record the result; the lease will expire and the job run again"),
+            Err(e) => {
+                tracing::error!(job = %id, queue = %lease.queue, error = %e, "cannot record the result; the lease will expire and the job run again")
+            }
         }
     }
 
@@ -373,9 +458,12 @@ impl Worker {
         // A handler that does not yield cannot be stopped inside this
         // process: record the outcome, give the rest back, and exit so the
         // supervisor starts a fresh worker.
-        let ids: Vec<JobId> = self.running.keys().cloned().collect();
-        for id in ids {
-            let Some(job) = self.running.get(&id) else { continue };
+        let keys: Vec<LeaseKey> = self.running.keys().cloned().collect();
+        for key in keys {
+            let Some(job) = self.running.get(&key) else {
+                continue;
+            };
+            let id = &key.0;
             let lease = job.lease.clone();
             let result = match job.interrupt {
                 Interrupt::TimedOut if job.stuck_at.is_some_and(|t| t <= now) => {
@@ -385,7 +473,10 @@ impl Worker {
                     );
                     let delay = self.cfg.backoff.delay(job.attempt);
                     tracing::error!(job = %id, name = %job.name, "handler did not stop after its timeout; replacing the worker");
-                    self.board.abandon(&lease, Abandon::Retry { delay, error }).await.map(drop)
+                    self.board
+                        .abandon(&lease, Abandon::Retry { delay, error })
+                        .await
+                        .map(drop)
                 }
                 Interrupt::LeaseLost | Interrupt::Released => Ok(()),
                 _ => self.board.abandon(&lease, Abandon::Release).await.map(drop),
@@ -428,7 +519,7 @@ impl Worker {
         for job in self.running.values_mut() {
             job.interrupt(Interrupt::Released, STUCK_GRACE);
             if let Some(h) = &self.heartbeat {
-                h.release(&job.lease.job);
+                h.release(&key_of(&job.lease));
             }
             match self.board.abandon(&job.lease, Abandon::Release).await {
                 Ok(_) => tracing::info!(job = %job.lease.job, why, "job given back"),

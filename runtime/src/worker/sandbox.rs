@@ -3,8 +3,10 @@
 //! before and after every job.
 
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -13,9 +15,22 @@ use crate::error::{Error, Result};
 pub struct Sandbox {
     root: PathBuf,
     slots: usize,
+    /// An exclusive `flock` on `sandbox-<k>.lock`, held while the worker
+    /// lives, so that no two workers ever use (and empty) one sandbox.
+    _lock: Arc<fs::File>,
 }
 
 fn make_private_dir(path: &Path) -> Result<()> {
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.file_type().is_symlink() || !meta.is_dir() || meta.uid() != me {
+            return Err(Error::invalid(format!(
+                "refusing sandbox {}: it is a symlink, not a directory, or owned by another user",
+                path.display()
+            )));
+        }
+    }
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -28,7 +43,8 @@ fn make_private_dir(path: &Path) -> Result<()> {
 
 /// Removes everything inside `dir`, keeping `dir`.
 fn empty_dir(dir: &Path) -> Result<()> {
-    let entries = fs::read_dir(dir).map_err(|e| Error::io(&format!("cannot read sandbox {}", dir.display()), e))?;
+    let entries =
+        fs::read_dir(dir).map_err(|e| Error::io(&format!("cannot read sandbox {}", dir.display()), e))?;
     for entry in entries {
         let entry = entry.map_err(|e| Error::io("cannot read sandbox entry", e))?;
         let path = entry.path();
@@ -37,7 +53,11 @@ fn empty_dir(dir: &Path) -> Result<()> {
             // A handler may have left a directory without write permission.
             let _ = fs::set_permissions(&path, fs::Permissions::from_mode(0o700));
         }
-        let removed = if is_dir { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+        let removed = if is_dir {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
         removed.map_err(|e| Error::io(&format!("cannot empty sandbox entry {}", path.display()), e))?;
     }
     Ok(())
@@ -46,10 +66,26 @@ fn empty_dir(dir: &Path) -> Result<()> {
 impl Sandbox {
     /// Creates (or reuses) worker `worker`'s sandbox with `slots` job slots.
     pub fn create(workdir: &Path, worker: usize, slots: usize) -> Result<Sandbox> {
-        let root = workdir.join("jobworker-workers").join(format!("sandbox-{worker}"));
+        let base = workdir.join("jobworker-workers");
+        make_private_dir(&base)?;
+        let root = base.join(format!("sandbox-{worker}"));
         make_private_dir(&root)?;
+        let lock_path = base.join(format!("sandbox-{worker}.lock"));
+        let lock = fs::File::create(&lock_path)
+            .map_err(|e| Error::io(&format!("cannot create {}", lock_path.display()), e))?;
+        // SAFETY: flock on a file descriptor we own; LOCK_NB never blocks.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(Error::invalid(format!(
+                "sandbox {} is in use by another worker; give each supervisor its own --workdir",
+                root.display()
+            )));
+        }
         empty_dir(&root)?;
-        let sandbox = Sandbox { root, slots };
+        let sandbox = Sandbox {
+            root,
+            slots,
+            _lock: Arc::new(lock),
+        };
         for slot in 0..slots {
             make_private_dir(&sandbox.slot_dir(slot))?;
         }
@@ -98,6 +134,29 @@ mod tests {
         fs::create_dir_all(dir.join("sub/deeper")).unwrap();
         fs::set_permissions(dir.join("sub"), fs::Permissions::from_mode(0o500)).unwrap();
         let again = many.prepare(2).unwrap();
-        assert_eq!(fs::read_dir(&again).unwrap().count(), 0, "files left by one job are gone before the next");
+        assert_eq!(
+            fs::read_dir(&again).unwrap().count(),
+            0,
+            "files left by one job are gone before the next"
+        );
+        let taken = Sandbox::create(tmp.path(), 1, 3).unwrap_err();
+        assert!(taken.message().contains("in use"), "{taken}");
+        drop(many);
+        Sandbox::create(tmp.path(), 1, 3).expect("free again once the first worker is gone");
+    }
+
+    #[test]
+    fn symlinked_sandbox_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        fs::create_dir_all(tmp.path().join("jobworker-workers")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), tmp.path().join("jobworker-workers/sandbox-0")).unwrap();
+        fs::write(elsewhere.path().join("precious"), b"x").unwrap();
+        let err = Sandbox::create(tmp.path(), 0, 1).unwrap_err();
+        assert!(err.message().contains("symlink"), "{err}");
+        assert!(
+            elsewhere.path().join("precious").exists(),
+            "nothing outside the sandbox is touched"
+        );
     }
 }

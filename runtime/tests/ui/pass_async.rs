@@ -49,7 +49,11 @@ fn main() {
 
     assert_eq!(resize::NAME, "resize");
     assert_eq!(resize::QUEUE, "images");
-    let job = resize::job(&Resize { width: 640, height: 480 }).unwrap();
+    let job = resize::job(&Resize {
+        width: 640,
+        height: 480,
+    })
+    .unwrap();
     assert_eq!(job.name, "resize");
     assert_eq!(job.max_attempts, 5);
     let expected = jobworker::__private::rmpv::Value::Map(vec![

@@ -13,7 +13,9 @@ pub mod jobs {
 
     pub mod nested {
         #[jobworker::handler(queue = "maintenance", crate = jobworker)]
-        pub(crate) fn r#type(cx: jobworker::handler::JobContext) -> jobworker::Result<(), jobworker::HandlerError> {
+        pub(crate) fn r#type(
+            cx: jobworker::handler::JobContext,
+        ) -> jobworker::Result<(), jobworker::HandlerError> {
             let _ = cx.attempt();
             Ok(())
         }
@@ -23,6 +25,19 @@ pub mod jobs {
     fn via_alias(_cx: jw::JobContext) -> Result<(), jw::HandlerError> {
         Ok(())
     }
+}
+
+// A `cfg` on the function covers the generated module and registration too.
+#[jobworker::handler]
+#[cfg(any())]
+async fn disabled(_cx: jobworker::JobContext) -> Result<(), HandlerError> {
+    Ok(())
+}
+
+#[jobworker::handler]
+#[cfg(all())]
+async fn enabled(_cx: jobworker::JobContext) -> Result<(), HandlerError> {
+    Ok(())
 }
 
 fn _uses_handler_error(_: HandlerError) {}
@@ -39,6 +54,9 @@ fn main() {
     assert_eq!(ty.queue, "maintenance");
     assert!(matches!(ty.run, HandlerFn::Blocking(_)));
     assert!(registry.get("via-alias").is_some());
+    assert!(registry.get("disabled").is_none());
+    assert!(registry.get("enabled").is_some());
+    assert_eq!(enabled::NAME, "enabled");
 
     let job = jobs::tick::job(&()).unwrap();
     assert_eq!(job.name, "tick");

@@ -1,0 +1,574 @@
+//! The worker runtime end to end: the real `jobworker` binary (supervisor
+//! and forked workers) against a real Redis, driven with real signals. The
+//! scripted handler of `jobworker-examples` does what each job says and
+//! records its runs in Redis.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tokio::sync::{Mutex, MutexGuard};
+
+use jobworker::redis::RedisBoard;
+use jobworker::{Board, JobId, JobState, ListFilter, NewJob, Page};
+use jobworker_examples::scripted::{Action, Script};
+use jobworker_tests::{shared_redis, unique_queue, wait_until};
+use redis::AsyncCommands;
+
+/// These tests start several processes each; run them one at a time so
+/// that timing bounds measure jobworker, not a crowded machine.
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+async fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().await
+}
+
+/// A running `jobworker` supervisor.
+struct Supervisor {
+    child: Child,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+    workdir: PathBuf,
+}
+
+impl Supervisor {
+    fn start(queues: &str, args: &[&str]) -> Supervisor {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("jobworker.log");
+        let workdir = dir.path().join("work");
+        std::fs::create_dir_all(&workdir).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_jobworker"))
+            .args([
+                "--redis",
+                shared_redis().url(),
+                "--queues",
+                queues,
+                "--workdir",
+                workdir.to_str().unwrap(),
+            ])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env_remove("JOBWORKER_REDIS_URL")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start jobworker");
+        Supervisor {
+            child,
+            log,
+            _dir: dir,
+            workdir,
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: sending a signal to our own child process by its pid.
+        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0, "kill {sig}");
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Waits for the supervisor to exit; panics with its log on timeout.
+    fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < end,
+                "jobworker did not exit within {timeout:?}; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        if self.alive() {
+            self.signal(libc::SIGQUIT);
+            let end = Instant::now() + Duration::from_secs(10);
+            while self.alive() && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+async fn board() -> RedisBoard {
+    RedisBoard::connect(shared_redis().url()).await.unwrap()
+}
+
+fn script(action: Action, millis: u64, count_key: &str) -> Script {
+    Script {
+        action,
+        millis,
+        until_attempt: 0,
+        count_key: Some(count_key.to_owned()),
+        sandbox_key: None,
+    }
+}
+
+async fn post(board: &RedisBoard, q: &str, s: &Script, max_attempts: u32) -> JobId {
+    board
+        .post(
+            q,
+            NewJob::new("scripted")
+                .args(s)
+                .unwrap()
+                .max_attempts(max_attempts),
+        )
+        .await
+        .unwrap()
+}
+
+async fn runs(board: &RedisBoard, key: &str) -> HashMap<String, i64> {
+    board.connection().hgetall(key).await.unwrap()
+}
+
+async fn state(board: &RedisBoard, q: &str, id: &JobId) -> JobState {
+    board.state(q, id).await.unwrap()
+}
+
+/// The worker pid in an owner string `host:supervisor:w<slot>:<pid>`.
+fn worker_pid(owner: &str) -> i32 {
+    owner
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("owner {owner:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_thousand_jobs_over_two_queues_run_exactly_once() {
+    let _serial = serial().await;
+    let board = board().await;
+    let (q1, q2) = (unique_queue("e2e-a"), unique_queue("e2e-b"));
+    let key = format!("runs:{q1}");
+    let ok = script(Action::Ok, 0, &key);
+    for q in [&q1, &q2] {
+        for _ in 0..1000 {
+            post(&board, q, &ok, 5).await;
+        }
+    }
+    let mut sup = Supervisor::start(&format!("{q1},{q2}"), &["--workers", "2", "--concurrency", "4"]);
+    wait_until("2,000 jobs consumed", Duration::from_secs(120), || async {
+        board.job_count(&q1).await.unwrap() + board.job_count(&q2).await.unwrap() == 0
+    })
+    .await;
+    sup.signal(libc::SIGTERM);
+    assert!(sup.wait_exit(Duration::from_secs(30)).success(), "{}", sup.log());
+    let runs = runs(&board, &key).await;
+    assert_eq!(runs.len(), 2000, "every job ran");
+    assert!(
+        runs.values().all(|&n| n == 1),
+        "a job ran more than once: {:?}",
+        runs.iter().find(|(_, &n)| n != 1)
+    );
+    for q in [&q1, &q2] {
+        assert!(board
+            .list(q, ListFilter::State(JobState::Claimed), Page::default())
+            .await
+            .unwrap()
+            .is_empty());
+        let done = board
+            .list(
+                q,
+                ListFilter::State(JobState::Completed),
+                Page {
+                    offset: 0,
+                    limit: 2000,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(done.len(), 1000);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_worker_job_is_reclaimed_at_once_and_slot_respawned() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-kill");
+    let key = format!("runs:{q}");
+    let id = post(&board, &q, &script(Action::Sleep, 3000, &key), 5).await;
+    let mut sup = Supervisor::start(&q, &["--workers", "2", "--expiry", "60"]);
+    wait_until("the job to be claimed", Duration::from_secs(20), || async {
+        state(&board, &q, &id).await == JobState::Claimed
+    })
+    .await;
+    let owner = board.find_owner(&q, &id).await.unwrap().unwrap();
+    let victim = worker_pid(&owner);
+    // SAFETY: kill -9 of one of the supervisor's worker processes.
+    assert_eq!(unsafe { libc::kill(victim, libc::SIGKILL) }, 0);
+    let killed = Instant::now();
+    wait_until("the job to be given back", Duration::from_secs(5), || async {
+        board.find_owner(&q, &id).await.unwrap().as_deref() != Some(owner.as_str())
+    })
+    .await;
+    let back = killed.elapsed();
+    assert!(
+        back < Duration::from_secs(2),
+        "the job came back after {back:?}, not at once"
+    );
+    wait_until(
+        "the job to complete on another worker",
+        Duration::from_secs(20),
+        || async { state(&board, &q, &id).await == JobState::Completed },
+    )
+    .await;
+    let info = board.show(&q, &id).await.unwrap();
+    assert_eq!(info.attempts, 1, "the crash counts one attempt");
+    assert_eq!(runs(&board, &key).await[id.as_str()], 2);
+    wait_until("the slot to be respawned", Duration::from_secs(10), || async {
+        let live = jobworker::worker::list_workers(&board).await.unwrap();
+        let mine: Vec<_> = live.iter().filter(|w| w.queues == [q.clone()]).collect();
+        mine.len() == 2 && mine.iter().all(|w| w.pid as i32 != victim)
+    })
+    .await;
+    assert!(sup.alive());
+    assert!(sup.log().contains("killed by signal 9"), "{}", sup.log());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cpu_bound_handler_keeps_its_lease_for_three_expiries() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-cpu");
+    let key = format!("runs:{q}");
+    let id = post(&board, &q, &script(Action::Spin, 6000, &key), 5).await;
+    let _sup = Supervisor::start(&q, &["--workers", "2", "--expiry", "2"]);
+    wait_until(
+        "the CPU-bound job to complete",
+        Duration::from_secs(40),
+        || async { state(&board, &q, &id).await == JobState::Completed },
+    )
+    .await;
+    let info = board.show(&q, &id).await.unwrap();
+    assert_eq!(
+        (info.token, info.attempts),
+        (1, 0),
+        "claimed once, never lost: {info:?}"
+    );
+    assert_eq!(runs(&board, &key).await[id.as_str()], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn handler_past_its_timeout_is_stopped_retried_then_trashed() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-timeout");
+    let key = format!("runs:{q}");
+    let id = post(&board, &q, &script(Action::Spin, 600_000, &key), 2).await;
+    let mut sup = Supervisor::start(&q, &["--workers", "1", "--timeout", "1"]);
+    wait_until("the job to be trashed", Duration::from_secs(60), || async {
+        state(&board, &q, &id).await == JobState::Trashed
+    })
+    .await;
+    let info = board.show(&q, &id).await.unwrap();
+    let reason = info.reason.unwrap_or_default();
+    assert!(reason.contains("timed out after 1s"), "{reason}");
+    assert_eq!(info.attempts, 2);
+    assert_eq!(
+        runs(&board, &key).await[id.as_str()],
+        2,
+        "retried once, then trashed"
+    );
+    assert!(
+        sup.alive(),
+        "the supervisor replaces the stuck worker and keeps running"
+    );
+}
+
+async fn post_sleepers(board: &RedisBoard, q: &str, n: usize, millis: u64, key: &str) -> Vec<JobId> {
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        ids.push(post(board, q, &script(Action::Sleep, millis, key), 5).await);
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_with_enough_grace_finishes_every_job() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-drain");
+    let key = format!("runs:{q}");
+    let ids = post_sleepers(&board, &q, 20, 1500, &key).await;
+    let mut sup = Supervisor::start(&q, &["--workers", "2", "--concurrency", "10", "--grace", "30"]);
+    wait_until("20 jobs in flight", Duration::from_secs(20), || async {
+        runs(&board, &key).await.len() == 20
+    })
+    .await;
+    sup.signal(libc::SIGTERM);
+    let status = sup.wait_exit(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    for id in &ids {
+        assert_eq!(state(&board, &q, id).await, JobState::Completed);
+    }
+    assert!(runs(&board, &key).await.values().all(|&n| n == 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_with_short_grace_gives_the_rest_back() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-short");
+    let key = format!("runs:{q}");
+    let ids: HashSet<JobId> = post_sleepers(&board, &q, 20, 60_000, &key)
+        .await
+        .into_iter()
+        .collect();
+    let mut sup = Supervisor::start(&q, &["--workers", "2", "--concurrency", "10", "--grace", "1"]);
+    wait_until("20 jobs in flight", Duration::from_secs(20), || async {
+        runs(&board, &key).await.len() == 20
+    })
+    .await;
+    sup.signal(libc::SIGTERM);
+    let status = sup.wait_exit(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    // Nothing lost, nothing counted, and claimable at once.
+    assert_eq!(board.job_count(&q).await.unwrap(), 20);
+    let again = board
+        .claim(&[&q], "test", Duration::from_secs(60), 50)
+        .await
+        .unwrap();
+    let again: HashSet<JobId> = again
+        .into_iter()
+        .map(|c| {
+            assert_eq!(c.attempt, 1);
+            c.lease.job
+        })
+        .collect();
+    assert_eq!(again, ids);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandboxes_are_private_emptied_and_never_shared() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-sandbox");
+    let key = format!("sandbox:{q}");
+    for _ in 0..40 {
+        let s = Script {
+            action: Action::Sleep,
+            millis: 20,
+            until_attempt: 0,
+            count_key: None,
+            sandbox_key: Some(key.clone()),
+        };
+        post(&board, &q, &s, 5).await;
+    }
+    let sup = Supervisor::start(&q, &["--workers", "2", "--concurrency", "2"]);
+    wait_until("40 jobs done", Duration::from_secs(60), || async {
+        board.job_count(&q).await.unwrap() == 0
+    })
+    .await;
+    let seen: HashMap<String, String> = board.connection().hgetall(&key).await.unwrap();
+    assert_eq!(seen.len(), 40);
+    let mut root_of_pid: HashMap<String, HashSet<String>> = HashMap::new();
+    for record in seen.values() {
+        let [pid, dir, entries] = record.split('|').collect::<Vec<_>>()[..] else {
+            panic!("{record}")
+        };
+        assert_eq!(
+            entries, "0",
+            "a job found files left by the job before it in {dir}"
+        );
+        let root = dir.rsplit_once("/slot-").map(|(r, _)| r).unwrap_or(dir);
+        root_of_pid
+            .entry(pid.to_owned())
+            .or_default()
+            .insert(root.to_owned());
+        let meta = std::fs::metadata(dir).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+            0o700,
+            "{dir}"
+        );
+        assert!(
+            dir.starts_with(sup.workdir.join("jobworker-workers").to_str().unwrap()),
+            "{dir}"
+        );
+    }
+    let roots: Vec<&String> = root_of_pid.values().flatten().collect();
+    assert!(
+        root_of_pid.values().all(|r| r.len() == 1),
+        "a worker used two sandboxes: {root_of_pid:?}"
+    );
+    assert_eq!(
+        roots.len(),
+        roots.iter().collect::<HashSet<_>>().len(),
+        "two workers shared a sandbox: {root_of_pid:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn aborting_handler_is_trashed_after_three_crashes() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-abort");
+    let key = format!("runs:{q}");
+    let id = post(&board, &q, &script(Action::Abort, 0, &key), 10).await;
+    let mut sup = Supervisor::start(&q, &["--workers", "1"]);
+    wait_until(
+        "the poison pill to be trashed",
+        Duration::from_secs(30),
+        || async { state(&board, &q, &id).await == JobState::Trashed },
+    )
+    .await;
+    let reason = board.show(&q, &id).await.unwrap().reason.unwrap_or_default();
+    assert!(
+        reason.contains("poison pill") && reason.contains("SIGABRT"),
+        "{reason}"
+    );
+    assert_eq!(runs(&board, &key).await[id.as_str()], 3);
+    assert!(sup.alive(), "the supervisor keeps running");
+    let after = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
+    wait_until("a later job to complete", Duration::from_secs(20), || async {
+        state(&board, &q, &after).await == JobState::Completed
+    })
+    .await;
+    sup.signal(libc::SIGTERM);
+    assert_eq!(sup.wait_exit(Duration::from_secs(20)).code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_process_worker_with_workers_zero() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-inproc");
+    let key = format!("runs:{q}");
+    for _ in 0..5 {
+        post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
+    }
+    let mut sup = Supervisor::start(&q, &["--workers", "0", "--concurrency", "2"]);
+    wait_until("5 jobs done", Duration::from_secs(20), || async {
+        board.job_count(&q).await.unwrap() == 0
+    })
+    .await;
+    sup.signal(libc::SIGTERM);
+    assert_eq!(
+        sup.wait_exit(Duration::from_secs(20)).code(),
+        Some(0),
+        "{}",
+        sup.log()
+    );
+    assert_eq!(runs(&board, &key).await.len(), 5);
+}
+
+async fn live_workers(board: &RedisBoard, q: &str) -> Vec<jobworker::worker::WorkerInfo> {
+    let all = jobworker::worker::list_workers(board).await.unwrap();
+    all.into_iter().filter(|w| w.queues == [q.to_owned()]).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tstp_quiets_and_cont_resumes() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-quiet");
+    let key = format!("runs:{q}");
+    let sup = Supervisor::start(&q, &["--workers", "1"]);
+    wait_until("the worker to start", Duration::from_secs(10), || async {
+        live_workers(&board, &q).await.len() == 1
+    })
+    .await;
+    sup.signal(libc::SIGTSTP);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let id = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        state(&board, &q, &id).await,
+        JobState::Ready,
+        "a quiet worker claims nothing"
+    );
+    sup.signal(libc::SIGCONT);
+    wait_until("the job to run after CONT", Duration::from_secs(10), || async {
+        state(&board, &q, &id).await == JobState::Completed
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ttin_ttou_and_hup_change_and_restart_workers() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-scale");
+    let mut sup = Supervisor::start(&q, &["--workers", "1", "--grace", "5"]);
+    wait_until("one worker", Duration::from_secs(10), || async {
+        live_workers(&board, &q).await.len() == 1
+    })
+    .await;
+    sup.signal(libc::SIGTTIN);
+    wait_until("two workers after TTIN", Duration::from_secs(10), || async {
+        live_workers(&board, &q).await.len() == 2
+    })
+    .await;
+    sup.signal(libc::SIGTTOU);
+    wait_until("one worker after TTOU", Duration::from_secs(10), || async {
+        live_workers(&board, &q).await.len() == 1
+    })
+    .await;
+    let before = live_workers(&board, &q).await[0].pid;
+    sup.signal(libc::SIGHUP);
+    wait_until("a fresh worker after HUP", Duration::from_secs(15), || async {
+        let live = live_workers(&board, &q).await;
+        live.len() == 1 && live[0].pid != before
+    })
+    .await;
+    sup.signal(libc::SIGTERM);
+    assert_eq!(
+        sup.wait_exit(Duration::from_secs(20)).code(),
+        Some(0),
+        "{}",
+        sup.log()
+    );
+    assert!(
+        live_workers(&board, &q).await.is_empty(),
+        "workers remove their entries on exit"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_poison_pill_does_not_take_its_neighbours_down() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-neighbours");
+    let key = format!("runs:{q}");
+    let pill = post(&board, &q, &script(Action::Abort, 0, &key), 10).await;
+    let mut innocents = Vec::new();
+    for _ in 0..6 {
+        innocents.push(post(&board, &q, &script(Action::Sleep, 300, &key), 3).await);
+    }
+    let _sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "4"]);
+    wait_until(
+        "the pill trashed and the rest done",
+        Duration::from_secs(60),
+        || async { board.job_count(&q).await.unwrap() == 0 },
+    )
+    .await;
+    let reason = board.show(&q, &pill).await.unwrap().reason.unwrap_or_default();
+    assert!(reason.contains("poison pill"), "{reason}");
+    for id in &innocents {
+        assert_eq!(
+            state(&board, &q, id).await,
+            JobState::Completed,
+            "an innocent job was trashed"
+        );
+    }
+}
