@@ -33,9 +33,14 @@ struct Supervisor {
 
 impl Supervisor {
     fn start(queues: &str, args: &[&str]) -> Supervisor {
+        Self::start_in(queues, args, None)
+    }
+
+    /// Starts with its own work directory, or `workdir` when given.
+    fn start_in(queues: &str, args: &[&str], workdir: Option<PathBuf>) -> Supervisor {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("jobworker.log");
-        let workdir = dir.path().join("work");
+        let workdir = workdir.unwrap_or_else(|| dir.path().join("work"));
         std::fs::create_dir_all(&workdir).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_jobworker"))
             .args([
@@ -571,4 +576,35 @@ async fn a_poison_pill_does_not_take_its_neighbours_down() {
             "an innocent job was trashed"
         );
     }
+}
+
+/// A second supervisor on the same --workdir cannot take the sandboxes of
+/// the first: its workers fail at start, over and over, and it ends with the
+/// crash-loop exit code while the first keeps working.
+#[tokio::test(flavor = "multi_thread")]
+async fn crash_loop_ends_with_its_exit_code_and_sandboxes_are_not_shared() {
+    let _serial = serial().await;
+    let board = board().await;
+    let q = unique_queue("e2e-loop");
+    let key = format!("runs:{q}");
+    let first = Supervisor::start(&q, &["--workers", "1"]);
+    wait_until("the first worker", Duration::from_secs(10), || async {
+        live_workers(&board, &q).await.len() == 1
+    })
+    .await;
+    let mut second = Supervisor::start_in(&q, &["--workers", "1"], Some(first.workdir.clone()));
+    let status = second.wait_exit(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(5), "{}", second.log());
+    assert!(
+        second.log().contains("in use by another worker"),
+        "{}",
+        second.log()
+    );
+    let id = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
+    wait_until(
+        "the first supervisor still works",
+        Duration::from_secs(10),
+        || async { state(&board, &q, &id).await == JobState::Completed },
+    )
+    .await;
 }
