@@ -76,20 +76,35 @@ end
 
 local function make_ready(id)
   redis.call('ZADD', K_READY, ready_score(id), id)
-  redis.call('HSET', job_key(id), 'state', 'ready')
+  redis.call('HDEL', job_key(id), 'state')
+end
+
+-- Drops completed jobs beyond the history's count or age (at most
+-- `budget` of each per call, so the cost stays bounded).
+local function prune_history(keep, max_age, now_ms, budget)
+  local old = redis.call('ZRANGEBYSCORE', K_COMPLETED, '-inf', now_ms - max_age, 'LIMIT', 0, budget)
+  local excess = redis.call('ZCARD', K_COMPLETED) - keep - #old
+  if excess > 0 then
+    for _, id in ipairs(redis.call('ZRANGE', K_COMPLETED, #old, #old + math.min(excess, budget) - 1)) do
+      old[#old + 1] = id
+    end
+  end
+  for _, id in ipairs(old) do
+    redis.call('ZREM', K_COMPLETED, id)
+    redis.call('DEL', job_key(id))
+  end
 end
 
 -- Checks a lease (owner string + fencing token). Returns nil when held,
--- else the error reply.
+-- else the error reply. (A held lease on a job whose listing is gone is
+-- caught by the caller's HDEL or HEXISTS.)
 local function check_lease(id, who, token)
-  if redis.call('HEXISTS', K_LISTINGS, id) == 0 then return {'not_found'} end
   local owner = redis.call('GET', owned_key(id))
-  if not owner then return {'not_owner', ''} end
-  if owner ~= who then return {'not_owner', owner} end
-  if token ~= '0' and redis.call('HGET', job_key(id), 'token') ~= token then
-    return {'not_owner', owner}
+  if owner == who and (token == '0' or redis.call('HGET', job_key(id), 'token') == token) then
+    return nil
   end
-  return nil
+  if redis.call('HEXISTS', K_LISTINGS, id) == 0 then return {'not_found'} end
+  return {'not_owner', owner or ''}
 end
 
 -- Moves a listed job to taskflow's trash with a reason (taskflow's key
@@ -173,7 +188,7 @@ local function take(id, who, expiry_ms, s, us, now_ms)
   redis.call('SET', modified_key(id), oslo_datetime(s, us))
   local job = job_key(id)
   local token = redis.call('HINCRBY', job, 'token', 1)
-  redis.call('HSET', job, 'owner', who, 'state', 'claimed')
+  redis.call('HSET', job, 'owner', who)
   redis.call('ZADD', K_LEASES, now_ms + expiry_ms, id)
   return token
 end

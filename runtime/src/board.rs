@@ -25,7 +25,7 @@ pub struct ReapReport {
 /// replaced by a newer claim) with an error for which
 /// [`Error::is_not_owner`](crate::Error::is_not_owner) is true, and never
 /// changes the job then.
-pub trait Board {
+pub trait Board: Sync {
     /// Posts a job; returns its id.
     fn post(&self, queue: &str, job: NewJob) -> impl Future<Output = Result<JobId>> + Send;
 
@@ -72,6 +72,18 @@ pub trait Board {
 
     /// The job is done: it leaves the board (kept in bounded history).
     fn consume(&self, lease: &Lease) -> impl Future<Output = Result<()>> + Send;
+
+    /// Consumes several jobs at once (one round trip where the backend can);
+    /// one result per lease, in order.
+    fn consume_many(&self, leases: &[Lease]) -> impl Future<Output = Result<Vec<Result<()>>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(leases.len());
+            for lease in leases {
+                out.push(self.consume(lease).await);
+            }
+            Ok(out)
+        }
+    }
 
     /// Gives the claim back; returns where the job went (ready, scheduled,
     /// or trashed when a counted retry used up its attempts).
@@ -158,6 +170,9 @@ impl Board for AnyBoard {
     }
     async fn consume(&self, lease: &Lease) -> Result<()> {
         dispatch!(self, b => b.consume(lease))
+    }
+    async fn consume_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+        dispatch!(self, b => b.consume_many(leases))
     }
     async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
         dispatch!(self, b => b.abandon(lease, how))

@@ -10,6 +10,7 @@
 
 extern crate self as jobworker;
 
+pub mod bench;
 pub mod board;
 pub mod cli;
 pub mod codec;

@@ -260,3 +260,76 @@ async fn claim_quarantines_a_posting_it_cannot_decode() {
         .unwrap_err();
     assert!(e.is_not_found(), "{e}");
 }
+
+#[tokio::test]
+async fn post_many_pipelines_posts_and_survives_a_script_flush() {
+    let q = unique_queue("bulk");
+    let board = RedisBoard::connect(shared_redis().url()).await.unwrap();
+    let jobs = vec![
+        NewJob::new("a"),
+        NewJob::new("b").id("bulk-fixed"),
+        NewJob::new(""),
+        NewJob::new("c").id("bulk-fixed"),
+    ];
+    let results = board.post_many(&q, &jobs).await.unwrap();
+    assert!(results[0].is_ok() && results[1].is_ok());
+    assert!(
+        results[2].as_ref().unwrap_err().is_invalid(),
+        "an invalid job is refused alone"
+    );
+    assert!(results[3]
+        .as_ref()
+        .unwrap_err()
+        .message()
+        .contains("already exists"));
+    assert_eq!(board.job_count(&q).await.unwrap(), 2);
+    // A server that lost its scripts (restart, SCRIPT FLUSH) gets them again.
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut board.connection())
+        .await
+        .unwrap();
+    let more: Vec<NewJob> = (0..500).map(|i| NewJob::new(format!("n{i}"))).collect();
+    assert!(board
+        .post_many(&q, &more)
+        .await
+        .unwrap()
+        .iter()
+        .all(|r| r.is_ok()));
+    let claimed = board
+        .claim(&[&q], "w", Duration::from_secs(60), 1000)
+        .await
+        .unwrap();
+    let names: Vec<&str> = claimed.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names.len(), 502);
+    assert_eq!(&names[..3], ["a", "b", "n0"], "FIFO across single and bulk posts");
+}
+
+#[tokio::test]
+async fn completed_history_stays_within_its_count() {
+    let q = unique_queue("history");
+    let mut opts = RedisOptions::new(shared_redis().url());
+    opts.history_count = 10;
+    let board = RedisBoard::with_options(opts).await.unwrap();
+    let keys = board.keys(&q).unwrap();
+    for _ in 0..60 {
+        board.post(&q, NewJob::new("h")).await.unwrap();
+        let c = board
+            .claim(&[&q], "w", Duration::from_secs(60), 1)
+            .await
+            .unwrap()
+            .remove(0);
+        board.consume(&c.lease).await.unwrap();
+    }
+    let mut con = board.connection();
+    let kept: usize = con.zcard(keys.completed()).await.unwrap();
+    assert!((10..=11).contains(&kept), "history holds {kept} jobs, limit 10");
+    let job_keys: Vec<String> = con
+        .keys(format!(
+            "{}:jw.job.*",
+            keys.namespace.replace('{', "\\{").replace('}', "\\}")
+        ))
+        .await
+        .unwrap();
+    assert_eq!(job_keys.len(), kept, "pruned jobs leave no state behind");
+}

@@ -112,6 +112,8 @@ pub enum Command {
     Handlers,
     /// List the live workers.
     Workers,
+    /// Measure speed and memory (see README "Benchmarks").
+    Bench(BenchArgs),
     /// Post a job.
     Post(PostArgs),
     /// List a queue's jobs.
@@ -267,4 +269,24 @@ pub struct TrashArgs {
     /// Why the job is given up.
     #[arg(long, default_value = "trashed from the command line")]
     pub reason: String,
+}
+
+/// `bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// No-op jobs per drain run.
+    #[arg(long, default_value_t = 20_000)]
+    pub jobs: usize,
+    /// Worker processes.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Concurrency per worker.
+    #[arg(long, default_value_t = 50)]
+    pub concurrency: usize,
+    /// Run the private redis-server with appendonly yes, appendfsync everysec.
+    #[arg(long)]
+    pub aof: bool,
+    /// Skip the claim-cost measurement (100 vs 100,000 queued).
+    #[arg(long)]
+    pub no_claim_cost: bool,
 }

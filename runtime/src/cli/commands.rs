@@ -11,6 +11,9 @@ use crate::redis::RedisBoard;
 
 /// Runs `cli.command`.
 pub(crate) async fn execute(cli: &Cli) -> Result<()> {
+    if let Some(Command::Bench(a)) = &cli.command {
+        return bench(cli, a).await;
+    }
     let target = server::resolve(&cli.board)?;
     let board = RedisBoard::with_options(server::options(&target, &cli.board)?).await?;
     let json = cli.json;
@@ -18,7 +21,7 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
         return Ok(());
     };
     match command {
-        Command::Run(_) | Command::Handlers => Ok(()),
+        Command::Run(_) | Command::Handlers | Command::Bench(_) => Ok(()),
         Command::Workers => workers(&board, json).await,
         Command::Post(a) => post(&board, a, json).await,
         Command::List(a) => list(&board, a, json).await,
@@ -275,5 +278,53 @@ async fn workers(board: &RedisBoard, json: bool) -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// `jobworker bench`: on the given Redis, or on a private redis-server
+/// (TCP, optionally with AOF) that is stopped afterwards.
+async fn bench(cli: &Cli, a: &crate::cli::args::BenchArgs) -> Result<()> {
+    use crate::embedded::{RedisServer, ServerOptions};
+    if a.aof && cli.board.redis.is_some() {
+        return Err(Error::invalid(
+            "--aof configures the private redis-server; leave out --redis to use it",
+        ));
+    }
+    let server = match &cli.board.redis {
+        Some(_) => None,
+        None => {
+            let s = RedisServer::start(ServerOptions {
+                appendonly: a.aof,
+                ..ServerOptions::default()
+            })?;
+            eprintln!(
+                "jobworker: bench on a private redis-server (pid {}) at {}",
+                s.pid(),
+                s.url()
+            );
+            Some(s)
+        }
+    };
+    let url = cli
+        .board
+        .redis
+        .clone()
+        .unwrap_or_else(|| server.as_ref().map(|s| s.url()).unwrap_or_default());
+    let opts = crate::bench::BenchOptions {
+        jobs: a.jobs,
+        workers: a.workers,
+        concurrency: a.concurrency,
+        claim_cost: !a.no_claim_cost,
+        url: url.clone(),
+        aof: a.aof,
+    };
+    let board = RedisBoard::connect(&url).await?;
+    let figures = crate::bench::run(&board, &opts, &|step| eprintln!("jobworker bench: {step}")).await?;
+    if cli.json {
+        output::json(&serde_json::to_value(&figures).map_err(|e| Error::codec(e.to_string()))?);
+    } else {
+        figures.print_table();
+    }
+    drop(server);
     Ok(())
 }

@@ -233,7 +233,17 @@ impl RedisBoard {
         let keys = self.keys(queue)?;
         let mut claimed = Vec::new();
         for round in 0..2 {
-            let reply = scripts::claim(&self.conn, &keys, who, expiry, count - claimed.len(), idle).await?;
+            let history = (self.opts.history_count, self.opts.history_age);
+            let reply = scripts::claim(
+                &self.conn,
+                &keys,
+                who,
+                expiry,
+                count - claimed.len(),
+                idle,
+                history,
+            )
+            .await?;
             let reply = reply.accept(&keys, "(claim)", who)?;
             let unindexed = reply.int(1)? == 1;
             let n = reply.int(2)? as usize;
@@ -265,6 +275,92 @@ impl RedisBoard {
             break;
         }
         Ok(claimed)
+    }
+}
+
+/// A job made ready for `post.lua`: its id and the posting bytes around
+/// the server-side time and sequence.
+struct Prepared {
+    id: JobId,
+    parts: crate::codec::PostingParts,
+    delay: Duration,
+    run_at_ms: u64,
+}
+
+impl Prepared {
+    fn new(job: &NewJob) -> Result<Prepared> {
+        job.validate()?;
+        let id = job.id.clone().unwrap_or_else(JobId::random);
+        let parts = posting_parts(id.as_str(), &job.name, job.priority, &details_of(&job.args), None);
+        let (delay, run_at_ms) = match job.run_at {
+            RunAt::Now => (Duration::ZERO, 0),
+            RunAt::After(d) => (d, 0),
+            RunAt::At(t) => (
+                Duration::ZERO,
+                t.duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_millis() as u64)
+                    .unwrap_or(0),
+            ),
+        };
+        Ok(Prepared {
+            id,
+            parts,
+            delay,
+            run_at_ms,
+        })
+    }
+
+    fn args<'a>(&'a self, job: &'a NewJob) -> PostArgs<'a> {
+        PostArgs {
+            id: self.id.as_str(),
+            name: &job.name,
+            head: &self.parts.head,
+            tail: &self.parts.tail,
+            priority: job.priority.0,
+            max_attempts: job.max_attempts,
+            delay: self.delay,
+            run_at_ms: self.run_at_ms,
+        }
+    }
+
+    fn accept(self, reply: Reply, keys: &QueueKeys) -> Result<JobId> {
+        if reply.status() == "exists" {
+            return Err(Error::invalid(format!(
+                "job {} already exists in queue {}",
+                self.id, keys.queue
+            )));
+        }
+        reply.accept(keys, self.id.as_str(), "")?;
+        Ok(self.id)
+    }
+}
+
+impl RedisBoard {
+    /// Posts many jobs in one pipeline (one round trip; each post is still
+    /// its own atomic script). Returns one result per job, in order.
+    pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
+        let keys = self.keys(queue)?;
+        let mut prepared = Vec::with_capacity(jobs.len());
+        let mut results: Vec<Option<Result<JobId>>> = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            match Prepared::new(job) {
+                Ok(p) => {
+                    prepared.push((results.len(), p, job));
+                    results.push(None);
+                }
+                Err(e) => results.push(Some(Err(e))),
+            }
+        }
+        let args: Vec<PostArgs<'_>> = prepared.iter().map(|(_, p, job)| p.args(job)).collect();
+        let replies = scripts::post_many(&self.conn, &keys, &args).await?;
+        drop(args);
+        for ((at, p, _), reply) in prepared.into_iter().zip(replies) {
+            results[at] = Some(p.accept(reply, &keys));
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Error::codec("missing reply"))))
+            .collect())
     }
 }
 
@@ -309,38 +405,10 @@ fn validate_claim(who: &str, expiry: Duration, count: usize) -> Result<()> {
 
 impl Board for RedisBoard {
     async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
-        job.validate()?;
         let keys = self.keys(queue)?;
-        let id = job.id.clone().unwrap_or_else(JobId::random);
-        let parts = posting_parts(id.as_str(), &job.name, job.priority, &details_of(&job.args), None);
-        let (delay, run_at_ms) = match job.run_at {
-            RunAt::Now => (Duration::ZERO, 0),
-            RunAt::After(d) => (d, 0),
-            RunAt::At(t) => (
-                Duration::ZERO,
-                t.duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_millis() as u64)
-                    .unwrap_or(0),
-            ),
-        };
-        let args = PostArgs {
-            id: id.as_str(),
-            name: &job.name,
-            head: &parts.head,
-            tail: &parts.tail,
-            priority: job.priority.0,
-            max_attempts: job.max_attempts,
-            delay,
-            run_at_ms,
-        };
-        let reply = scripts::post(&self.conn, &keys, &args).await?;
-        if reply.status() == "exists" {
-            return Err(Error::invalid(format!(
-                "job {id} already exists in queue {queue}"
-            )));
-        }
-        reply.accept(&keys, id.as_str(), "")?;
-        Ok(id)
+        let prepared = Prepared::new(&job)?;
+        let reply = scripts::post(&self.conn, &keys, &prepared.args(&job)).await?;
+        prepared.accept(reply, &keys)
     }
 
     async fn claim_holding(
@@ -423,18 +491,35 @@ impl Board for RedisBoard {
     }
 
     async fn consume(&self, lease: &Lease) -> Result<()> {
-        let keys = self.keys(&lease.queue)?;
-        let history = (self.opts.history_count, self.opts.history_age);
-        let reply = scripts::consume(
-            &self.conn,
-            &keys,
-            lease.job.as_str(),
-            &lease.owner,
-            lease.token,
-            history,
-        )
-        .await?;
-        reply.accept(&keys, lease.job.as_str(), &lease.owner).map(drop)
+        self.consume_many(std::slice::from_ref(lease)).await?.remove(0)
+    }
+
+    async fn consume_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+        // One script call per queue (a queue's keys share one slot), each
+        // settling up to MAX_CLAIM_COUNT jobs.
+        let mut results: Vec<Option<Result<()>>> = leases.iter().map(|_| None).collect();
+        let mut queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        for queue in queues {
+            let keys = self.keys(queue)?;
+            let mine: Vec<(usize, &Lease)> = leases
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.queue == queue)
+                .collect();
+            for chunk in mine.chunks(MAX_CLAIM_COUNT) {
+                let batch: Vec<&Lease> = chunk.iter().map(|(_, l)| *l).collect();
+                let replies = scripts::consume(&self.conn, &keys, &batch, self.opts.history_count).await?;
+                for ((at, l), reply) in chunk.iter().zip(replies) {
+                    results[*at] = Some(reply.accept(&keys, l.job.as_str(), &l.owner).map(drop));
+                }
+            }
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Error::codec("missing consume reply"))))
+            .collect())
     }
 
     async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {

@@ -113,6 +113,12 @@ pub(crate) struct PostArgs<'a> {
 
 /// Twin of `post.lua`.
 pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, a: &PostArgs<'_>) -> Result<Reply> {
+    run(conn, &post_invocation(keys, a)).await
+}
+
+/// The invocation of `post.lua` for one job (also pipelined by
+/// [`post_many`]).
+fn post_invocation<'s>(keys: &QueueKeys, a: &PostArgs<'_>) -> ScriptInvocation<'s> {
     let mut inv = invocation(&SCRIPTS.post, keys);
     inv.arg(a.id)
         .arg(a.head)
@@ -123,7 +129,28 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, a: &PostArgs<'_>) 
         .arg(a.run_at_ms)
         .arg(&keys.notify)
         .arg(a.name);
-    run(conn, &inv).await
+    inv
+}
+
+/// Twin of `post.lua` for many jobs in one pipeline (one round trip);
+/// loads the scripts again if the server lost them (restart).
+pub(crate) async fn post_many(
+    conn: &Connection,
+    keys: &QueueKeys,
+    jobs: &[PostArgs<'_>],
+) -> Result<Vec<Reply>> {
+    let mut pipe = redis::pipe();
+    for a in jobs {
+        pipe.invoke_script(&post_invocation(keys, a));
+    }
+    let values: Vec<redis::Value> = match conn.query_pipe(&pipe).await {
+        Err(e) if e.message().to_ascii_lowercase().contains("noscript") => {
+            load_all(conn).await?;
+            conn.query_pipe(&pipe).await?
+        }
+        other => other?,
+    };
+    values.into_iter().map(Reply::from_value).collect()
 }
 
 /// Twin of `claim.lua`. Not retried after a dropped connection: a claim
@@ -135,12 +162,14 @@ pub(crate) async fn claim(
     expiry: Duration,
     count: usize,
     idle: bool,
+    history: (usize, Duration),
 ) -> Result<Reply> {
     let mut inv = invocation(&SCRIPTS.claim, keys);
     inv.arg(who)
         .arg(millis(expiry))
         .arg(count)
         .arg(if idle { "1" } else { "0" });
+    inv.arg(history.0).arg(millis(history.1));
     let value = inv
         .invoke_async::<redis::Value>(&mut conn.manager.clone())
         .await?;
@@ -181,22 +210,30 @@ pub(crate) async fn extend(
     run(conn, &inv).await
 }
 
-/// Twin of `consume.lua`.
+/// Twin of `consume.lua`: consumes `leases` (all of `keys`' queue, at most
+/// [`MAX_CLAIM_COUNT`](crate::redis::MAX_CLAIM_COUNT)) in one call; `keep`
+/// is the history count limit. One reply per lease, as `accept` reads them.
 pub(crate) async fn consume(
     conn: &Connection,
     keys: &QueueKeys,
-    id: &str,
-    who: &str,
-    token: u64,
-    history: (usize, Duration),
-) -> Result<Reply> {
+    leases: &[&crate::job::Lease],
+    keep: usize,
+) -> Result<Vec<Reply>> {
     let mut inv = invocation(&SCRIPTS.consume, keys);
-    inv.arg(id)
-        .arg(who)
-        .arg(token)
-        .arg(history.0)
-        .arg(millis(history.1));
-    run(conn, &inv).await
+    inv.arg(keep);
+    for l in leases {
+        inv.arg(l.job.as_str()).arg(&l.owner).arg(l.token);
+    }
+    let reply = run(conn, &inv).await?;
+    (0..leases.len())
+        .map(|k| {
+            let (status, owner) = (reply.bytes(1 + 2 * k)?, reply.bytes(2 + 2 * k)?);
+            Ok(Reply(vec![
+                redis::Value::BulkString(status),
+                redis::Value::BulkString(owner),
+            ]))
+        })
+        .collect()
 }
 
 /// What abandon does with the job (see `lua/abandon.lua`).

@@ -271,11 +271,23 @@ impl Worker {
                         break exit;
                     }
                 }
-                Wake::Event(Event::Done(key, outcome)) => self.finish(key, outcome).await,
-                Wake::Event(Event::LeaseLost(key)) => {
-                    if let Some(job) = self.running.get_mut(&key) {
-                        job.interrupt(Interrupt::LeaseLost, STUCK_GRACE);
+                Wake::Event(first) => {
+                    // Take every event already waiting: finished jobs are
+                    // settled together.
+                    let mut done = Vec::new();
+                    let mut next = Some(first);
+                    while let Some(event) = next {
+                        match event {
+                            Event::Done(key, outcome) => done.push((key, outcome)),
+                            Event::LeaseLost(key) => {
+                                if let Some(job) = self.running.get_mut(&key) {
+                                    job.interrupt(Interrupt::LeaseLost, STUCK_GRACE);
+                                }
+                            }
+                        }
+                        next = inbox.try_recv().ok();
                     }
+                    self.finish_batch(done).await;
                 }
                 Wake::Timer => {
                     if let Some(exit) = self.on_timer().await {
@@ -381,53 +393,64 @@ impl Worker {
         true
     }
 
-    /// Settles a finished job on the board and frees its slot.
-    async fn finish(&mut self, key: LeaseKey, outcome: Outcome) {
-        let Some(job) = self.running.remove(&key) else {
-            return;
-        };
-        if let Some(h) = &self.heartbeat {
-            h.release(&key);
-        }
-        let id = key.0;
-        if let Err(e) = self.sandbox.prepare(job.slot) {
-            tracing::warn!(error = %e, "cannot empty the sandbox after a job");
-        }
-        self.free_slots.push(job.slot);
-        let lease = &job.lease;
-        let result = match settle(&job, outcome) {
-            Settle::Consume => self.board.consume(lease).await.map(|()| "consumed"),
-            Settle::Retry(error, after) => {
-                let delay = after.unwrap_or_else(|| self.cfg.backoff.delay(job.attempt));
-                tracing::info!(job = %id, queue = %lease.queue, name = %job.name, attempt = job.attempt, %error, "job failed");
-                self.board
-                    .abandon(lease, Abandon::Retry { delay, error })
+    /// Settles finished jobs on the board and frees their slots; the jobs
+    /// to consume go in one round trip.
+    async fn finish_batch(&mut self, done: Vec<(LeaseKey, Outcome)>) {
+        let mut consumed: Vec<Running> = Vec::new();
+        for (key, outcome) in done {
+            let Some(job) = self.running.remove(&key) else {
+                continue;
+            };
+            if let Some(h) = &self.heartbeat {
+                h.release(&key);
+            }
+            if let Err(e) = self.sandbox.prepare(job.slot) {
+                tracing::warn!(error = %e, "cannot empty the sandbox after a job");
+            }
+            self.free_slots.push(job.slot);
+            let result = match settle(&job, outcome) {
+                Settle::Consume => {
+                    consumed.push(job);
+                    continue;
+                }
+                Settle::Retry(error, after) => {
+                    let delay = after.unwrap_or_else(|| self.cfg.backoff.delay(job.attempt));
+                    tracing::info!(job = %job.lease.job, queue = %job.lease.queue, name = %job.name, attempt = job.attempt, %error, "job failed");
+                    self.board
+                        .abandon(&job.lease, Abandon::Retry { delay, error })
+                        .await
+                        .map(|s| match s {
+                            crate::job::JobState::Trashed => "trashed (attempts exhausted)",
+                            _ => "retry scheduled",
+                        })
+                }
+                Settle::Trash(reason) => {
+                    tracing::info!(job = %job.lease.job, queue = %job.lease.queue, name = %job.name, %reason, "job failed fatally");
+                    self.board.trash(&job.lease, &reason).await.map(|()| "trashed")
+                }
+                Settle::Release => self
+                    .board
+                    .abandon(&job.lease, Abandon::Release)
                     .await
-                    .map(|s| match s {
-                        crate::job::JobState::Trashed => "trashed (attempts exhausted)",
-                        _ => "retry scheduled",
-                    })
-            }
-            Settle::Trash(reason) => {
-                tracing::info!(job = %id, queue = %lease.queue, name = %job.name, %reason, "job failed fatally");
-                self.board.trash(lease, &reason).await.map(|()| "trashed")
-            }
-            Settle::Release => self
-                .board
-                .abandon(lease, Abandon::Release)
-                .await
-                .map(|_| "given back"),
-            Settle::Drop(why) => Ok(why),
-        };
-        match result {
-            Ok(what) => {
-                tracing::debug!(job = %id, queue = %lease.queue, name = %job.name, what, "job settled")
-            }
-            Err(e) if e.is_not_owner() || e.is_not_found() => {
-                tracing::warn!(job = %id, queue = %lease.queue, error = %e, "lease lost before the result was recorded; result dropped")
+                    .map(|_| "given back"),
+                Settle::Drop(why) => Ok(why),
+            };
+            log_settled(&job, result);
+        }
+        if consumed.is_empty() {
+            return;
+        }
+        let leases: Vec<crate::job::Lease> = consumed.iter().map(|j| j.lease.clone()).collect();
+        match self.board.consume_many(&leases).await {
+            Ok(results) => {
+                for (job, r) in consumed.iter().zip(results) {
+                    log_settled(job, r.map(|()| "consumed"));
+                }
             }
             Err(e) => {
-                tracing::error!(job = %id, queue = %lease.queue, error = %e, "cannot record the result; the lease will expire and the job run again")
+                for job in &consumed {
+                    log_settled(job, Err(e.clone()));
+                }
             }
         }
     }
@@ -525,6 +548,20 @@ impl Worker {
                 Ok(_) => tracing::info!(job = %job.lease.job, why, "job given back"),
                 Err(e) => tracing::warn!(job = %job.lease.job, error = %e, "cannot give the job back"),
             }
+        }
+    }
+}
+
+/// Logs how a job was settled.
+fn log_settled(job: &Running, result: Result<&str>) {
+    let (id, queue) = (&job.lease.job, &job.lease.queue);
+    match result {
+        Ok(what) => tracing::debug!(job = %id, queue = %queue, name = %job.name, what, "job settled"),
+        Err(e) if e.is_not_owner() || e.is_not_found() => {
+            tracing::warn!(job = %id, queue = %queue, error = %e, "lease lost before the result was recorded; result dropped")
+        }
+        Err(e) => {
+            tracing::error!(job = %id, queue = %queue, error = %e, "cannot record the result; the lease will expire and the job run again")
         }
     }
 }

@@ -1,0 +1,76 @@
+//! `jobworker bench`: speed and memory figures measured against a real
+//! Redis, with Redis' own limit on this machine measured in the same run,
+//! so jobworker is reported as a fraction of it.
+
+mod drain;
+mod figures;
+mod handler;
+mod limits;
+
+pub use figures::{Figures, Percentiles};
+pub use handler::Pickup;
+pub use limits::{claim_cost, ClaimCost};
+
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+use crate::job::NewJob;
+use crate::redis::RedisBoard;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// No-op jobs per drain run.
+    pub jobs: usize,
+    /// Worker processes of the drain runs.
+    pub workers: usize,
+    /// Concurrency of each worker.
+    pub concurrency: usize,
+    /// Also measure claim cost with 100 vs 100,000 jobs queued.
+    pub claim_cost: bool,
+    /// Redis URL the spawned supervisors use.
+    pub url: String,
+    /// Whether the server runs with AOF (reported only).
+    pub aof: bool,
+}
+
+/// Posts `n` no-op jobs in pipelined chunks.
+pub(crate) async fn post_noops(board: &RedisBoard, queue: &str, n: usize) -> Result<Duration> {
+    let start = Instant::now();
+    let chunk: Vec<NewJob> = (0..1000).map(|_| NewJob::new(handler::NAME)).collect();
+    let mut left = n;
+    while left > 0 {
+        let take = left.min(chunk.len());
+        for r in board.post_many(queue, &chunk[..take]).await? {
+            r?;
+        }
+        left -= take;
+    }
+    Ok(start.elapsed())
+}
+
+/// Runs every measurement and returns the figures.
+pub async fn run(board: &RedisBoard, opts: &BenchOptions, progress: &dyn Fn(&str)) -> Result<Figures> {
+    let mut f = Figures::new(opts);
+    progress("redis' own limit (EVALSHA of a trivial script and of the claim script)");
+    f.limits = limits::redis_limits(board).await?;
+    progress("enqueue, one by one and pipelined");
+    let q = limits::scratch_queue("enqueue");
+    let n = opts.jobs.min(20_000);
+    let start = Instant::now();
+    for _ in 0..n {
+        crate::board::Board::post(board, &q, NewJob::new(handler::NAME)).await?;
+    }
+    f.enqueue_one_per_s = n as f64 / start.elapsed().as_secs_f64();
+    limits::drop_queue(board, &q).await?;
+    let took = post_noops(board, &q, opts.jobs).await?;
+    f.enqueue_bulk_per_s = opts.jobs as f64 / took.as_secs_f64();
+    limits::drop_queue(board, &q).await?;
+    progress("drain through the real supervisor, pickup latency, memory");
+    drain::measure(board, opts, &mut f, progress).await?;
+    if opts.claim_cost {
+        progress("claim cost with 100 and 100,000 jobs queued");
+        f.claim_cost = Some(claim_cost(board, &[100, 100_000], 2000).await?);
+    }
+    Ok(f)
+}

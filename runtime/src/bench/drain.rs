@@ -1,0 +1,198 @@
+//! Drain, pickup, first-job and memory figures through the real
+//! supervisor: `jobworker` itself is started as a child process.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::bench::figures::{Figures, Percentiles};
+use crate::bench::handler::{now_us, Pickup, NAME};
+use crate::bench::limits::{counters, drop_queue, scratch_queue};
+use crate::bench::{post_noops, BenchOptions};
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::job::NewJob;
+use crate::redis::RedisBoard;
+
+/// Pickup probes posted one at a time.
+const PROBES: usize = 200;
+/// Pause between probes, so that every probe finds the workers idle.
+const PROBE_GAP: Duration = Duration::from_millis(20);
+/// Longest any single phase may take.
+const PHASE_LIMIT: Duration = Duration::from_secs(600);
+
+/// A `jobworker` supervisor started for the bench; stopped on drop.
+struct Spawned {
+    child: Child,
+    _workdir: tempfile::TempDir,
+}
+
+impl Spawned {
+    fn start(opts: &BenchOptions, queue: &str) -> Result<Spawned> {
+        let exe = std::env::current_exe().map_err(|e| Error::io("cannot find the jobworker binary", e))?;
+        let workdir = tempfile::tempdir().map_err(|e| Error::io("cannot make a work directory", e))?;
+        let child = Command::new(exe)
+            .args(["--redis", &opts.url, "--queues", queue])
+            .args([
+                "--workers",
+                &opts.workers.to_string(),
+                "--concurrency",
+                &opts.concurrency.to_string(),
+            ])
+            .arg("--workdir")
+            .arg(workdir.path())
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| Error::io("cannot start jobworker", e))?;
+        Ok(Spawned {
+            child,
+            _workdir: workdir,
+        })
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: a signal to our own child process.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    async fn stop(mut self) -> Result<()> {
+        self.signal(libc::SIGTERM);
+        let end = Instant::now() + Duration::from_secs(60);
+        while self.child.try_wait().map_err(|e| Error::io("wait", e))?.is_none() {
+            if Instant::now() > end {
+                return Err(Error::unavailable("the bench's jobworker did not stop"));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.signal(libc::SIGQUIT);
+            std::thread::sleep(Duration::from_millis(500));
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Proportional set size of a process, MiB (0 when unreadable).
+fn pss_mib(pid: u32) -> f64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+    let kb: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+async fn worker_pids(board: &RedisBoard, queue: &str) -> Result<Vec<u32>> {
+    let live = crate::worker::list_workers(board).await?;
+    Ok(live
+        .into_iter()
+        .filter(|w| w.queues == [queue.to_owned()])
+        .map(|w| w.pid)
+        .collect())
+}
+
+/// Polls `done` every `every` until it is true; fails after [`PHASE_LIMIT`].
+async fn until<F, Fut>(what: &str, every: Duration, mut done: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool>>,
+{
+    let end = Instant::now() + PHASE_LIMIT;
+    while !done().await? {
+        if Instant::now() > end {
+            return Err(Error::unavailable(format!("bench timed out waiting for {what}")));
+        }
+        tokio::time::sleep(every).await;
+    }
+    Ok(())
+}
+
+/// Fills in the drain, pickup, memory and first-job figures.
+pub(crate) async fn measure(
+    board: &RedisBoard,
+    opts: &BenchOptions,
+    f: &mut Figures,
+    progress: &dyn Fn(&str),
+) -> Result<()> {
+    let q = scratch_queue("drain");
+    drop_queue(board, &q).await?;
+    let empty = || async { Ok(board.job_count(&q).await? == 0) };
+
+    // First job: from starting jobworker to one queued job handled.
+    board.post(&q, NewJob::new(NAME)).await?;
+    let started = Instant::now();
+    let sup = Spawned::start(opts, &q)?;
+    until("the first job", Duration::from_millis(1), empty).await?;
+    f.first_job_ms = started.elapsed().as_secs_f64() * 1e3;
+    until("the workers to register", Duration::from_millis(10), || async {
+        Ok(worker_pids(board, &q).await?.len() == opts.workers)
+    })
+    .await?;
+    let mut pids = worker_pids(board, &q).await?;
+    pids.push(sup.child.id());
+
+    // Drain with the workers already running: quiet them, queue the jobs,
+    // resume them.
+    sup.signal(libc::SIGTSTP);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = counters(board).await?;
+    post_noops(board, &q, opts.jobs).await?;
+    let t0 = Instant::now();
+    sup.signal(libc::SIGCONT);
+    let mut peak = 0f64;
+    let mut last_sample = Instant::now() - Duration::from_secs(1);
+    until("the drain", Duration::from_millis(5), || {
+        if last_sample.elapsed() >= Duration::from_millis(100) {
+            last_sample = Instant::now();
+            peak = peak.max(pids.iter().map(|&p| pss_mib(p)).sum());
+        }
+        empty()
+    })
+    .await?;
+    f.drain_per_s = opts.jobs as f64 / t0.elapsed().as_secs_f64();
+    let after = counters(board).await?;
+    f.redis_cpu_us_per_job = (after.cpu_us - before.cpu_us) / opts.jobs as f64;
+    f.commands_per_job = (after.commands - before.commands) / opts.jobs as f64;
+    f.worker_mem_mib = peak.max(pids.iter().map(|&p| pss_mib(p)).sum());
+
+    // Pickup latency with idle workers.
+    progress("pickup latency (200 probes)");
+    let key = format!("{}:pickup", board.keys(&q)?.namespace);
+    for _ in 0..PROBES {
+        let probe = Pickup {
+            posted_us: now_us(),
+            key: key.clone(),
+        };
+        board.post(&q, NewJob::new(NAME).args(&Some(probe))?).await?;
+        tokio::time::sleep(PROBE_GAP).await;
+    }
+    until("the pickup probes", Duration::from_millis(5), || async {
+        Ok(board.conn.query::<usize>(redis::cmd("LLEN").arg(&key)).await? >= PROBES)
+    })
+    .await?;
+    let waits: Vec<u64> = board
+        .conn
+        .query(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
+        .await?;
+    f.pickup_ms = Percentiles::of(waits.into_iter().map(|us| us as f64 / 1e3).collect());
+    sup.stop().await?;
+
+    // Drain including start-up: the jobs wait, then jobworker starts.
+    progress("drain including start-up");
+    post_noops(board, &q, opts.jobs).await?;
+    let t0 = Instant::now();
+    let sup = Spawned::start(opts, &q)?;
+    until("the drain", Duration::from_millis(5), empty).await?;
+    f.drain_incl_startup_per_s = opts.jobs as f64 / t0.elapsed().as_secs_f64();
+    sup.stop().await?;
+    drop_queue(board, &q).await
+}

@@ -1,0 +1,189 @@
+//! The figures a bench run reports, as a table or one JSON line.
+
+use serde::Serialize;
+
+use crate::bench::limits::{ClaimCost, Limits};
+use crate::bench::BenchOptions;
+
+/// Latency percentiles in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+impl Percentiles {
+    /// Percentiles of `samples` (any unit; sorted here).
+    pub fn of(mut samples: Vec<f64>) -> Percentiles {
+        if samples.is_empty() {
+            return Percentiles::default();
+        }
+        samples.sort_by(f64::total_cmp);
+        let at = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+        Percentiles {
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+        }
+    }
+}
+
+/// Everything one run measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Figures {
+    /// Always "jobworker".
+    pub system: &'static str,
+    /// jobworker's version.
+    pub version: &'static str,
+    /// Jobs per drain run.
+    pub jobs: usize,
+    /// Worker processes.
+    pub workers: usize,
+    /// Concurrency per worker.
+    pub concurrency: usize,
+    /// Redis ran with AOF everysec.
+    pub aof: bool,
+    /// Posts per second, one round trip each.
+    pub enqueue_one_per_s: f64,
+    /// Posts per second, pipelined in chunks of 1,000.
+    pub enqueue_bulk_per_s: f64,
+    /// Jobs per second through the running supervisor (start-up excluded).
+    pub drain_per_s: f64,
+    /// Jobs per second from starting `jobworker` to the queue drained.
+    pub drain_incl_startup_per_s: f64,
+    /// Post → handler start with idle workers.
+    pub pickup_ms: Percentiles,
+    /// Redis server CPU (user + sys) per job over bulk post + drain.
+    pub redis_cpu_us_per_job: f64,
+    /// Commands Redis processed per job over bulk post + drain.
+    pub commands_per_job: f64,
+    /// Peak PSS of supervisor + workers during the drain, MiB.
+    pub worker_mem_mib: f64,
+    /// Always "pss".
+    pub mem_kind: &'static str,
+    /// From `jobworker` start to the first job handled, ms.
+    pub first_job_ms: f64,
+    /// Redis' own limit on this machine.
+    pub limits: Limits,
+    /// Claim cost against queue depth.
+    pub claim_cost: Option<Vec<ClaimCost>>,
+}
+
+impl Figures {
+    /// Empty figures for a run with `opts`.
+    pub fn new(opts: &BenchOptions) -> Figures {
+        Figures {
+            system: "jobworker",
+            version: env!("CARGO_PKG_VERSION"),
+            jobs: opts.jobs,
+            workers: opts.workers,
+            concurrency: opts.concurrency,
+            aof: opts.aof,
+            mem_kind: "pss",
+            ..Figures::default()
+        }
+    }
+
+    /// Prints the human table.
+    pub fn print_table(&self) {
+        let l = &self.limits;
+        println!(
+            "jobworker bench: {} no-op jobs, --workers {} --concurrency {}, redis {}",
+            self.jobs,
+            self.workers,
+            self.concurrency,
+            if self.aof {
+                "with AOF everysec"
+            } else {
+                "without persistence"
+            }
+        );
+        let rows: Vec<(&str, String)> = vec![
+            (
+                "enqueue, one by one",
+                format!("{:>10.0} jobs/s", self.enqueue_one_per_s),
+            ),
+            (
+                "enqueue, pipelined",
+                format!("{:>10.0} jobs/s", self.enqueue_bulk_per_s),
+            ),
+            (
+                "drain (running workers)",
+                format!(
+                    "{:>10.0} jobs/s  = {:.2} of redis' limit",
+                    self.drain_per_s,
+                    self.drain_per_s / l.lifecycle_limit_per_s.max(1.0)
+                ),
+            ),
+            (
+                "drain (incl. start-up)",
+                format!("{:>10.0} jobs/s", self.drain_incl_startup_per_s),
+            ),
+            (
+                "pickup latency, idle",
+                format!(
+                    "p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms",
+                    self.pickup_ms.p50, self.pickup_ms.p90, self.pickup_ms.p99
+                ),
+            ),
+            (
+                "redis CPU per job",
+                format!("{:>10.1} µs", self.redis_cpu_us_per_job),
+            ),
+            (
+                "redis commands per job",
+                format!("{:>10.2}", self.commands_per_job),
+            ),
+            (
+                "supervisor + workers",
+                format!("{:>10.1} MiB PSS (peak)", self.worker_mem_mib),
+            ),
+            (
+                "first job handled",
+                format!("{:>10.1} ms after start", self.first_job_ms),
+            ),
+            (
+                "redis: trivial EVALSHA",
+                format!(
+                    "{:>10.0} calls/s one by one, {:.0} pipelined",
+                    l.trivial_one_per_s, l.trivial_pipelined_per_s
+                ),
+            ),
+            (
+                "redis: claim script",
+                format!("{:>10.0} calls/s one by one (empty queue)", l.claim_one_per_s),
+            ),
+            (
+                "redis: lifecycle limit",
+                format!(
+                    "{:>10.0} jobs/s (1 / (post + claim + consume CPU) = 1 / {:.1} µs)",
+                    l.lifecycle_limit_per_s, l.lifecycle_cpu_us
+                ),
+            ),
+        ];
+        for (k, v) in rows {
+            println!("  {k:<26} {v}");
+        }
+        if let Some(costs) = &self.claim_cost {
+            for c in costs {
+                println!(
+                    "  claim with {:>7} queued   p50 {:.1} µs, p99 {:.1} µs, redis CPU {:.1} µs per claim + release",
+                    c.depth, c.p50_us, c.p99_us, c.redis_us_per_cycle
+                );
+            }
+            if let [small, big, ..] = costs.as_slice() {
+                println!(
+                    "  claim cost ratio {} / {}: {:.2}× latency, {:.2}× redis CPU",
+                    big.depth,
+                    small.depth,
+                    big.p50_us / small.p50_us,
+                    big.redis_us_per_cycle / small.redis_us_per_cycle
+                );
+            }
+        }
+    }
+}
