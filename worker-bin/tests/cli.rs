@@ -201,7 +201,11 @@ fn handlers_of_a_linked_library_crate_are_registered() {
         .iter()
         .map(|h| h["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["crunch", "flaky", "jobworker.bench", "scripted", "write_report"], "the bench handler is built in");
+    assert_eq!(
+        names,
+        ["crunch", "flaky", "jobworker.bench", "scripted", "write_report"],
+        "the bench handler is built in"
+    );
     let report = list
         .as_array()
         .unwrap()

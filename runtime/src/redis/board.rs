@@ -324,14 +324,17 @@ impl Prepared {
     }
 
     fn accept(self, reply: Reply, keys: &QueueKeys) -> Result<JobId> {
-        if reply.status() == "exists" {
-            return Err(Error::invalid(format!(
+        match reply.status().as_str() {
+            "ready" | "scheduled" => Ok(self.id),
+            "exists" => Err(Error::invalid(format!(
                 "job {} already exists in queue {}",
                 self.id, keys.queue
-            )));
+            ))),
+            other => Err(Error::codec(format!(
+                "unexpected reply {other:?} posting job {} in queue {}",
+                self.id, keys.queue
+            ))),
         }
-        reply.accept(keys, self.id.as_str(), "")?;
-        Ok(self.id)
     }
 }
 
@@ -352,7 +355,13 @@ impl RedisBoard {
             }
         }
         let args: Vec<PostArgs<'_>> = prepared.iter().map(|(_, p, job)| p.args(job)).collect();
-        let replies = scripts::post_many(&self.conn, &keys, &args).await?;
+        let batches: Vec<&[PostArgs<'_>]> = args.chunks(scripts::POST_BATCH).collect();
+        let replies: Vec<Reply> = scripts::post_batches(&self.conn, &keys, &batches)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        drop(batches);
         drop(args);
         for ((at, p, _), reply) in prepared.into_iter().zip(replies) {
             results[at] = Some(p.accept(reply, &keys));
@@ -407,8 +416,8 @@ impl Board for RedisBoard {
     async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
         let keys = self.keys(queue)?;
         let prepared = Prepared::new(&job)?;
-        let reply = scripts::post(&self.conn, &keys, &prepared.args(&job)).await?;
-        prepared.accept(reply, &keys)
+        let mut replies = scripts::post(&self.conn, &keys, &[prepared.args(&job)]).await?;
+        prepared.accept(replies.remove(0), &keys)
     }
 
     async fn claim_holding(

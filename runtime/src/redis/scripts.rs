@@ -111,37 +111,42 @@ pub(crate) struct PostArgs<'a> {
     pub run_at_ms: u64,
 }
 
-/// Twin of `post.lua`.
-pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, a: &PostArgs<'_>) -> Result<Reply> {
-    run(conn, &post_invocation(keys, a)).await
+/// Twin of `post.lua`: posts `jobs` (at most [`POST_BATCH`] of one queue)
+/// in one call. One reply per job: `[status, sequence]`.
+pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> Result<Vec<Reply>> {
+    let replies = post_batches(conn, keys, &[jobs]).await?;
+    Ok(replies.into_iter().flatten().collect())
 }
 
-/// The invocation of `post.lua` for one job (also pipelined by
-/// [`post_many`]).
-fn post_invocation<'s>(keys: &QueueKeys, a: &PostArgs<'_>) -> ScriptInvocation<'s> {
+/// Jobs per `post.lua` call in a bulk post.
+pub(crate) const POST_BATCH: usize = 100;
+
+fn post_invocation<'s>(keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> ScriptInvocation<'s> {
     let mut inv = invocation(&SCRIPTS.post, keys);
-    inv.arg(a.id)
-        .arg(a.head)
-        .arg(a.tail)
-        .arg(a.priority)
-        .arg(a.max_attempts)
-        .arg(millis(a.delay))
-        .arg(a.run_at_ms)
-        .arg(&keys.notify)
-        .arg(a.name);
+    inv.arg(&keys.notify);
+    for a in jobs {
+        inv.arg(a.id)
+            .arg(a.head)
+            .arg(a.tail)
+            .arg(a.priority)
+            .arg(a.max_attempts)
+            .arg(millis(a.delay))
+            .arg(a.run_at_ms)
+            .arg(a.name);
+    }
     inv
 }
 
-/// Twin of `post.lua` for many jobs in one pipeline (one round trip);
-/// loads the scripts again if the server lost them (restart).
-pub(crate) async fn post_many(
+/// Several `post.lua` calls in one pipeline (one round trip); loads the
+/// scripts again if the server lost them (restart, SCRIPT FLUSH).
+pub(crate) async fn post_batches(
     conn: &Connection,
     keys: &QueueKeys,
-    jobs: &[PostArgs<'_>],
-) -> Result<Vec<Reply>> {
+    batches: &[&[PostArgs<'_>]],
+) -> Result<Vec<Vec<Reply>>> {
     let mut pipe = redis::pipe();
-    for a in jobs {
-        pipe.invoke_script(&post_invocation(keys, a));
+    for batch in batches {
+        pipe.invoke_script(&post_invocation(keys, batch));
     }
     let values: Vec<redis::Value> = match conn.query_pipe(&pipe).await {
         Err(e) if e.message().to_ascii_lowercase().contains("noscript") => {
@@ -150,7 +155,21 @@ pub(crate) async fn post_many(
         }
         other => other?,
     };
-    values.into_iter().map(Reply::from_value).collect()
+    values
+        .into_iter()
+        .zip(batches)
+        .map(|(value, batch)| {
+            let reply = Reply::from_value(value)?;
+            (0..batch.len())
+                .map(|k| {
+                    Ok(Reply(vec![
+                        reply.0.get(1 + 2 * k).cloned().unwrap_or_default(),
+                        reply.0.get(2 + 2 * k).cloned().unwrap_or_default(),
+                    ]))
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Twin of `claim.lua`. Not retried after a dropped connection: a claim
