@@ -158,9 +158,9 @@ impl Figures {
                 format!("{:>10.0} calls/s one by one (empty queue)", l.claim_one_per_s),
             ),
             (
-                "redis: lifecycle limit",
+                "redis: unbatched limit",
                 format!(
-                    "{:>10.0} jobs/s (1 / (post + claim + consume CPU) = 1 / {:.1} µs)",
+                    "{:>10.0} jobs/s (one post + claim + consume each, 1 / {:.1} µs of server time)",
                     l.lifecycle_limit_per_s, l.lifecycle_cpu_us
                 ),
             ),

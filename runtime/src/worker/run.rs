@@ -144,6 +144,9 @@ struct Worker {
     /// A suspect job runs alone: no claims until it finishes.
     isolated: Option<LeaseKey>,
     free_slots: Vec<usize>,
+    /// Slots emptied after their last job (the only writer of a slot is the
+    /// handler of its job, which has finished): no need to empty them again.
+    clean_slots: Vec<bool>,
     events: UnboundedSender<Event>,
     inbox: Option<UnboundedReceiver<Event>>,
     mode: Mode,
@@ -182,6 +185,7 @@ impl Worker {
         Ok(Worker {
             board: AnyBoard::Redis(board),
             free_slots: (0..cfg.concurrency).rev().collect(),
+            clean_slots: vec![true; cfg.concurrency],
             cfg,
             registry,
             sandbox,
@@ -334,7 +338,12 @@ impl Worker {
             let _ = self.board.abandon(&c.lease, Abandon::Release).await;
             return false;
         };
-        let dir = match self.sandbox.prepare(slot) {
+        let prepared = if std::mem::take(&mut self.clean_slots[slot]) {
+            Ok(self.sandbox.slot_dir(slot))
+        } else {
+            self.sandbox.prepare(slot)
+        };
+        let dir = match prepared {
             Ok(dir) => dir,
             Err(e) => {
                 tracing::error!(job = %c.lease.job, error = %e, "cannot prepare the sandbox; giving the job back");
@@ -404,8 +413,9 @@ impl Worker {
             if let Some(h) = &self.heartbeat {
                 h.release(&key);
             }
-            if let Err(e) = self.sandbox.prepare(job.slot) {
-                tracing::warn!(error = %e, "cannot empty the sandbox after a job");
+            match self.sandbox.prepare(job.slot) {
+                Ok(_) => self.clean_slots[job.slot] = true,
+                Err(e) => tracing::warn!(error = %e, "cannot empty the sandbox after a job"),
             }
             self.free_slots.push(job.slot);
             let result = match settle(&job, outcome) {

@@ -106,12 +106,18 @@ impl Sandbox {
         }
     }
 
-    /// Empties slot `slot` and returns its directory.
+    /// Empties slot `slot` and returns its directory (created and checked
+    /// once, at [`Sandbox::create`]; made again only if something removed it).
     pub fn prepare(&self, slot: usize) -> Result<PathBuf> {
         let dir = self.slot_dir(slot);
-        make_private_dir(&dir)?;
-        empty_dir(&dir)?;
-        Ok(dir)
+        match empty_dir(&dir) {
+            Ok(()) => Ok(dir),
+            Err(_) if !dir.exists() => {
+                make_private_dir(&dir)?;
+                Ok(dir)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
