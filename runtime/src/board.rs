@@ -85,6 +85,27 @@ pub trait Board: Sync {
         }
     }
 
+    /// Consumes `done`, then claims like [`claim_holding`](Board::claim_holding)
+    /// (`holding` counts the jobs still running, not `done`): a worker's
+    /// settle-and-take step, in one round trip where the backend can.
+    fn consume_then_claim(
+        &self,
+        done: &[Lease],
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+        holding: usize,
+    ) -> impl Future<Output = Result<(Vec<Result<()>>, Vec<Claimed>)>> + Send {
+        async move {
+            let consumed = self.consume_many(done).await?;
+            Ok((
+                consumed,
+                self.claim_holding(queues, who, expiry, count, holding).await?,
+            ))
+        }
+    }
+
     /// Gives the claim back; returns where the job went (ready, scheduled,
     /// or trashed when a counted retry used up its attempts).
     fn abandon(&self, lease: &Lease, how: Abandon) -> impl Future<Output = Result<JobState>> + Send;
@@ -173,6 +194,17 @@ impl Board for AnyBoard {
     }
     async fn consume_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
         dispatch!(self, b => b.consume_many(leases))
+    }
+    async fn consume_then_claim(
+        &self,
+        done: &[Lease],
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+        holding: usize,
+    ) -> Result<(Vec<Result<()>>, Vec<Claimed>)> {
+        dispatch!(self, b => b.consume_then_claim(done, queues, who, expiry, count, holding))
     }
     async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
         dispatch!(self, b => b.abandon(lease, how))

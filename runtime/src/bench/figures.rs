@@ -114,7 +114,7 @@ impl Figures {
             (
                 "drain (running workers)",
                 format!(
-                    "{:>10.0} jobs/s  = {:.2} of redis' limit",
+                    "{:>10.0} jobs/s  = {:.2}× redis' unbatched limit",
                     self.drain_per_s,
                     self.drain_per_s / l.lifecycle_limit_per_s.max(1.0)
                 ),

@@ -15,7 +15,7 @@ use crate::redis::connect::{connect, Connection};
 use crate::redis::keys::{QueueKeys, DEFAULT_PREFIX};
 use crate::redis::read;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{self, AbandonMode, PostArgs};
+use crate::redis::scripts::{self, AbandonMode, ClaimArgs, PostArgs};
 use crate::redis::wait::Waiter;
 
 /// Completed jobs kept in a queue's history by default.
@@ -222,6 +222,47 @@ impl RedisBoard {
         Ok(reply.int(1)? as usize)
     }
 
+    fn claim_args<'a>(&self, who: &'a str, expiry: Duration, count: usize, idle: bool) -> ClaimArgs<'a> {
+        ClaimArgs {
+            who,
+            expiry,
+            count,
+            idle,
+            history: (self.opts.history_count, self.opts.history_age),
+        }
+    }
+
+    /// Reads a `claim.lua` reply; returns the claimed jobs and whether the
+    /// listings hold jobs the index lacks.
+    async fn parse_claim(&self, keys: &QueueKeys, who: &str, reply: Reply) -> Result<(Vec<Claimed>, bool)> {
+        let reply = reply.accept(keys, "(claim)", who)?;
+        let unindexed = reply.int(1)? == 1;
+        let mut claimed = Vec::new();
+        for j in 0..reply.int(2)? as usize {
+            let at = 3 + j * 7;
+            let id = reply.string(at)?;
+            let bytes = reply.bytes(at + 1)?;
+            let Some(posting) = self.decode_or_quarantine(keys, &id, &bytes).await? else {
+                continue;
+            };
+            claimed.push(Claimed {
+                lease: Lease {
+                    queue: keys.queue.clone(),
+                    job: JobId(id),
+                    owner: who.to_owned(),
+                    token: reply.int(at + 2)? as u64,
+                },
+                args: args_of(&posting.details),
+                name: posting.name,
+                attempt: reply.int(at + 3)? as u32 + 1,
+                max_attempts: reply.int(at + 4)? as u32,
+                priority: Priority(reply.int(at + 5)? as i32),
+                suspect: reply.int(at + 6)? == 1,
+            });
+        }
+        Ok((claimed, unindexed))
+    }
+
     async fn claim_queue(
         &self,
         queue: &str,
@@ -231,51 +272,61 @@ impl RedisBoard {
         idle: bool,
     ) -> Result<Vec<Claimed>> {
         let keys = self.keys(queue)?;
-        let mut claimed = Vec::new();
-        for round in 0..2 {
-            let history = (self.opts.history_count, self.opts.history_age);
-            let reply = scripts::claim(
+        let reply = scripts::claim(&self.conn, &keys, &self.claim_args(who, expiry, count, idle)).await?;
+        let (mut claimed, unindexed) = self.parse_claim(&keys, who, reply).await?;
+        if unindexed && claimed.len() < count && self.index_foreign(queue).await? > 0 {
+            let more = scripts::claim(
                 &self.conn,
                 &keys,
-                who,
-                expiry,
-                count - claimed.len(),
-                idle,
-                history,
+                &self.claim_args(who, expiry, count - claimed.len(), idle),
             )
             .await?;
-            let reply = reply.accept(&keys, "(claim)", who)?;
-            let unindexed = reply.int(1)? == 1;
-            let n = reply.int(2)? as usize;
-            for j in 0..n {
-                let at = 3 + j * 7;
-                let id = reply.string(at)?;
-                let bytes = reply.bytes(at + 1)?;
-                let Some(posting) = self.decode_or_quarantine(&keys, &id, &bytes).await? else {
-                    continue;
-                };
-                claimed.push(Claimed {
-                    lease: Lease {
-                        queue: queue.to_owned(),
-                        job: JobId(id),
-                        owner: who.to_owned(),
-                        token: reply.int(at + 2)? as u64,
-                    },
-                    args: args_of(&posting.details),
-                    name: posting.name,
-                    attempt: reply.int(at + 3)? as u32 + 1,
-                    max_attempts: reply.int(at + 4)? as u32,
-                    priority: Priority(reply.int(at + 5)? as i32),
-                    suspect: reply.int(at + 6)? == 1,
-                });
-            }
-            if round == 0 && unindexed && claimed.len() < count && self.index_foreign(queue).await? > 0 {
-                continue;
-            }
-            break;
+            claimed.extend(self.parse_claim(&keys, who, more).await?.0);
         }
         Ok(claimed)
     }
+
+    /// Groups leases by queue, in chunks a single `consume.lua` call takes.
+    fn consume_batches<'l>(&self, leases: &'l [Lease]) -> Result<Vec<ConsumeBatch<'l>>> {
+        let mut queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        let mut batches = Vec::new();
+        for queue in queues {
+            let keys = self.keys(queue)?;
+            let mine: Vec<(usize, &Lease)> = leases
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.queue == queue)
+                .collect();
+            for chunk in mine.chunks(MAX_CLAIM_COUNT) {
+                batches.push((keys.clone(), chunk.to_vec()));
+            }
+        }
+        Ok(batches)
+    }
+}
+
+/// Leases of one queue for one `consume.lua` call, with their positions in
+/// the caller's list.
+type ConsumeBatch<'l> = (QueueKeys, Vec<(usize, &'l Lease)>);
+
+/// Reads the consume replies of `batches` into one result per lease.
+fn consume_results(
+    leases: &[Lease],
+    batches: &[ConsumeBatch<'_>],
+    replies: Vec<Vec<Reply>>,
+) -> Vec<Result<()>> {
+    let mut results: Vec<Option<Result<()>>> = leases.iter().map(|_| None).collect();
+    for ((keys, chunk), replies) in batches.iter().zip(replies) {
+        for ((at, l), reply) in chunk.iter().zip(replies) {
+            results[*at] = Some(reply.accept(keys, l.job.as_str(), &l.owner).map(drop));
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::codec("missing consume reply"))))
+        .collect()
 }
 
 /// A job made ready for `post.lua`: its id and the posting bytes around
@@ -504,31 +555,57 @@ impl Board for RedisBoard {
     }
 
     async fn consume_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
-        // One script call per queue (a queue's keys share one slot), each
-        // settling up to MAX_CLAIM_COUNT jobs.
-        let mut results: Vec<Option<Result<()>>> = leases.iter().map(|_| None).collect();
-        let mut queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
-        queues.sort_unstable();
-        queues.dedup();
-        for queue in queues {
-            let keys = self.keys(queue)?;
-            let mine: Vec<(usize, &Lease)> = leases
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| l.queue == queue)
-                .collect();
-            for chunk in mine.chunks(MAX_CLAIM_COUNT) {
-                let batch: Vec<&Lease> = chunk.iter().map(|(_, l)| *l).collect();
-                let replies = scripts::consume(&self.conn, &keys, &batch, self.opts.history_count).await?;
-                for ((at, l), reply) in chunk.iter().zip(replies) {
-                    results[*at] = Some(reply.accept(&keys, l.job.as_str(), &l.owner).map(drop));
-                }
-            }
+        let batches = self.consume_batches(leases)?;
+        let mut replies = Vec::with_capacity(batches.len());
+        for (keys, chunk) in &batches {
+            let chunk: Vec<&Lease> = chunk.iter().map(|(_, l)| *l).collect();
+            replies.push(scripts::consume(&self.conn, keys, &chunk, self.opts.history_count).await?);
         }
-        Ok(results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(Error::codec("missing consume reply"))))
-            .collect())
+        Ok(consume_results(leases, &batches, replies))
+    }
+
+    async fn consume_then_claim(
+        &self,
+        done: &[Lease],
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+        holding: usize,
+    ) -> Result<(Vec<Result<()>>, Vec<Claimed>)> {
+        validate_claim(who, expiry, count)?;
+        let Some((first, rest)) = queues.split_first() else {
+            return Ok((self.consume_many(done).await?, Vec::new()));
+        };
+        let batches = self.consume_batches(done)?;
+        let keys = self.keys(first)?;
+        let pipelined: Vec<(QueueKeys, Vec<&Lease>)> = batches
+            .iter()
+            .map(|(k, chunk)| (k.clone(), chunk.iter().map(|(_, l)| *l).collect()))
+            .collect();
+        let args = self.claim_args(who, expiry, count, holding == 0);
+        let (replies, reply) =
+            scripts::consume_then_claim(&self.conn, &pipelined, self.opts.history_count, &keys, &args)
+                .await?;
+        let consumed = consume_results(done, &batches, replies);
+        let (mut claimed, unindexed) = self.parse_claim(&keys, who, reply).await?;
+        if unindexed && claimed.len() < count && self.index_foreign(first).await? > 0 {
+            let more = scripts::claim(
+                &self.conn,
+                &keys,
+                &self.claim_args(who, expiry, count - claimed.len(), holding == 0),
+            )
+            .await?;
+            claimed.extend(self.parse_claim(&keys, who, more).await?.0);
+        }
+        if claimed.len() < count && !rest.is_empty() && !claimed.iter().any(|c| c.suspect) {
+            let held = holding + claimed.len();
+            claimed.extend(
+                self.claim_holding(rest, who, expiry, count - claimed.len(), held)
+                    .await?,
+            );
+        }
+        Ok((consumed, claimed))
     }
 
     async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {

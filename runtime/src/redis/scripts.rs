@@ -114,8 +114,20 @@ pub(crate) struct PostArgs<'a> {
 /// Twin of `post.lua`: posts `jobs` (at most [`POST_BATCH`] of one queue)
 /// in one call. One reply per job: `[status, sequence]`.
 pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> Result<Vec<Reply>> {
-    let replies = post_batches(conn, keys, &[jobs]).await?;
-    Ok(replies.into_iter().flatten().collect())
+    let reply = run(conn, &post_invocation(keys, jobs)).await?;
+    Ok(split_pairs(&reply, jobs.len()))
+}
+
+/// One `[status, value]` reply per job from `{'ok', status, value, …}`.
+fn split_pairs(reply: &Reply, jobs: usize) -> Vec<Reply> {
+    (0..jobs)
+        .map(|k| {
+            Reply(vec![
+                reply.0.get(1 + 2 * k).cloned().unwrap_or_default(),
+                reply.0.get(2 + 2 * k).cloned().unwrap_or_default(),
+            ])
+        })
+        .collect()
 }
 
 /// Jobs per `post.lua` call in a bulk post.
@@ -158,41 +170,67 @@ pub(crate) async fn post_batches(
     values
         .into_iter()
         .zip(batches)
-        .map(|(value, batch)| {
-            let reply = Reply::from_value(value)?;
-            (0..batch.len())
-                .map(|k| {
-                    Ok(Reply(vec![
-                        reply.0.get(1 + 2 * k).cloned().unwrap_or_default(),
-                        reply.0.get(2 + 2 * k).cloned().unwrap_or_default(),
-                    ]))
-                })
-                .collect()
-        })
+        .map(|(value, batch)| Ok(split_pairs(&Reply::from_value(value)?, batch.len())))
         .collect()
+}
+
+/// Arguments of one claim (see `lua/claim.lua`).
+pub(crate) struct ClaimArgs<'a> {
+    pub who: &'a str,
+    pub expiry: Duration,
+    pub count: usize,
+    pub idle: bool,
+    pub history: (usize, Duration),
+}
+
+fn claim_invocation<'s>(keys: &QueueKeys, a: &ClaimArgs<'_>) -> ScriptInvocation<'s> {
+    let mut inv = invocation(&SCRIPTS.claim, keys);
+    inv.arg(a.who)
+        .arg(millis(a.expiry))
+        .arg(a.count)
+        .arg(if a.idle { "1" } else { "0" });
+    inv.arg(a.history.0).arg(millis(a.history.1));
+    inv
 }
 
 /// Twin of `claim.lua`. Not retried after a dropped connection: a claim
 /// whose reply was lost must not take more jobs (its leases expire).
-pub(crate) async fn claim(
-    conn: &Connection,
-    keys: &QueueKeys,
-    who: &str,
-    expiry: Duration,
-    count: usize,
-    idle: bool,
-    history: (usize, Duration),
-) -> Result<Reply> {
-    let mut inv = invocation(&SCRIPTS.claim, keys);
-    inv.arg(who)
-        .arg(millis(expiry))
-        .arg(count)
-        .arg(if idle { "1" } else { "0" });
-    inv.arg(history.0).arg(millis(history.1));
-    let value = inv
+pub(crate) async fn claim(conn: &Connection, keys: &QueueKeys, a: &ClaimArgs<'_>) -> Result<Reply> {
+    let value = claim_invocation(keys, a)
         .invoke_async::<redis::Value>(&mut conn.manager.clone())
         .await?;
     Reply::from_value(value)
+}
+
+/// `consume.lua` for each batch, then `claim.lua`, in one pipeline (one
+/// round trip): a worker settles what finished and takes what is next.
+/// Not retried after a dropped connection (see [`claim`]).
+pub(crate) async fn consume_then_claim(
+    conn: &Connection,
+    batches: &[(QueueKeys, Vec<&crate::job::Lease>)],
+    keep: usize,
+    claim_keys: &QueueKeys,
+    claim: &ClaimArgs<'_>,
+) -> Result<(Vec<Vec<Reply>>, Reply)> {
+    let mut pipe = redis::pipe();
+    for (keys, leases) in batches {
+        pipe.invoke_script(&consume_invocation(keys, leases, keep));
+    }
+    pipe.invoke_script(&claim_invocation(claim_keys, claim));
+    let mut values: Vec<redis::Value> = match pipe.query_async(&mut conn.manager.clone()).await {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            load_all(conn).await?;
+            pipe.query_async(&mut conn.manager.clone()).await?
+        }
+        other => other?,
+    };
+    let claimed = Reply::from_value(values.pop().unwrap_or_default())?;
+    let consumed = values
+        .into_iter()
+        .zip(batches)
+        .map(|(v, (_, leases))| Ok(split_pairs(&Reply::from_value(v)?, leases.len())))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((consumed, claimed))
 }
 
 /// Twin of `claim_job.lua`; `index` = (priority, sequence, max attempts)
@@ -229,30 +267,30 @@ pub(crate) async fn extend(
     run(conn, &inv).await
 }
 
+fn consume_invocation<'s>(
+    keys: &QueueKeys,
+    leases: &[&crate::job::Lease],
+    keep: usize,
+) -> ScriptInvocation<'s> {
+    let mut inv = invocation(&SCRIPTS.consume, keys);
+    inv.arg(keep);
+    for l in leases {
+        inv.arg(l.job.as_str()).arg(&l.owner).arg(l.token);
+    }
+    inv
+}
+
 /// Twin of `consume.lua`: consumes `leases` (all of `keys`' queue, at most
 /// [`MAX_CLAIM_COUNT`](crate::redis::MAX_CLAIM_COUNT)) in one call; `keep`
-/// is the history count limit. One reply per lease, as `accept` reads them.
+/// is the history count limit. One `[status, owner]` reply per lease.
 pub(crate) async fn consume(
     conn: &Connection,
     keys: &QueueKeys,
     leases: &[&crate::job::Lease],
     keep: usize,
 ) -> Result<Vec<Reply>> {
-    let mut inv = invocation(&SCRIPTS.consume, keys);
-    inv.arg(keep);
-    for l in leases {
-        inv.arg(l.job.as_str()).arg(&l.owner).arg(l.token);
-    }
-    let reply = run(conn, &inv).await?;
-    (0..leases.len())
-        .map(|k| {
-            let (status, owner) = (reply.bytes(1 + 2 * k)?, reply.bytes(2 + 2 * k)?);
-            Ok(Reply(vec![
-                redis::Value::BulkString(status),
-                redis::Value::BulkString(owner),
-            ]))
-        })
-        .collect()
+    let reply = run(conn, &consume_invocation(keys, leases, keep)).await?;
+    Ok(split_pairs(&reply, leases.len()))
 }
 
 /// What abandon does with the job (see `lua/abandon.lua`).

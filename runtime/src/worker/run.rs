@@ -143,6 +143,8 @@ struct Worker {
     running: HashMap<LeaseKey, Running>,
     /// A suspect job runs alone: no claims until it finishes.
     isolated: Option<LeaseKey>,
+    /// Finished jobs waiting to be consumed with the next claim.
+    done: Vec<Running>,
     free_slots: Vec<usize>,
     /// Slots emptied after their last job (the only writer of a slot is the
     /// handler of its job, which has finished): no need to empty them again.
@@ -193,6 +195,7 @@ impl Worker {
             heartbeat: Some(heartbeat),
             running: HashMap::new(),
             isolated: None,
+            done: Vec::new(),
             events,
             inbox: Some(inbox),
             mode: Mode::Run,
@@ -219,19 +222,37 @@ impl Worker {
             {
                 self.isolated = None;
             }
-            if self.mode == Mode::Run
+            let can_claim = self.mode == Mode::Run
                 && self.isolated.is_none()
                 && self.running.len() < self.cfg.concurrency
-                && !claim_failed
-            {
+                && !claim_failed;
+            if can_claim {
                 let free = self.cfg.concurrency - self.running.len();
                 let q: Vec<&str> = queues.iter().map(String::as_str).collect();
                 let holding = self.running.len();
-                match self
-                    .board
-                    .claim_holding(&q, &self.cfg.owner, self.cfg.expiry, free, holding)
-                    .await
-                {
+                let done: Vec<crate::job::Lease> = self.done.iter().map(|j| j.lease.clone()).collect();
+                let outcome = if done.is_empty() {
+                    self.board
+                        .claim_holding(&q, &self.cfg.owner, self.cfg.expiry, free, holding)
+                        .await
+                } else {
+                    // Settle what finished and take what is next in one round trip.
+                    let r = self
+                        .board
+                        .consume_then_claim(&done, &q, &self.cfg.owner, self.cfg.expiry, free, holding)
+                        .await;
+                    match r {
+                        Ok((consumed, claimed)) => {
+                            self.log_consumed(consumed);
+                            Ok(claimed)
+                        }
+                        Err(e) => {
+                            self.flush_consumes().await;
+                            Err(e)
+                        }
+                    }
+                };
+                match outcome {
                     Ok(claimed) => {
                         want_work = claimed.len() < free;
                         for c in claimed {
@@ -248,6 +269,7 @@ impl Worker {
                     }
                 }
             }
+            self.flush_consumes().await;
             let timer = self.next_deadline();
             let board = self.board.clone();
             let q: Vec<&str> = queues.iter().map(String::as_str).collect();
@@ -305,6 +327,8 @@ impl Worker {
                 }
             }
         };
+        // Jobs that finished since the last claim are consumed before exit.
+        self.flush_consumes().await;
         if let Some(h) = self.heartbeat.take() {
             h.stop();
         }
@@ -447,19 +471,28 @@ impl Worker {
             };
             log_settled(&job, result);
         }
-        if consumed.is_empty() {
+        // Consumed with the next claim (or by flush_consumes).
+        self.done.extend(consumed);
+    }
+
+    /// Logs the consume results of `self.done` and clears it.
+    fn log_consumed(&mut self, results: Vec<Result<()>>) {
+        for (job, r) in self.done.drain(..).zip(results) {
+            log_settled(&job, r.map(|()| "consumed"));
+        }
+    }
+
+    /// Consumes the finished jobs that no claim took along.
+    async fn flush_consumes(&mut self) {
+        if self.done.is_empty() {
             return;
         }
-        let leases: Vec<crate::job::Lease> = consumed.iter().map(|j| j.lease.clone()).collect();
+        let leases: Vec<crate::job::Lease> = self.done.iter().map(|j| j.lease.clone()).collect();
         match self.board.consume_many(&leases).await {
-            Ok(results) => {
-                for (job, r) in consumed.iter().zip(results) {
-                    log_settled(job, r.map(|()| "consumed"));
-                }
-            }
+            Ok(results) => self.log_consumed(results),
             Err(e) => {
-                for job in &consumed {
-                    log_settled(job, Err(e.clone()));
+                for job in self.done.drain(..) {
+                    log_settled(&job, Err(e.clone()));
                 }
             }
         }
