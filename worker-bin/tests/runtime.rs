@@ -149,6 +149,15 @@ async fn state(board: &RedisBoard, q: &str, id: &JobId) -> JobState {
     board.state(q, id).await.unwrap()
 }
 
+/// Waits until job `id` reaches state `want` (at most `secs` seconds).
+async fn wait_state(board: &RedisBoard, q: &str, id: &JobId, want: JobState, secs: u64) {
+    let what = format!("job {id} to be {want}");
+    wait_until(&what, Duration::from_secs(secs), || async {
+        state(board, q, id).await == want
+    })
+    .await;
+}
+
 /// The worker pid in an owner string `host:supervisor:w<slot>:<pid>`.
 fn worker_pid(owner: &str) -> i32 {
     owner
@@ -213,10 +222,7 @@ async fn killed_worker_job_is_reclaimed_at_once_and_slot_respawned() {
     let key = format!("runs:{q}");
     let id = post(&board, &q, &script(Action::Sleep, 3000, &key), 5).await;
     let mut sup = Supervisor::start(&q, &["--workers", "2", "--expiry", "60"]);
-    wait_until("the job to be claimed", Duration::from_secs(20), || async {
-        state(&board, &q, &id).await == JobState::Claimed
-    })
-    .await;
+    wait_state(&board, &q, &id, JobState::Claimed, 20).await;
     let owner = board.find_owner(&q, &id).await.unwrap().unwrap();
     let victim = worker_pid(&owner);
     // SAFETY: kill -9 of one of the supervisor's worker processes.
@@ -231,12 +237,7 @@ async fn killed_worker_job_is_reclaimed_at_once_and_slot_respawned() {
         back < Duration::from_secs(2),
         "the job came back after {back:?}, not at once"
     );
-    wait_until(
-        "the job to complete on another worker",
-        Duration::from_secs(20),
-        || async { state(&board, &q, &id).await == JobState::Completed },
-    )
-    .await;
+    wait_state(&board, &q, &id, JobState::Completed, 20).await;
     let info = board.show(&q, &id).await.unwrap();
     assert_eq!(info.attempts, 1, "the crash counts one attempt");
     assert_eq!(runs(&board, &key).await[id.as_str()], 2);
@@ -258,12 +259,7 @@ async fn cpu_bound_handler_keeps_its_lease_for_three_expiries() {
     let key = format!("runs:{q}");
     let id = post(&board, &q, &script(Action::Spin, 6000, &key), 5).await;
     let _sup = Supervisor::start(&q, &["--workers", "2", "--expiry", "2"]);
-    wait_until(
-        "the CPU-bound job to complete",
-        Duration::from_secs(40),
-        || async { state(&board, &q, &id).await == JobState::Completed },
-    )
-    .await;
+    wait_state(&board, &q, &id, JobState::Completed, 40).await;
     let info = board.show(&q, &id).await.unwrap();
     assert_eq!(
         (info.token, info.attempts),
@@ -281,10 +277,7 @@ async fn handler_past_its_timeout_is_stopped_retried_then_trashed() {
     let key = format!("runs:{q}");
     let id = post(&board, &q, &script(Action::Spin, 600_000, &key), 2).await;
     let mut sup = Supervisor::start(&q, &["--workers", "1", "--timeout", "1"]);
-    wait_until("the job to be trashed", Duration::from_secs(60), || async {
-        state(&board, &q, &id).await == JobState::Trashed
-    })
-    .await;
+    wait_state(&board, &q, &id, JobState::Trashed, 60).await;
     let info = board.show(&q, &id).await.unwrap();
     let reason = info.reason.unwrap_or_default();
     assert!(reason.contains("timed out after 1s"), "{reason}");
@@ -431,12 +424,7 @@ async fn aborting_handler_is_trashed_after_three_crashes() {
     let key = format!("runs:{q}");
     let id = post(&board, &q, &script(Action::Abort, 0, &key), 10).await;
     let mut sup = Supervisor::start(&q, &["--workers", "1"]);
-    wait_until(
-        "the poison pill to be trashed",
-        Duration::from_secs(30),
-        || async { state(&board, &q, &id).await == JobState::Trashed },
-    )
-    .await;
+    wait_state(&board, &q, &id, JobState::Trashed, 30).await;
     let reason = board.show(&q, &id).await.unwrap().reason.unwrap_or_default();
     assert!(
         reason.contains("poison pill") && reason.contains("SIGABRT"),
@@ -445,10 +433,7 @@ async fn aborting_handler_is_trashed_after_three_crashes() {
     assert_eq!(runs(&board, &key).await[id.as_str()], 3);
     assert!(sup.alive(), "the supervisor keeps running");
     let after = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
-    wait_until("a later job to complete", Duration::from_secs(20), || async {
-        state(&board, &q, &after).await == JobState::Completed
-    })
-    .await;
+    wait_state(&board, &q, &after, JobState::Completed, 20).await;
     sup.signal(libc::SIGTERM);
     assert_eq!(sup.wait_exit(Duration::from_secs(20)).code(), Some(0));
 }
@@ -503,10 +488,7 @@ async fn tstp_quiets_and_cont_resumes() {
         "a quiet worker claims nothing"
     );
     sup.signal(libc::SIGCONT);
-    wait_until("the job to run after CONT", Duration::from_secs(10), || async {
-        state(&board, &q, &id).await == JobState::Completed
-    })
-    .await;
+    wait_state(&board, &q, &id, JobState::Completed, 10).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -601,10 +583,5 @@ async fn crash_loop_ends_with_its_exit_code_and_sandboxes_are_not_shared() {
         second.log()
     );
     let id = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
-    wait_until(
-        "the first supervisor still works",
-        Duration::from_secs(10),
-        || async { state(&board, &q, &id).await == JobState::Completed },
-    )
-    .await;
+    wait_state(&board, &q, &id, JobState::Completed, 10).await;
 }

@@ -148,16 +148,24 @@ pub(crate) async fn measure(
     post_noops(board, &q, opts.jobs).await?;
     let t0 = Instant::now();
     sup.signal(libc::SIGCONT);
-    let mut peak = 0f64;
+    let mut samples: Vec<f64> = Vec::new();
     let mut last_sample = Instant::now() - Duration::from_secs(1);
     until("the drain", Duration::from_millis(5), || {
         if last_sample.elapsed() >= Duration::from_millis(100) {
             last_sample = Instant::now();
-            peak = peak.max(pids.iter().map(|&p| pss_mib(p)).sum());
+            samples.push(pids.iter().map(|&p| pss_mib(p)).sum());
         }
         empty()
     })
     .await?;
+    let peak = samples.iter().copied().fold(0.0, f64::max);
+    // Growth from the first second of the drain (workers warmed up) to its end.
+    if let (Some(&early), Some(&late)) = (
+        samples.get(samples.len().min(10).saturating_sub(1)),
+        samples.last(),
+    ) {
+        f.worker_mem_growth_pct = (late - early) / early.max(0.001) * 100.0;
+    }
     f.drain_per_s = opts.jobs as f64 / t0.elapsed().as_secs_f64();
     let after = counters(board).await?;
     f.redis_cpu_us_per_job = (after.cpu_us - before.cpu_us) / opts.jobs as f64;

@@ -63,6 +63,8 @@ pub struct Figures {
     pub commands_per_job: f64,
     /// Peak PSS of supervisor + workers during the drain, MiB.
     pub worker_mem_mib: f64,
+    /// PSS growth from the drain's first second to its end, percent.
+    pub worker_mem_growth_pct: f64,
     /// Always "pss".
     pub mem_kind: &'static str,
     /// From `jobworker` start to the first job handled, ms.
@@ -140,7 +142,10 @@ impl Figures {
             ),
             (
                 "supervisor + workers",
-                format!("{:>10.1} MiB PSS (peak)", self.worker_mem_mib),
+                format!(
+                    "{:>10.1} MiB PSS (peak), {:+.1} % over the drain",
+                    self.worker_mem_mib, self.worker_mem_growth_pct
+                ),
             ),
             (
                 "first job handled",

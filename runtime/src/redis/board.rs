@@ -273,15 +273,25 @@ impl RedisBoard {
     ) -> Result<Vec<Claimed>> {
         let keys = self.keys(queue)?;
         let reply = scripts::claim(&self.conn, &keys, &self.claim_args(who, expiry, count, idle)).await?;
-        let (mut claimed, unindexed) = self.parse_claim(&keys, who, reply).await?;
-        if unindexed && claimed.len() < count && self.index_foreign(queue).await? > 0 {
-            let more = scripts::claim(
-                &self.conn,
-                &keys,
-                &self.claim_args(who, expiry, count - claimed.len(), idle),
-            )
-            .await?;
-            claimed.extend(self.parse_claim(&keys, who, more).await?.0);
+        self.finish_claim(&keys, who, expiry, count, idle, reply).await
+    }
+
+    /// Reads a claim reply; when it came up short because taskflow posted
+    /// jobs the index lacks, indexes them and claims once more.
+    async fn finish_claim(
+        &self,
+        keys: &QueueKeys,
+        who: &str,
+        expiry: Duration,
+        count: usize,
+        idle: bool,
+        reply: Reply,
+    ) -> Result<Vec<Claimed>> {
+        let (mut claimed, unindexed) = self.parse_claim(keys, who, reply).await?;
+        if unindexed && claimed.len() < count && self.index_foreign(&keys.queue).await? > 0 {
+            let args = self.claim_args(who, expiry, count - claimed.len(), idle && claimed.is_empty());
+            let more = scripts::claim(&self.conn, keys, &args).await?;
+            claimed.extend(self.parse_claim(keys, who, more).await?.0);
         }
         Ok(claimed)
     }
@@ -588,16 +598,9 @@ impl Board for RedisBoard {
             scripts::consume_then_claim(&self.conn, &pipelined, self.opts.history_count, &keys, &args)
                 .await?;
         let consumed = consume_results(done, &batches, replies);
-        let (mut claimed, unindexed) = self.parse_claim(&keys, who, reply).await?;
-        if unindexed && claimed.len() < count && self.index_foreign(first).await? > 0 {
-            let more = scripts::claim(
-                &self.conn,
-                &keys,
-                &self.claim_args(who, expiry, count - claimed.len(), holding == 0),
-            )
+        let mut claimed = self
+            .finish_claim(&keys, who, expiry, count, holding == 0, reply)
             .await?;
-            claimed.extend(self.parse_claim(&keys, who, more).await?.0);
-        }
         if claimed.len() < count && !rest.is_empty() && !claimed.iter().any(|c| c.suspect) {
             let held = holding + claimed.len();
             claimed.extend(
