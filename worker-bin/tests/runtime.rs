@@ -118,6 +118,15 @@ async fn board() -> RedisBoard {
     RedisBoard::connect(shared_redis().url()).await.unwrap()
 }
 
+/// The start of most tests: the serial guard, a board, a fresh queue and
+/// the Redis hash the scripted handler counts runs in.
+async fn setup(prefix: &str) -> (MutexGuard<'static, ()>, RedisBoard, String, String) {
+    let guard = serial().await;
+    let q = unique_queue(prefix);
+    let key = format!("runs:{q}");
+    (guard, board().await, q, key)
+}
+
 fn script(action: Action, millis: u64, count_key: &str) -> Script {
     Script {
         action,
@@ -216,10 +225,7 @@ async fn two_thousand_jobs_over_two_queues_run_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_worker_job_is_reclaimed_at_once_and_slot_respawned() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-kill");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-kill").await;
     let id = post(&board, &q, &script(Action::Sleep, 3000, &key), 5).await;
     let mut sup = Supervisor::start(&q, &["--workers", "2", "--expiry", "60"]);
     wait_state(&board, &q, &id, JobState::Claimed, 20).await;
@@ -253,10 +259,7 @@ async fn killed_worker_job_is_reclaimed_at_once_and_slot_respawned() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cpu_bound_handler_keeps_its_lease_for_three_expiries() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-cpu");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-cpu").await;
     let id = post(&board, &q, &script(Action::Spin, 6000, &key), 5).await;
     let _sup = Supervisor::start(&q, &["--workers", "2", "--expiry", "2"]);
     wait_state(&board, &q, &id, JobState::Completed, 40).await;
@@ -271,10 +274,7 @@ async fn cpu_bound_handler_keeps_its_lease_for_three_expiries() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn handler_past_its_timeout_is_stopped_retried_then_trashed() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-timeout");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-timeout").await;
     let id = post(&board, &q, &script(Action::Spin, 600_000, &key), 2).await;
     let mut sup = Supervisor::start(&q, &["--workers", "1", "--timeout", "1"]);
     wait_state(&board, &q, &id, JobState::Trashed, 60).await;
@@ -303,10 +303,7 @@ async fn post_sleepers(board: &RedisBoard, q: &str, n: usize, millis: u64, key: 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_with_enough_grace_finishes_every_job() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-drain");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-drain").await;
     let ids = post_sleepers(&board, &q, 20, 1500, &key).await;
     let mut sup = Supervisor::start(&q, &["--workers", "2", "--concurrency", "10", "--grace", "30"]);
     wait_until("20 jobs in flight", Duration::from_secs(20), || async {
@@ -324,10 +321,7 @@ async fn sigterm_with_enough_grace_finishes_every_job() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_with_short_grace_gives_the_rest_back() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-short");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-short").await;
     let ids: HashSet<JobId> = post_sleepers(&board, &q, 20, 60_000, &key)
         .await
         .into_iter()
@@ -418,10 +412,7 @@ async fn sandboxes_are_private_emptied_and_never_shared() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn aborting_handler_is_trashed_after_three_crashes() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-abort");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-abort").await;
     let id = post(&board, &q, &script(Action::Abort, 0, &key), 10).await;
     let mut sup = Supervisor::start(&q, &["--workers", "1"]);
     wait_state(&board, &q, &id, JobState::Trashed, 30).await;
@@ -440,10 +431,7 @@ async fn aborting_handler_is_trashed_after_three_crashes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn in_process_worker_with_workers_zero() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-inproc");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-inproc").await;
     for _ in 0..5 {
         post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
     }
@@ -469,10 +457,7 @@ async fn live_workers(board: &RedisBoard, q: &str) -> Vec<jobworker::worker::Wor
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tstp_quiets_and_cont_resumes() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-quiet");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-quiet").await;
     let sup = Supervisor::start(&q, &["--workers", "1"]);
     wait_until("the worker to start", Duration::from_secs(10), || async {
         live_workers(&board, &q).await.len() == 1
@@ -533,10 +518,7 @@ async fn ttin_ttou_and_hup_change_and_restart_workers() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_poison_pill_does_not_take_its_neighbours_down() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-neighbours");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-neighbours").await;
     let pill = post(&board, &q, &script(Action::Abort, 0, &key), 10).await;
     let mut innocents = Vec::new();
     for _ in 0..6 {
@@ -565,10 +547,7 @@ async fn a_poison_pill_does_not_take_its_neighbours_down() {
 /// crash-loop exit code while the first keeps working.
 #[tokio::test(flavor = "multi_thread")]
 async fn crash_loop_ends_with_its_exit_code_and_sandboxes_are_not_shared() {
-    let _serial = serial().await;
-    let board = board().await;
-    let q = unique_queue("e2e-loop");
-    let key = format!("runs:{q}");
+    let (_serial, board, q, key) = setup("e2e-loop").await;
     let first = Supervisor::start(&q, &["--workers", "1"]);
     wait_until("the first worker", Duration::from_secs(10), || async {
         live_workers(&board, &q).await.len() == 1
