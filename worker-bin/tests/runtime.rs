@@ -564,3 +564,35 @@ async fn crash_loop_ends_with_its_exit_code_and_sandboxes_are_not_shared() {
     let id = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
     wait_state(&board, &q, &id, JobState::Completed, 10).await;
 }
+
+/// Panics are caught and recorded like errors; errors are retried with
+/// backoff and succeed later; fatal errors trash at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn panics_errors_and_fatal_errors_settle_as_documented() {
+    let (_serial, board, q, key) = setup("e2e-outcomes").await;
+    let panics = post(&board, &q, &script(Action::Panic, 0, &key), 2).await;
+    let fatal = post(&board, &q, &script(Action::Fatal, 0, &key), 5).await;
+    let mut flaky = script(Action::Retry, 0, &key);
+    flaky.until_attempt = 1;
+    let flaky = post(&board, &q, &flaky, 5).await;
+    let _sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "3"]);
+    wait_state(&board, &q, &panics, JobState::Trashed, 30).await;
+    wait_state(&board, &q, &fatal, JobState::Trashed, 30).await;
+    wait_state(&board, &q, &flaky, JobState::Completed, 30).await;
+    let reason = |id: JobId| {
+        let board = board.clone();
+        let q = q.clone();
+        async move { board.show(&q, &id).await.unwrap().reason.unwrap_or_default() }
+    };
+    let r = reason(panics.clone()).await;
+    assert!(
+        r.contains("panicked: scripted panic on attempt 2") && r.contains("exhausted"),
+        "{r}"
+    );
+    assert_eq!(reason(fatal.clone()).await, "scripted fatal error");
+    let runs = runs(&board, &key).await;
+    assert_eq!(
+        (runs[panics.as_str()], runs[fatal.as_str()], runs[flaky.as_str()]),
+        (2, 1, 2)
+    );
+}

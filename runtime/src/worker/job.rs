@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use tokio::task::{AbortHandle, JoinError};
+use tokio::task::AbortHandle;
 
 use crate::handler::{CancelFlag, HandlerError, HandlerErrorKind};
 use crate::job::Lease;
@@ -69,19 +69,57 @@ pub(crate) enum Settle {
     Drop(&'static str),
 }
 
-fn panic_message(e: JoinError) -> String {
-    match e.try_into_panic() {
-        Ok(payload) => payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic with a non-text payload".to_owned()),
-        Err(e) => e.to_string(),
+/// How a handler task ended.
+pub(crate) enum Outcome {
+    /// The handler returned.
+    Returned(Result<(), HandlerError>),
+    /// The handler panicked, with this message.
+    Panicked(String),
+    /// The task was aborted before the handler returned.
+    Cancelled,
+}
+
+/// Reports a handler task's outcome from inside the task; a task dropped
+/// before reporting (aborted) reports [`Outcome::Cancelled`].
+pub(crate) struct Reporter {
+    send: Option<Box<dyn FnOnce(Outcome) + Send>>,
+}
+
+impl Reporter {
+    /// A reporter calling `send` exactly once.
+    pub fn new(send: impl FnOnce(Outcome) + Send + 'static) -> Reporter {
+        Reporter {
+            send: Some(Box::new(send)),
+        }
+    }
+
+    /// Reports how the handler ended.
+    pub fn report(mut self, outcome: Outcome) {
+        if let Some(send) = self.send.take() {
+            send(outcome);
+        }
     }
 }
 
+impl Drop for Reporter {
+    fn drop(&mut self) {
+        if let Some(send) = self.send.take() {
+            send(Outcome::Cancelled);
+        }
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
+}
+
 /// Decides how to settle `job` from its handler's outcome.
-pub(crate) fn settle(job: &Running, outcome: Result<Result<(), HandlerError>, JoinError>) -> Settle {
+pub(crate) fn settle(job: &Running, outcome: Outcome) -> Settle {
     match (job.interrupt, outcome) {
         (Interrupt::LeaseLost, _) => Settle::Drop("lease lost; result dropped"),
         (Interrupt::Released, _) => Settle::Drop("given back at shutdown"),
@@ -89,14 +127,12 @@ pub(crate) fn settle(job: &Running, outcome: Result<Result<(), HandlerError>, Jo
             format!("timed out after {:?}", job.timeout.unwrap_or_default()),
             None,
         ),
-        (Interrupt::None, Ok(Ok(()))) => Settle::Consume,
-        (Interrupt::None, Ok(Err(e))) => match e.kind() {
+        (Interrupt::None, Outcome::Returned(Ok(()))) => Settle::Consume,
+        (Interrupt::None, Outcome::Returned(Err(e))) => match e.kind() {
             HandlerErrorKind::Fatal => Settle::Trash(e.message().to_owned()),
             HandlerErrorKind::Retry { after } => Settle::Retry(e.message().to_owned(), *after),
         },
-        (Interrupt::None, Err(e)) if e.is_panic() => {
-            Settle::Retry(format!("panicked: {}", panic_message(e)), None)
-        }
-        (Interrupt::None, Err(_)) => Settle::Release,
+        (Interrupt::None, Outcome::Panicked(message)) => Settle::Retry(format!("panicked: {message}"), None),
+        (Interrupt::None, Outcome::Cancelled) => Settle::Release,
     }
 }

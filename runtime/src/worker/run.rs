@@ -5,7 +5,6 @@ use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use tokio::task::JoinError;
 
 use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
@@ -15,7 +14,7 @@ use crate::redis::{RedisBoard, RedisOptions};
 use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
 use crate::worker::heartbeat::{key_of, LeaseKey};
-use crate::worker::job::{settle, Interrupt, Running, Settle};
+use crate::worker::job::{panic_text, settle, Interrupt, Outcome, Reporter, Running, Settle};
 use crate::worker::presence::{self, WorkerInfo};
 use crate::worker::sandbox::Sandbox;
 
@@ -45,8 +44,6 @@ impl WorkerExit {
         }
     }
 }
-
-type Outcome = std::result::Result<std::result::Result<(), HandlerError>, JoinError>;
 
 enum Event {
     Done(LeaseKey, Outcome),
@@ -312,6 +309,13 @@ impl Worker {
                             }
                         }
                         next = inbox.try_recv().ok();
+                        if next.is_none() && !self.running.is_empty() {
+                            // Let the watchers of other finished handlers
+                            // (tasks on this thread) deliver theirs too, so
+                            // that one round trip settles them all.
+                            tokio::task::yield_now().await;
+                            next = inbox.try_recv().ok();
+                        }
                     }
                     self.finish_batch(done).await;
                 }
@@ -390,22 +394,38 @@ impl Worker {
         if let Some(h) = &self.heartbeat {
             h.hold(c.lease.clone());
         }
+        // The handler task reports its own outcome (no watcher task per job).
+        let events = self.events.clone();
+        let done = key.clone();
+        let reporter = Reporter::new(move |outcome| {
+            let _ = events.send(Event::Done(done, outcome));
+        });
         let handle = match entry.map(|e| e.run) {
-            Some(HandlerFn::Async(f)) => self.handlers.spawn(f(cx, c.args)),
-            Some(HandlerFn::Blocking(f)) => self.handlers.spawn_blocking(move || f(cx, c.args)),
+            Some(HandlerFn::Async(f)) => {
+                let run = std::panic::AssertUnwindSafe(f(cx, c.args));
+                self.handlers.spawn(async move {
+                    let outcome = match futures_util::FutureExt::catch_unwind(run).await {
+                        Ok(r) => Outcome::Returned(r),
+                        Err(panic) => Outcome::Panicked(panic_text(panic)),
+                    };
+                    reporter.report(outcome);
+                })
+            }
+            Some(HandlerFn::Blocking(f)) => self.handlers.spawn_blocking(move || {
+                let outcome = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(cx, c.args))) {
+                    Ok(r) => Outcome::Returned(r),
+                    Err(panic) => Outcome::Panicked(panic_text(panic)),
+                };
+                reporter.report(outcome);
+            }),
             None => {
                 let msg = format!("no handler named {:?} is linked into this worker", c.name);
-                self.handlers
-                    .spawn(async move { Err(HandlerError::retry_msg(msg)) })
+                self.handlers.spawn(async move {
+                    reporter.report(Outcome::Returned(Err(HandlerError::retry_msg(msg))))
+                })
             }
         };
         let abort = handle.abort_handle();
-        let events = self.events.clone();
-        let done = key.clone();
-        tokio::spawn(async move {
-            let outcome = handle.await;
-            let _ = events.send(Event::Done(done, outcome));
-        });
         tracing::debug!(job = %c.lease.job, queue = %c.lease.queue, name = %c.name, attempt = c.attempt, "job started");
         let timeout = entry.and_then(|e| e.timeout).or(self.cfg.default_timeout);
         self.running.insert(
