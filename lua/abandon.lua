@@ -12,7 +12,7 @@
 --        {'not_found'} | {'not_owner', current owner or ''}
 
 local id, who, token, mode = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local refused = check_lease(id, who, token)
+local refused = check_listed_lease(id, who, token)
 if refused then return refused end
 local s, us, now_ms = now()
 redis.call('DEL', owned_key(id))

@@ -8,7 +8,7 @@
 -- Returns: {'ok'} | {'not_found'} | {'not_owner', current owner or ''}
 
 local id, who, token, expiry_ms = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local refused = check_lease(id, who, token)
+local refused = check_listed_lease(id, who, token)
 if refused then return refused end
 local _, _, now_ms = now()
 redis.call('PEXPIRE', owned_key(id), expiry_ms)

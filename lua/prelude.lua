@@ -107,6 +107,14 @@ local function check_lease(id, who, token)
   return {'not_owner', owner or ''}
 end
 
+-- check_lease, and the job must still be listed (extend, abandon and trash;
+-- consume learns it from its HDEL instead).
+local function check_listed_lease(id, who, token)
+  local refused = check_lease(id, who, token)
+  if not refused and redis.call('HEXISTS', K_LISTINGS, id) == 0 then return {'not_found'} end
+  return refused
+end
+
 -- Moves a listed job to taskflow's trash with a reason (taskflow's key
 -- effects: trash copy, last_modified set, owner and listing deleted).
 local function trash_job(id, reason, s, us)

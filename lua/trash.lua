@@ -9,7 +9,7 @@
 -- Returns: {'ok'} | {'not_found'} | {'not_owner', current owner or ''}
 
 local id, who, token = ARGV[2], ARGV[3], ARGV[4]
-local refused = check_lease(id, who, token)
+local refused = check_listed_lease(id, who, token)
 if refused then return refused end
 local s, us = now()
 trash_job(id, ARGV[5], s, us)

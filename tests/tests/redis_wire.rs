@@ -333,3 +333,76 @@ async fn completed_history_stays_within_its_count() {
         .unwrap();
     assert_eq!(job_keys.len(), kept, "pruned jobs leave no state behind");
 }
+
+/// A listing removed behind jobworker's back (an operator, or a taskflow
+/// reader deleting what it cannot decode) means the job is gone: every
+/// lease verb says so, as taskflow does, and nothing is resurrected.
+#[tokio::test]
+async fn verbs_on_a_job_whose_listing_vanished_say_not_found() {
+    let q = unique_queue("vanished");
+    let board = RedisBoard::connect(shared_redis().url()).await.unwrap();
+    let keys = board.keys(&q).unwrap();
+    let id = board.post(&q, NewJob::new("v")).await.unwrap();
+    let c = board
+        .claim(&[&q], "w", Duration::from_secs(60), 1)
+        .await
+        .unwrap()
+        .remove(0);
+    let mut con = board.connection();
+    let _: () = con.hdel(keys.listings(), id.as_str()).await.unwrap();
+    assert!(board
+        .extend(&c.lease, Duration::from_secs(60))
+        .await
+        .unwrap_err()
+        .is_not_found());
+    assert!(board
+        .abandon(&c.lease, jobworker::Abandon::Release)
+        .await
+        .unwrap_err()
+        .is_not_found());
+    assert!(board.trash(&c.lease, "x").await.unwrap_err().is_not_found());
+    assert!(board.consume(&c.lease).await.unwrap_err().is_not_found());
+    let ready: usize = con.zcard(keys.ready()).await.unwrap();
+    assert_eq!(ready, 0, "nothing went back to the ready index");
+}
+
+/// After the server lost its scripts and only claim.lua came back, a
+/// worker's consume-then-claim step consumes once and claims once.
+#[tokio::test]
+async fn consume_then_claim_after_a_script_flush_claims_once() {
+    let q = unique_queue("flush");
+    let board = RedisBoard::connect(shared_redis().url()).await.unwrap();
+    let keys = board.keys(&q).unwrap();
+    for _ in 0..4 {
+        board.post(&q, NewJob::new("f")).await.unwrap();
+    }
+    let a = board
+        .claim(&[&q], "w", Duration::from_secs(60), 1)
+        .await
+        .unwrap()
+        .remove(0);
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut board.connection())
+        .await
+        .unwrap();
+    // This loads claim.lua alone.
+    board.claim(&[&q], "w", Duration::from_secs(60), 1).await.unwrap();
+    let (consumed, claimed) = board
+        .consume_then_claim(
+            std::slice::from_ref(&a.lease),
+            &[&q],
+            "w",
+            Duration::from_secs(60),
+            1,
+            1,
+        )
+        .await
+        .unwrap();
+    assert!(consumed[0].is_ok());
+    assert_eq!(claimed.len(), 1);
+    let leased: usize = board.connection().zcard(keys.leases()).await.unwrap();
+    assert_eq!(leased, 2, "exactly the two claims in flight hold leases");
+    assert_eq!(board.job_count(&q).await.unwrap(), 3);
+    assert_eq!(board.state(&q, &a.lease.job).await.unwrap(), JobState::Completed);
+}

@@ -157,21 +157,28 @@ pub(crate) async fn post_batches(
     batches: &[&[PostArgs<'_>]],
 ) -> Result<Vec<Vec<Reply>>> {
     let mut pipe = redis::pipe();
+    pipe.ignore_errors();
     for batch in batches {
         pipe.invoke_script(&post_invocation(keys, batch));
     }
-    let values: Vec<redis::Value> = match conn.query_pipe(&pipe).await {
-        Err(e) if e.message().to_ascii_lowercase().contains("noscript") => {
-            load_all(conn).await?;
-            conn.query_pipe(&pipe).await?
-        }
-        other => other?,
-    };
-    values
-        .into_iter()
-        .zip(batches)
-        .map(|(value, batch)| Ok(split_pairs(&Reply::from_value(value)?, batch.len())))
-        .collect()
+    // Not retried after a dropped connection: batches that ran would
+    // report their own jobs as already existing.
+    let results: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.manager.clone()).await?;
+    let mut replies = Vec::with_capacity(batches.len());
+    for (result, batch) in results.into_iter().zip(batches) {
+        let value = match result {
+            Ok(v) => v,
+            Err(e) if is_noscript(&e) => {
+                load_all(conn).await?;
+                post_invocation(keys, batch)
+                    .invoke_async(&mut conn.manager.clone())
+                    .await?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        replies.push(split_pairs(&Reply::from_value(value)?, batch.len()));
+    }
+    Ok(replies)
 }
 
 /// Arguments of one claim (see `lua/claim.lua`).
@@ -213,24 +220,47 @@ pub(crate) async fn consume_then_claim(
     claim: &ClaimArgs<'_>,
 ) -> Result<(Vec<Vec<Reply>>, Reply)> {
     let mut pipe = redis::pipe();
+    pipe.ignore_errors();
     for (keys, leases) in batches {
         pipe.invoke_script(&consume_invocation(keys, leases, keep));
     }
     pipe.invoke_script(&claim_invocation(claim_keys, claim));
-    let mut values: Vec<redis::Value> = match pipe.query_async(&mut conn.manager.clone()).await {
-        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+    let mut results: Vec<redis::RedisResult<redis::Value>> =
+        pipe.query_async(&mut conn.manager.clone()).await?;
+    // A script the server lost (restart, SCRIPT FLUSH) did not run: load
+    // them all and run just that one again. Everything else ran once.
+    let claimed = match results.pop() {
+        Some(Ok(v)) => v,
+        Some(Err(e)) if is_noscript(&e) => {
             load_all(conn).await?;
-            pipe.query_async(&mut conn.manager.clone()).await?
+            claim_invocation(claim_keys, claim)
+                .invoke_async(&mut conn.manager.clone())
+                .await?
         }
-        other => other?,
+        Some(Err(e)) => return Err(e.into()),
+        None => return Err(crate::error::Error::codec("empty pipeline reply")),
     };
-    let claimed = Reply::from_value(values.pop().unwrap_or_default())?;
-    let consumed = values
-        .into_iter()
-        .zip(batches)
-        .map(|(v, (_, leases))| Ok(split_pairs(&Reply::from_value(v)?, leases.len())))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((consumed, claimed))
+    let mut consumed = Vec::with_capacity(batches.len());
+    for (result, (keys, leases)) in results.into_iter().zip(batches) {
+        let value = match result {
+            Ok(v) => v,
+            Err(e) if is_noscript(&e) => {
+                load_all(conn).await?;
+                return_value(run(conn, &consume_invocation(keys, leases, keep)).await?)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        consumed.push(split_pairs(&Reply::from_value(value)?, leases.len()));
+    }
+    Ok((consumed, Reply::from_value(claimed)?))
+}
+
+fn is_noscript(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+}
+
+fn return_value(reply: Reply) -> redis::Value {
+    redis::Value::Array(reply.0)
 }
 
 /// Twin of `claim_job.lua`; `index` = (priority, sequence, max attempts)

@@ -454,16 +454,24 @@ impl Worker {
             let Some(job) = self.running.remove(&key) else {
                 continue;
             };
-            if let Some(h) = &self.heartbeat {
-                h.release(&key);
-            }
+            // Only a handler that really ended leaves its slot quiet: an
+            // aborted one may still have a blocking write or a child process
+            // at work there, so that slot is emptied again before reuse.
+            let ended = job.interrupt == Interrupt::None && !matches!(outcome, Outcome::Cancelled);
             match self.sandbox.prepare(job.slot) {
-                Ok(_) => self.clean_slots[job.slot] = true,
+                Ok(_) => self.clean_slots[job.slot] = ended,
                 Err(e) => tracing::warn!(error = %e, "cannot empty the sandbox after a job"),
             }
             self.free_slots.push(job.slot);
-            let result = match settle(&job, outcome) {
+            let settled = settle(&job, outcome);
+            if settled != Settle::Consume {
+                if let Some(h) = &self.heartbeat {
+                    h.release(&key);
+                }
+            }
+            let result = match settled {
                 Settle::Consume => {
+                    // Still heartbeated until the consume is recorded.
                     consumed.push(job);
                     continue;
                 }
@@ -498,6 +506,9 @@ impl Worker {
     /// Logs the consume results of `self.done` and clears it.
     fn log_consumed(&mut self, results: Vec<Result<()>>) {
         for (job, r) in self.done.drain(..).zip(results) {
+            if let Some(h) = &self.heartbeat {
+                h.release(&key_of(&job.lease));
+            }
             log_settled(&job, r.map(|()| "consumed"));
         }
     }
@@ -512,6 +523,9 @@ impl Worker {
             Ok(results) => self.log_consumed(results),
             Err(e) => {
                 for job in self.done.drain(..) {
+                    if let Some(h) = &self.heartbeat {
+                        h.release(&key_of(&job.lease));
+                    }
                     log_settled(&job, Err(e.clone()));
                 }
             }
