@@ -343,6 +343,9 @@ fn consume_results(
 /// the server-side time and sequence.
 struct Prepared {
     id: JobId,
+    /// The id was generated here (a uuid4): an "exists" reply can only be
+    /// this very post, retried after a dropped connection.
+    generated: bool,
     parts: crate::codec::PostingParts,
     delay: Duration,
     run_at_ms: u64,
@@ -365,6 +368,7 @@ impl Prepared {
         };
         Ok(Prepared {
             id,
+            generated: job.id.is_none(),
             parts,
             delay,
             run_at_ms,
@@ -387,6 +391,7 @@ impl Prepared {
     fn accept(self, reply: Reply, keys: &QueueKeys) -> Result<JobId> {
         match reply.status().as_str() {
             "ready" | "scheduled" => Ok(self.id),
+            "exists" if self.generated => Ok(self.id),
             "exists" => Err(Error::invalid(format!(
                 "job {} already exists in queue {}",
                 self.id, keys.queue
