@@ -301,18 +301,24 @@ async fn post_sleepers(board: &RedisBoard, q: &str, n: usize, millis: u64, key: 
     ids
 }
 
+/// Waits until 20 jobs run, sends SIGTERM to the supervisor and expects
+/// it to exit 0 within `secs` seconds.
+async fn term_with_20_in_flight(board: &RedisBoard, key: &str, sup: &mut Supervisor, secs: u64) {
+    wait_until("20 jobs in flight", Duration::from_secs(20), || async {
+        runs(board, key).await.len() == 20
+    })
+    .await;
+    sup.signal(libc::SIGTERM);
+    let status = sup.wait_exit(Duration::from_secs(secs));
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_with_enough_grace_finishes_every_job() {
     let (_serial, board, q, key) = setup("e2e-drain").await;
     let ids = post_sleepers(&board, &q, 20, 1500, &key).await;
     let mut sup = Supervisor::start(&q, &["--workers", "2", "--concurrency", "10", "--grace", "30"]);
-    wait_until("20 jobs in flight", Duration::from_secs(20), || async {
-        runs(&board, &key).await.len() == 20
-    })
-    .await;
-    sup.signal(libc::SIGTERM);
-    let status = sup.wait_exit(Duration::from_secs(30));
-    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    term_with_20_in_flight(&board, &key, &mut sup, 30).await;
     for id in &ids {
         assert_eq!(state(&board, &q, id).await, JobState::Completed);
     }
@@ -327,13 +333,7 @@ async fn sigterm_with_short_grace_gives_the_rest_back() {
         .into_iter()
         .collect();
     let mut sup = Supervisor::start(&q, &["--workers", "2", "--concurrency", "10", "--grace", "1"]);
-    wait_until("20 jobs in flight", Duration::from_secs(20), || async {
-        runs(&board, &key).await.len() == 20
-    })
-    .await;
-    sup.signal(libc::SIGTERM);
-    let status = sup.wait_exit(Duration::from_secs(15));
-    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    term_with_20_in_flight(&board, &key, &mut sup, 15).await;
     // Nothing lost, nothing counted, and claimable at once.
     assert_eq!(board.job_count(&q).await.unwrap(), 20);
     let again = board
