@@ -2,16 +2,16 @@
 -- counting a failed attempt.
 --
 -- KEYS:  the queue keys (README.md).
--- ARGV:  1 NS prefix, 2 job id, 3 owner string, 4 fencing token ('0' = no
---        token check), 5 mode ('release' | 'retry'), 6 retry delay ms,
---        7 error text (retry), 8 notify channel.
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 fencing token ('0' = no
+--        token check), 7 mode ('release' | 'retry'), 8 retry delay ms,
+--        9 error text (retry), 10 notify channel.
 -- Effects: DEL owned, SET last_modified (taskflow's); for 'retry' the
 --        attempt is counted and the job is scheduled after the delay, or
 --        trashed with the error once its attempts are used up.
 -- Returns: {'ok', state} (state 'ready' | 'scheduled' | 'trashed') |
 --        {'not_found'} | {'not_owner', current owner or ''}
 
-local id, who, token, mode = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local id, who, token, mode = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local refused = check_listed_lease(id, who, token)
 if refused then return refused end
 local s, us, now_ms = now()
@@ -21,15 +21,16 @@ redis.call('ZREM', K_LEASES, id)
 local job = job_key(id)
 redis.call('HDEL', job, 'owner')
 if mode == 'retry' then
-  if count_attempt(id, ARGV[7], s, us) then return {'ok', 'trashed'} end
-  local delay = tonumber(ARGV[6])
+  if count_attempt(id, ARGV[9], s, us, now_ms) then return {'ok', 'trashed'} end
+  local delay = tonumber(ARGV[8])
   if delay > 0 then
     redis.call('ZADD', K_SCHEDULED, now_ms + delay, id)
     redis.call('HSET', job, 'state', 'scheduled', 'run_at', now_ms + delay)
-    redis.call('PUBLISH', ARGV[8], 'scheduled')
+    redis.call('PUBLISH', ARGV[10], 'scheduled')
     return {'ok', 'scheduled'}
   end
 end
-make_ready(id)
-redis.call('PUBLISH', ARGV[8], 'ready')
+if mode ~= 'retry' then record(id, now_ms, 'abandoned', {worker = who}) end
+make_ready(id, now_ms)
+redis.call('PUBLISH', ARGV[10], 'ready')
 return {'ok', 'ready'}

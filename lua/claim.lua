@@ -1,11 +1,13 @@
 -- claim.lua: claims up to N ready jobs in order (priority, then FIFO),
 -- first promoting due scheduled jobs, recovering expired leases and
--- pruning the completed history.
+-- pruning the completed history. A paused queue hands out nothing; a
+-- queue with a concurrency limit hands out at most limit − held leases.
 --
 -- KEYS:  the queue keys (README.md).
--- ARGV:  1 NS prefix, 2 owner string, 3 expiry ms (> 0), 4 count (1..1000),
---        5 '1' when the claimer holds no job now (may take a suspect),
---        6 history count limit, 7 history age limit ms.
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string, 5 expiry ms
+--        (> 0), 6 count (1..1000), 7 '1' when the claimer holds no job now
+--        (may take a suspect), 8 history count limit, 9 history age limit
+--        ms.
 -- Effects per claimed job: SET NS:<id>.owned owner PX expiry NX (the NX is
 --        the check that nobody, e.g. taskflow, holds it), SET
 --        NS:<id>.last_modified = datetime(TIME), fencing token + 1, lease
@@ -14,19 +16,28 @@
 --        Suspects (jobs that were in a worker that died holding several) are
 --        handed out alone, to an idle claimer, as the only job of the claim;
 --        other claimers skip them and they keep their place.
--- Returns: {'ok', unindexed, n, id, posting, token, attempts, max, prio,
---        suspect (0/1), …} where unindexed = 1 when the claim came up short
---        and the listings hold more jobs than the index (posted by
---        taskflow): the caller indexes them and claims again.
+--        Each claim counts its wait time in today's statistics and records
+--        a 'claimed' event.
+-- Returns: {'ok', unindexed, n, outbox, due, id, posting, token, attempts,
+--        max, prio, suspect (0/1), …} where unindexed = 1 when the claim
+--        came up short and the listings hold more jobs than the index
+--        (posted by taskflow): the caller indexes them and claims again;
+--        outbox = dependency releases owed to other queues and due =
+--        recurring jobs due to spawn (the caller does both).
 
-local who, expiry_ms, count = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local idle = ARGV[5] == '1'
+local who, expiry_ms, count = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local idle = ARGV[7] == '1'
 local s, us, now_ms = now()
 promote(now_ms)
 recover(s, us, now_ms)
-prune_history(tonumber(ARGV[6]), tonumber(ARGV[7]), now_ms, count + 4)
+prune_history(tonumber(ARGV[8]), tonumber(ARGV[9]), now_ms, count + 4)
+local settings = redis.call('HMGET', K_QUEUE, 'paused', 'limit')
+if settings[1] == '1' then count = 0 end
+local limit = tonumber(settings[2] or 0)
+if limit > 0 then count = math.max(0, math.min(count, limit - redis.call('ZCARD', K_LEASES))) end
 
-local out = {'ok', 0, 0}
+local out = {'ok', 0, 0, redis.call('SCARD', K_OUTBOX), redis.call('ZCOUNT', K_RECURRING, '-inf', now_ms)}
+local waits = {}
 local n = 0
 local rounds = 0
 local skipped = {}
@@ -43,7 +54,7 @@ while n < count and not alone and rounds < 8 do
     if not posting then
       redis.call('DEL', job)
     else
-      local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token')
+      local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
       local suspect = v[4] ~= false
       if alone or (suspect and not (idle and n == 0)) then
         skipped[#skipped + 1] = popped[i + 1]
@@ -54,7 +65,9 @@ while n < count and not alone and rounds < 8 do
         modified = modified or oslo_datetime(s, us)
         redis.call('SET', modified_key(id), modified)
         local token = tonumber(v[5] or 0) + 1
-        redis.call('HSET', job, 'token', token, 'owner', who)
+        redis.call('HSET', job, 'token', token, 'owner', who, 'claimed_at', now_ms)
+        if v[6] then waits[#waits + 1] = math.max(0, now_ms - tonumber(v[6])) end
+        record(id, now_ms, 'claimed', {worker = who, token = token})
         if suspect then
           redis.call('HDEL', job, 'suspect')
           alone = true
@@ -74,6 +87,7 @@ while n < count and not alone and rounds < 8 do
 end
 for i = 1, #skipped, 2 do redis.call('ZADD', K_READY, skipped[i], skipped[i + 1]) end
 out[3] = n
+add_stats('wait', waits, now_ms)
 if n < count then
   local indexed = redis.call('ZCARD', K_READY) + redis.call('ZCARD', K_SCHEDULED)
     + redis.call('ZCARD', K_LEASES)

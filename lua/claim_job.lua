@@ -2,8 +2,8 @@
 -- place in the order; a job posted by taskflow is indexed on the way.
 --
 -- KEYS:  the queue keys (README.md).
--- ARGV:  1 NS prefix, 2 job id, 3 owner string, 4 expiry ms (> 0),
---        5 priority, 6 sequence, 7 max attempts (used only to index a job
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 expiry ms (> 0),
+--        7 priority, 8 sequence, 9 max attempts (used only to index a job
 --        posted by taskflow).
 -- Effects: as claim.lua for one job. A re-claim by the same owner
 --        refreshes last_modified and the expiry but still reports
@@ -11,7 +11,7 @@
 -- Returns: {'ok', posting, token, attempts, max, prio} | {'not_found'} |
 --        {'claimed', owner}
 
-local id, who, expiry_ms = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local id, who, expiry_ms = ARGV[4], ARGV[5], tonumber(ARGV[6])
 local posting = redis.call('HGET', K_LISTINGS, id)
 if not posting then return {'not_found'} end
 local s, us, now_ms = now()
@@ -25,7 +25,7 @@ if owner then
 end
 local job = job_key(id)
 if redis.call('EXISTS', job) == 0 then
-  redis.call('HSET', job, 'prio', ARGV[5], 'seq', ARGV[6], 'max', ARGV[7], 'attempts', 0, 'token', 0)
+  redis.call('HSET', job, 'prio', ARGV[7], 'seq', ARGV[8], 'max', ARGV[9], 'attempts', 0, 'token', 0)
 end
 redis.call('ZREM', K_READY, id)
 redis.call('ZREM', K_SCHEDULED, id)

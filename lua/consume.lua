@@ -2,21 +2,25 @@
 -- history. Takes a batch: one call settles every finished job of a queue.
 --
 -- KEYS:  the queue keys (README.md).
--- ARGV:  1 NS prefix, 2 history count limit (0 = keep no history), then
---        triples (job id, owner string, fencing token ('0' = no token
---        check)), at most 1000.
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 history count limit (0 =
+--        keep no history), then triples (job id, owner string, fencing
+--        token ('0' = no token check)), at most 1000.
 -- Effects per job whose lease is held: DEL owned and last_modified, HDEL
 --        listings (taskflow's effects); lease index entry removed; the job
 --        hash is marked completed and added to the history (pruned by
---        claim.lua), or deleted when no history is kept.
--- Returns: {'ok', status, owner, status, owner, …}, one pair per job:
---        status 'ok' | 'not_found' | 'not_owner' (owner: the current owner,
---        or '').
+--        claim.lua), or deleted when no history is kept; run time counted
+--        in today's statistics; 'consumed' event; dependents released
+--        (this queue's at once, other queues' through the outbox).
+-- Returns: {'ok', status, owner, status, owner, …, outbox}, one pair per
+--        job: status 'ok' | 'not_found' | 'not_owner' (owner: the current
+--        owner, or ''); outbox = releases owed to other queues.
 
-local keep = tonumber(ARGV[2])
+local keep = tonumber(ARGV[4])
 local _, _, now_ms = now()
 local out = {'ok'}
-for i = 3, #ARGV - 2, 3 do
+local runs = {}
+local released = 0
+for i = 5, #ARGV - 2, 3 do
   local id, who, token = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local refused = check_lease(id, who, token)
   if not refused and redis.call('HDEL', K_LISTINGS, id) == 0 then refused = {'not_found'} end
@@ -27,14 +31,22 @@ for i = 3, #ARGV - 2, 3 do
     redis.call('DEL', owned_key(id), modified_key(id))
     redis.call('ZREM', K_LEASES, id)
     local job = job_key(id)
+    local claimed_at = redis.call('HGET', job, 'claimed_at')
+    if claimed_at then runs[#runs + 1] = math.max(0, now_ms - tonumber(claimed_at)) end
+    record(id, now_ms, 'consumed', {worker = who})
+    released = released + release_dependents(id, now_ms)
     if keep > 0 then
       redis.call('HSET', job, 'state', 'completed', 'finished', now_ms)
+      redis.call('HDEL', job, 'owner')
       redis.call('ZADD', K_COMPLETED, now_ms, id)
     else
-      redis.call('DEL', job)
+      forget_job(id)
     end
     out[#out + 1] = 'ok'
     out[#out + 1] = ''
   end
 end
+add_stats('run', runs, now_ms)
+if released > 0 then notify() end
+out[#out + 1] = redis.call('SCARD', K_OUTBOX)
 return out

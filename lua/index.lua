@@ -2,7 +2,7 @@
 -- (posted by taskflow), so that claim finds them in order.
 --
 -- KEYS:  the queue keys (README.md).
--- ARGV:  1 NS prefix, 2 max attempts for these jobs, then triples
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 max attempts for these jobs, then triples
 --        (id, priority, sequence) decoded from the postings by the caller.
 -- Effects: for each id still listed and without a job hash: job hash, then
 --        the ready index, or the lease index when taskflow holds a claim.
@@ -10,17 +10,17 @@
 
 local _, _, now_ms = now()
 local indexed = 0
-for i = 3, #ARGV - 2, 3 do
+for i = 5, #ARGV - 2, 3 do
   local id = ARGV[i]
   local job = job_key(id)
   if redis.call('HEXISTS', K_LISTINGS, id) == 1 and redis.call('EXISTS', job) == 0 then
-    redis.call('HSET', job, 'prio', ARGV[i + 1], 'seq', ARGV[i + 2], 'max', ARGV[2],
+    redis.call('HSET', job, 'prio', ARGV[i + 1], 'seq', ARGV[i + 2], 'max', ARGV[4],
       'attempts', 0, 'token', 0)
     if redis.call('EXISTS', owned_key(id)) == 1 then
       redis.call('HSET', job, 'state', 'claimed')
       park_foreign(id, now_ms)
     else
-      make_ready(id)
+      make_ready(id, now_ms)
     end
     indexed = indexed + 1
   end

@@ -5,7 +5,9 @@
 local K_LISTINGS, K_SEQUENCE, K_TRASH = KEYS[1], KEYS[2], KEYS[3]
 local K_READY, K_SCHEDULED, K_LEASES = KEYS[4], KEYS[5], KEYS[6]
 local K_COMPLETED, K_QUARANTINE, K_QREASON = KEYS[7], KEYS[8], KEYS[9]
-local NS = ARGV[1]
+local K_WAITING, K_QUEUE, K_TAGS, K_FAILED = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+local K_RECURRING, K_OUTBOX, K_TRACKED = KEYS[14], KEYS[15], KEYS[16]
+local NS, QUEUE, EVENTS = ARGV[1], ARGV[2], ARGV[3]
 
 -- Lease-recovery batch and the re-check delay of claims held without an
 -- expiry (taskflow's default): both bound every loop.
@@ -13,10 +15,20 @@ local RECOVER_BATCH = 100
 local RECHECK_MS = 60000
 local PRIO_LIMIT = 1048576
 local SEQ_SPAN = 4294967296
+-- Events kept in one job's history; days of statistics kept.
+local HISTORY_LIMIT = 100
+local STATS_TTL = 30 * 86400
 
 local function owned_key(id) return NS .. id .. '.owned' end
 local function modified_key(id) return NS .. id .. '.last_modified' end
 local function job_key(id) return NS .. 'jw.job.' .. id end
+local function history_key(id) return NS .. 'jw.history.' .. id end
+local function deps_key(id) return NS .. 'jw.deps.' .. id end
+local function dependents_key(id) return NS .. 'jw.dependents.' .. id end
+local function tag_key(tag) return NS .. 'jw.tag.' .. tag end
+local function failed_key(group) return NS .. 'jw.failed.' .. group end
+local function stats_key(now_ms) return NS .. 'jw.stats.' .. math.floor(now_ms / 86400000) end
+local function notify() redis.call('PUBLISH', NS .. 'jw.notify', 'ready') end
 
 -- Server time: seconds, microseconds, milliseconds.
 local function now()
@@ -74,9 +86,83 @@ local function ready_score(id)
   return (PRIO_LIMIT - tonumber(v[1] or 0)) * SEQ_SPAN + tonumber(v[2] or 0)
 end
 
-local function make_ready(id)
+-- Puts a job in the ready index; `since` (ms) starts its wait time.
+local function make_ready(id, since)
   redis.call('ZADD', K_READY, ready_score(id), id)
+  redis.call('HSET', job_key(id), 'ready_at', since)
   redis.call('HDEL', job_key(id), 'state')
+end
+
+-- Appends an event to the job's history and publishes it: on the log
+-- channel always, on the event's own channel when the job is tracked.
+local function record(id, now_ms, event, fields)
+  local e = fields or {}
+  e.event, e.queue, e.job, e.at = event, QUEUE, id, now_ms
+  local msg = cjson.encode(e)
+  local h = history_key(id)
+  if redis.call('RPUSH', h, msg) > HISTORY_LIMIT then redis.call('LTRIM', h, -HISTORY_LIMIT, -1) end
+  redis.call('PUBLISH', EVENTS .. ':log', msg)
+  if redis.call('ZSCORE', K_TRACKED, id) then redis.call('PUBLISH', EVENTS .. ':ev:' .. event, msg) end
+end
+
+-- qless's histogram buckets: seconds for the first minute, then minutes,
+-- hours, and days (the last bucket, d7, holds a week and more).
+local function bucket(ms)
+  local s = math.floor(ms / 1000)
+  if s < 60 then return 's' .. s end
+  if s < 3600 then return 'm' .. math.floor(s / 60) end
+  if s < 86400 then return 'h' .. math.floor(s / 3600) end
+  return 'd' .. math.min(math.floor(s / 86400), 7)
+end
+
+-- Adds durations (ms) to today's `kind` ('wait' or 'run') statistics:
+-- count, mean and Welford's m2 (variance = m2 / count), and histogram.
+local function add_stats(kind, samples, now_ms)
+  if #samples == 0 then return end
+  local key = stats_key(now_ms)
+  local v = redis.call('HMGET', key, kind .. '.count', kind .. '.mean', kind .. '.m2')
+  local n, mean, m2 = tonumber(v[1] or 0), tonumber(v[2] or 0), tonumber(v[3] or 0)
+  for _, x in ipairs(samples) do
+    n = n + 1
+    local d = x - mean
+    mean = mean + d / n
+    m2 = m2 + d * (x - mean)
+    redis.call('HINCRBY', key, kind .. '.b.' .. bucket(x), 1)
+  end
+  redis.call('HSET', key, kind .. '.count', n, kind .. '.mean', mean, kind .. '.m2', m2)
+  redis.call('EXPIRE', key, STATS_TTL)
+end
+
+-- Counts one `failed` or `retried` in today's statistics.
+local function count_stat(field, now_ms)
+  local key = stats_key(now_ms)
+  redis.call('HINCRBY', key, field, 1)
+  redis.call('EXPIRE', key, STATS_TTL)
+end
+
+-- Tags of a job (its hash keeps them as a JSON array).
+local function tags_of(id)
+  local t = redis.call('HGET', job_key(id), 'tags')
+  if not t or t == '[]' then return {} end
+  return cjson.decode(t)
+end
+
+-- Deletes everything jobworker keeps about a finished job.
+local function forget_job(id)
+  for _, tag in ipairs(tags_of(id)) do
+    redis.call('ZREM', tag_key(tag), id)
+    if tonumber(redis.call('ZINCRBY', K_TAGS, -1, tag)) <= 0 then redis.call('ZREM', K_TAGS, tag) end
+  end
+  redis.call('ZREM', K_TRACKED, id)
+  redis.call('DEL', job_key(id), history_key(id), deps_key(id), dependents_key(id))
+end
+
+-- The failure group of a reason: its leading "kind:" word(s), e.g.
+-- "stalled", "fatal", "poison-pill"; "error" when there is none.
+local function group_of(reason)
+  local kind = reason:match('^([%w _%-]+):')
+  if not kind then return 'error' end
+  return (kind:lower():gsub('[ _]', '-'))
 end
 
 -- Drops completed jobs beyond the history's count or age (at most
@@ -91,7 +177,7 @@ local function prune_history(keep, max_age, now_ms, budget)
   end
   for _, id in ipairs(old) do
     redis.call('ZREM', K_COMPLETED, id)
-    redis.call('DEL', job_key(id))
+    forget_job(id)
   end
 end
 
@@ -116,8 +202,9 @@ local function check_listed_lease(id, who, token)
 end
 
 -- Moves a listed job to taskflow's trash with a reason (taskflow's key
--- effects: trash copy, last_modified set, owner and listing deleted).
-local function trash_job(id, reason, s, us)
+-- effects: trash copy, last_modified set, owner and listing deleted), in
+-- the failure group of the reason.
+local function trash_job(id, reason, s, us, now_ms)
   local posting = redis.call('HGET', K_LISTINGS, id)
   if posting then redis.call('HSET', K_TRASH, id, posting) end
   redis.call('SET', modified_key(id), oslo_datetime(s, us))
@@ -126,32 +213,41 @@ local function trash_job(id, reason, s, us)
   redis.call('ZREM', K_LEASES, id)
   redis.call('ZREM', K_READY, id)
   redis.call('ZREM', K_SCHEDULED, id)
-  redis.call('HSET', job_key(id), 'state', 'trashed', 'reason', reason)
+  local group = group_of(reason)
+  redis.call('HSET', job_key(id), 'state', 'trashed', 'reason', reason, 'group', group, 'finished', now_ms)
   redis.call('HDEL', job_key(id), 'owner')
+  redis.call('ZADD', failed_key(group), now_ms, id)
+  redis.call('ZINCRBY', K_FAILED, 1, group)
+  count_stat('failed', now_ms)
+  record(id, now_ms, 'trashed', {group = group, reason = reason})
 end
 
 -- Counts a failed try; trashes the job once its attempts are used up.
 -- Returns true when the job was trashed.
-local function count_attempt(id, reason, s, us)
+local function count_attempt(id, reason, s, us, now_ms)
   local job = job_key(id)
   local attempts = redis.call('HINCRBY', job, 'attempts', 1)
   local max = tonumber(redis.call('HGET', job, 'max') or 1)
   redis.call('HSET', job, 'reason', reason)
+  record(id, now_ms, 'failed', {attempt = attempts, reason = reason})
   if attempts >= max then
-    trash_job(id, reason .. ' (attempts exhausted: ' .. attempts .. ' of ' .. max .. ')', s, us)
+    trash_job(id, reason .. ' (attempts exhausted: ' .. attempts .. ' of ' .. max .. ')', s, us, now_ms)
     return true
   end
+  count_stat('retried', now_ms)
+  record(id, now_ms, 'retried', {attempt = attempts})
   return false
 end
 
--- Moves due scheduled jobs to ready (bounded batch).
+-- Moves due scheduled jobs to ready (bounded batch); their wait starts at
+-- their run-at time.
 local function promote(now_ms)
-  local due = redis.call('ZRANGEBYSCORE', K_SCHEDULED, '-inf', now_ms, 'LIMIT', 0, RECOVER_BATCH)
-  for _, id in ipairs(due) do
-    redis.call('ZREM', K_SCHEDULED, id)
-    make_ready(id)
+  local due = redis.call('ZRANGEBYSCORE', K_SCHEDULED, '-inf', now_ms, 'WITHSCORES', 'LIMIT', 0, RECOVER_BATCH)
+  for i = 1, #due, 2 do
+    redis.call('ZREM', K_SCHEDULED, due[i])
+    make_ready(due[i], due[i + 1])
   end
-  return #due
+  return #due / 2
 end
 
 -- Re-checks leases past their deadline (bounded batch): a lease still
@@ -181,8 +277,9 @@ local function recover(s, us, now_ms)
         local job = job_key(id)
         local who = redis.call('HGET', job, 'owner') or 'unknown owner'
         redis.call('HDEL', job, 'owner')
-        if not count_attempt(id, 'stalled: lease of ' .. who .. ' expired', s, us) then
-          make_ready(id)
+        record(id, now_ms, 'stalled', {worker = who})
+        if not count_attempt(id, 'stalled: lease of ' .. who .. ' expired', s, us, now_ms) then
+          make_ready(id, now_ms)
         end
       end
     end
@@ -196,8 +293,9 @@ local function take(id, who, expiry_ms, s, us, now_ms)
   redis.call('SET', modified_key(id), oslo_datetime(s, us))
   local job = job_key(id)
   local token = redis.call('HINCRBY', job, 'token', 1)
-  redis.call('HSET', job, 'owner', who)
+  redis.call('HSET', job, 'owner', who, 'claimed_at', now_ms)
   redis.call('ZADD', K_LEASES, now_ms + expiry_ms, id)
+  record(id, now_ms, 'claimed', {worker = who, token = token})
   return token
 end
 
@@ -207,4 +305,138 @@ local function park_foreign(id, now_ms)
   local ttl = redis.call('PTTL', owned_key(id))
   local deadline = now_ms + (ttl > 0 and ttl or RECHECK_MS)
   redis.call('ZADD', K_LEASES, deadline, id)
+end
+
+-- Puts a job whose dependencies are all met on the board: its posting
+-- goes into the listings, and the job is ready (or scheduled).
+local function release(id, now_ms)
+  local job = job_key(id)
+  local v = redis.call('HMGET', job, 'posting', 'run_at')
+  redis.call('HSETNX', K_LISTINGS, id, v[1])
+  redis.call('HDEL', job, 'posting')
+  redis.call('ZREM', K_WAITING, id)
+  local run_at = tonumber(v[2] or 0)
+  if run_at > now_ms then
+    redis.call('ZADD', K_SCHEDULED, run_at, id)
+    redis.call('HSET', job, 'state', 'scheduled')
+  else
+    make_ready(id, now_ms)
+  end
+  record(id, now_ms, 'released')
+end
+
+-- Marks dependency `dep_ref` ("queue\nid") of waiting job `id` as met;
+-- releases the job when it was the last one. Idempotent. Returns true
+-- when the job was released.
+local function resolve_dep(id, dep_ref, now_ms)
+  local deps = deps_key(id)
+  if redis.call('SREM', deps, dep_ref) == 0 or redis.call('SCARD', deps) > 0 then return false end
+  if redis.call('HGET', job_key(id), 'state') ~= 'waiting' then return false end
+  release(id, now_ms)
+  return true
+end
+
+-- A consumed job's dependents: those in this queue are resolved at once,
+-- those in other queues are put in the outbox (the client resolves them
+-- there, then removes the entry). Returns how many jobs were released.
+local function release_dependents(id, now_ms)
+  local key = dependents_key(id)
+  local me = QUEUE .. '\n' .. id
+  local released = 0
+  for _, ref in ipairs(redis.call('SMEMBERS', key)) do
+    local q, dep = ref:match('^(.-)\n(.*)$')
+    if q == QUEUE then
+      if resolve_dep(dep, me, now_ms) then released = released + 1 end
+    else
+      redis.call('SADD', K_OUTBOX, ref .. '\n' .. me)
+    end
+  end
+  redis.call('DEL', key)
+  return released
+end
+
+-- The state of a job of this queue, from its index entries.
+local function state_of(id)
+  if redis.call('ZSCORE', K_READY, id) then return 'ready' end
+  if redis.call('ZSCORE', K_LEASES, id) then return 'claimed' end
+  if redis.call('ZSCORE', K_SCHEDULED, id) then return 'scheduled' end
+  if redis.call('ZSCORE', K_WAITING, id) then return 'waiting' end
+  local state = redis.call('HGET', job_key(id), 'state')
+  if state then return state end
+  if redis.call('HEXISTS', K_LISTINGS, id) == 1 then return 'ready' end
+  return nil
+end
+
+-- Posts one job. `extra` (decoded JSON or nil) may carry tags, track,
+-- unique = {key, ttl}, and deps = {"queue\nid", …}. Returns the status
+-- ('ready' | 'scheduled' | 'waiting' | 'exists' | 'duplicate' |
+-- 'bad_dependency') and a value (sequence, existing id or the bad
+-- dependency).
+local function post_job(id, head, tail, prio, max, delay, run_at, name, extra, created, now_ms)
+  local job = job_key(id)
+  if redis.call('HEXISTS', K_LISTINGS, id) == 1 or redis.call('ZSCORE', K_WAITING, id) then
+    return 'exists', 0
+  end
+  extra = extra or {}
+  local unique = extra.unique
+  if unique then
+    local holder = redis.call('GET', NS .. 'jw.unique.' .. unique.key)
+    if holder and holder ~= id and state_of(holder) then return 'duplicate', holder end
+  end
+  local pending = {}
+  for _, ref in ipairs(extra.deps or {}) do
+    local q, dep = ref:match('^(.-)\n(.*)$')
+    if q == QUEUE then
+      local state = state_of(dep)
+      if not state or state == 'cancelled' then return 'bad_dependency', dep end
+      if state ~= 'completed' then pending[#pending + 1] = ref end
+    else
+      pending[#pending + 1] = ref
+    end
+  end
+  if unique then redis.call('SET', NS .. 'jw.unique.' .. unique.key, id, 'PX', unique.ttl) end
+  local seq = redis.call('INCR', K_SEQUENCE)
+  local posting = head .. created .. tail .. mp_uint(seq)
+  run_at = tonumber(run_at)
+  if tonumber(delay) > 0 then run_at = now_ms + tonumber(delay) end
+  if redis.call('EXISTS', job) == 1 then
+    forget_job(id)
+    redis.call('ZREM', K_COMPLETED, id)
+  end
+  redis.call('HSET', job, 'name', name, 'prio', prio, 'seq', seq, 'max', max, 'attempts', 0, 'token', 0,
+    'posted', now_ms)
+  if run_at > now_ms then redis.call('HSET', job, 'run_at', run_at) end
+  local tags = extra.tags or {}
+  if #tags > 0 then
+    redis.call('HSET', job, 'tags', cjson.encode(tags))
+    for _, tag in ipairs(tags) do
+      redis.call('ZADD', tag_key(tag), now_ms, id)
+      redis.call('ZINCRBY', K_TAGS, 1, tag)
+    end
+  end
+  if extra.track then redis.call('ZADD', K_TRACKED, now_ms, id) end
+  record(id, now_ms, 'posted', {name = name})
+  local status
+  if #pending > 0 then
+    redis.call('HSET', job, 'state', 'waiting', 'posting', posting)
+    redis.call('ZADD', K_WAITING, now_ms, id)
+    for _, ref in ipairs(pending) do
+      redis.call('SADD', deps_key(id), ref)
+      local q, dep = ref:match('^(.-)\n(.*)$')
+      if q == QUEUE then redis.call('SADD', dependents_key(dep), QUEUE .. '\n' .. id) end
+    end
+    status = 'waiting'
+  else
+    redis.call('HSET', K_LISTINGS, id, posting)
+    if run_at > now_ms then
+      redis.call('HSET', job, 'state', 'scheduled')
+      redis.call('ZADD', K_SCHEDULED, run_at, id)
+      status = 'scheduled'
+    else
+      redis.call('ZADD', K_READY, (PRIO_LIMIT - tonumber(prio)) * SEQ_SPAN + seq, id)
+      redis.call('HSET', job, 'ready_at', now_ms)
+      status = 'ready'
+    end
+  end
+  return status, seq
 end

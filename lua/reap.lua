@@ -2,7 +2,7 @@
 -- without claiming (claim.lua does the same first).
 --
 -- KEYS:  the queue keys (README.md).
--- ARGV:  1 NS prefix.
+-- ARGV:  1-3 NS prefix, queue, event prefix.
 -- Effects: see promote() and recover() in prelude.lua; one bounded batch
 --        of each.
 -- Returns: {'ok', promoted, stalled}

@@ -2,22 +2,22 @@
 -- instead of waiting for them to expire (the supervisor's crash recovery).
 --
 -- KEYS:  the queue keys (README.md).
--- ARGV:  1 NS prefix, 2 owner string of the dead worker, 3 crash reason
---        (e.g. "worker w0 killed by signal 9 (SIGKILL)"), 4 crashes that
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string of the dead worker, 5 crash reason
+--        (e.g. "worker w0 killed by signal 9 (SIGKILL)"), 6 crashes that
 --        make a job a poison pill.
--- Effects per job whose job hash names ARGV[2] as owner (found among the
+-- Effects per job whose job hash names ARGV[4] as owner (found among the
 --        first 10,000 entries of the lease index): DEL owned (if still
---        ARGV[2]'s), SET last_modified, as taskflow's abandon; an attempt
+--        ARGV[4]'s), SET last_modified, as taskflow's abandon; an attempt
 --        is counted. When the worker held that one job alone, the crash is
---        counted on it, and a job that killed its worker ARGV[4] times is
+--        counted on it, and a job that killed its worker ARGV[6] times is
 --        trashed as a poison pill. When it held several, none can be
 --        blamed: each becomes a suspect, handed out alone to an idle
 --        worker by claim.lua. Then back to ready (or the trash once
 --        attempts run out); PUBLISH notify.
 -- Returns: {'ok', back to ready, trashed}
 
-local owner, reason, poison = ARGV[2], ARGV[3], tonumber(ARGV[4])
-local s, us = now()
+local owner, reason, poison = ARGV[4], 'crashed: ' .. ARGV[5], tonumber(ARGV[6])
+local s, us, now_ms = now()
 local mine = {}
 for _, id in ipairs(redis.call('ZRANGE', K_LEASES, 0, 9999)) do
   if redis.call('HGET', job_key(id), 'owner') == owner then mine[#mine + 1] = id end
@@ -38,12 +38,12 @@ for _, id in ipairs(mine) do
   end
   if alone and crashes >= poison then
     redis.call('HINCRBY', job, 'attempts', 1)
-    trash_job(id, 'poison pill: killed its worker ' .. crashes .. ' times (last: ' .. reason .. ')', s, us)
+    trash_job(id, 'poison pill: killed its worker ' .. crashes .. ' times (last: ' .. reason .. ')', s, us, now_ms)
     trashed = trashed + 1
-  elseif count_attempt(id, reason, s, us) then
+  elseif count_attempt(id, reason, s, us, now_ms) then
     trashed = trashed + 1
   else
-    make_ready(id)
+    make_ready(id, now_ms)
     recovered = recovered + 1
   end
 end

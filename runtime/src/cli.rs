@@ -3,6 +3,8 @@
 
 mod args;
 mod commands;
+mod feature_args;
+mod features;
 mod output;
 mod run;
 mod server;
@@ -76,7 +78,12 @@ pub fn hostname() -> String {
 fn exit_code(e: &crate::Error) -> i32 {
     if e.is_invalid() {
         EXIT_USAGE
-    } else if e.is_not_found() || e.is_not_owner() || e.is_already_claimed() {
+    } else if e.is_not_found()
+        || e.is_not_owner()
+        || e.is_already_claimed()
+        || e.is_exists()
+        || e.is_finished()
+    {
         EXIT_REFUSED
     } else if e.is_unavailable() {
         EXIT_UNAVAILABLE

@@ -25,6 +25,11 @@ pub enum ErrorKind {
     Unavailable,
     /// A posting or value could not be encoded or decoded.
     Codec,
+    /// A job with this id is already on the board.
+    Exists,
+    /// The job has already finished (completed, trashed or cancelled), so
+    /// the verb no longer applies.
+    Finished,
     /// The caller passed something invalid (bad queue name, bad priority, …).
     Invalid,
     /// A feature this backend does not offer.
@@ -81,6 +86,14 @@ impl Error {
                 owner: owner.map(str::to_owned),
             },
             format!("lease on job {job} in queue {queue} is not held by {who} ({now})"),
+        )
+    }
+
+    /// `job` in `queue` has already finished: it is `state`.
+    pub fn finished(queue: &str, job: &str, state: &str) -> Self {
+        Self::new(
+            ErrorKind::Finished,
+            format!("job {job} in queue {queue} is already {state}"),
         )
     }
 
@@ -142,6 +155,16 @@ impl Error {
     /// True for encode/decode failures.
     pub fn is_codec(&self) -> bool {
         self.kind == ErrorKind::Codec
+    }
+
+    /// True when a job with the posted id is already on the board.
+    pub fn is_exists(&self) -> bool {
+        self.kind == ErrorKind::Exists
+    }
+
+    /// True when the job has already finished.
+    pub fn is_finished(&self) -> bool {
+        self.kind == ErrorKind::Finished
     }
 
     /// True for invalid caller input.

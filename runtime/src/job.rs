@@ -143,6 +143,24 @@ pub struct NewJob {
     pub max_attempts: u32,
     /// A caller-chosen id (a uuid); random when `None`.
     pub id: Option<JobId>,
+    /// Tags (see `RedisBoard::tagged`).
+    pub tags: Vec<String>,
+    /// Jobs that must be consumed before this one runs.
+    pub depends: Vec<Dependency>,
+    /// A unique key and how long it holds: posting another job with the
+    /// same key in the same queue meanwhile returns this job's id.
+    pub unique: Option<(String, Duration)>,
+    /// Publish this job's events on their own channels too.
+    pub track: bool,
+}
+
+/// A job another job depends on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Dependency {
+    /// Its queue; `None` is the dependent's own queue.
+    pub queue: Option<String>,
+    /// The job.
+    pub job: JobId,
 }
 
 impl NewJob {
@@ -155,7 +173,49 @@ impl NewJob {
             run_at: RunAt::Now,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             id: None,
+            tags: Vec::new(),
+            depends: Vec::new(),
+            unique: None,
+            track: false,
         }
+    }
+
+    /// Adds a tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Runs this job only after `job` (in the same queue) is consumed.
+    pub fn depends_on(mut self, job: impl Into<JobId>) -> Self {
+        self.depends.push(Dependency {
+            queue: None,
+            job: job.into(),
+        });
+        self
+    }
+
+    /// Runs this job only after `job` in `queue` is consumed.
+    pub fn depends_on_in(mut self, queue: impl Into<String>, job: impl Into<JobId>) -> Self {
+        self.depends.push(Dependency {
+            queue: Some(queue.into()),
+            job: job.into(),
+        });
+        self
+    }
+
+    /// Makes the job unique by `key` for `ttl`: while the key holds,
+    /// posting again with it returns the existing job's id.
+    pub fn unique(mut self, key: impl Into<String>, ttl: Duration) -> Self {
+        self.unique = Some((key.into(), ttl));
+        self
+    }
+
+    /// Tracks the job from the start (its events also go to their own
+    /// channels).
+    pub fn track(mut self) -> Self {
+        self.track = true;
+        self
     }
 
     /// Sets the arguments from any serde value (encoded as msgpack, structs
@@ -216,6 +276,20 @@ impl NewJob {
             )));
         }
         self.priority.validated()?;
+        for tag in &self.tags {
+            validate_word("tag", tag)?;
+        }
+        if let Some((key, ttl)) = &self.unique {
+            validate_word("unique key", key)?;
+            if ttl.is_zero() {
+                return Err(Error::invalid(format!(
+                    "unique key {key:?} needs a ttl of at least 1 ms"
+                )));
+            }
+        }
+        for dep in &self.depends {
+            validate_word("dependency", dep.job.as_str())?;
+        }
         if let Some(id) = &self.id {
             if id.0.is_empty() || id.0.len() > 255 || id.0.contains(char::is_whitespace) {
                 return Err(Error::invalid(format!(
@@ -226,6 +300,17 @@ impl NewJob {
         }
         Ok(())
     }
+}
+
+/// Tags, unique keys and ids become parts of key names: 1 to 200
+/// characters, no whitespace or control characters.
+pub fn validate_word(what: &str, text: &str) -> Result<()> {
+    if text.is_empty() || text.len() > 200 || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Error::invalid(format!(
+            "{what} {text:?} must be 1 to 200 characters without spaces"
+        )));
+    }
+    Ok(())
 }
 
 /// A held claim: the owner string on the job plus the fencing token.
@@ -287,7 +372,10 @@ pub enum JobState {
     /// Claimable later (delay, retry backoff). Moved in by post and abandon
     /// with a delay; moved out (to ready) by the next claim or reap once due.
     Scheduled,
-    /// Waiting for dependencies (issue 5).
+    /// Waiting for dependencies. Moved in by post (with unmet
+    /// dependencies); out (to ready or scheduled) when the last one is
+    /// consumed, or by cancel. Its posting is not in the listings yet, so
+    /// taskflow does not see it.
     Waiting,
     /// Claimable now. Moved in by post, abandon, reap and promotion; out by
     /// claim.
@@ -299,7 +387,8 @@ pub enum JobState {
     Completed,
     /// Given up (dead letter); moved in by trash or exhausted attempts.
     Trashed,
-    /// Cancelled by an operator.
+    /// Cancelled before it finished (by cancel); kept in the history like
+    /// completed jobs.
     Cancelled,
     /// A posting nobody can decode, moved aside with the reason.
     Quarantined,
@@ -400,6 +489,11 @@ pub struct JobInfo {
     pub created_on: Option<String>,
     /// Last failure or trash/quarantine reason.
     pub reason: Option<String>,
+    /// The failure group of a trashed job (the kind of its last failure:
+    /// `error`, `fatal`, `stalled`, `crashed`, `poison-pill`, …).
+    pub group: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
     /// The job's arguments as JSON (lossy for binary values).
     pub args: serde_json::Value,
 }

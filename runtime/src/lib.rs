@@ -19,6 +19,7 @@ pub mod error;
 pub mod handler;
 pub mod job;
 pub mod redis;
+pub mod schedule;
 pub mod supervisor;
 pub mod worker;
 
@@ -27,7 +28,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use handler::{
     CancelFlag, HandlerEntry, HandlerError, HandlerErrorKind, HandlerFn, JobContext, Registry,
 };
-pub use job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority};
+pub use job::{
+    Abandon, Claimed, Dependency, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority,
+};
 pub use jobworker_macros::handler;
 
 /// Items the `#[handler]` expansion refers to; not a public API.

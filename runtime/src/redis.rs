@@ -1,16 +1,23 @@
 //! The Redis board: taskflow's `RedisJobBoard` layout plus jobworker's
 //! index, driven by one Lua script per verb (see `lua/README.md`).
 
+mod admin;
 mod board;
 mod connect;
+mod deps;
 mod keys;
 mod read;
+mod recurring;
 mod reply;
 mod scripts;
+mod stats;
 mod sync;
 mod wait;
 
+pub use admin::{FailureGroup, QueueSettings, CONFIG_KEYS};
 pub use board::{RedisBoard, RedisOptions, MAX_CLAIM_COUNT};
 pub use connect::MIN_REDIS_VERSION;
 pub use keys::{QueueKeys, DEFAULT_PREFIX};
+pub use recurring::{RecurringInfo, RecurringJob, DEFAULT_BACKLOG};
+pub use stats::{day_name, parse_day, QueueStats, Timing};
 pub use sync::{QueueCounts, SyncBoard, POISON_CRASHES};

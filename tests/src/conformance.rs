@@ -443,7 +443,7 @@ pub async fn bad_input_is_refused<H: Harness>(h: &H) {
     assert!(board.claim(&[&q], "w", LONG, 0).await.unwrap_err().is_invalid());
     let id = board.post(&q, NewJob::new("x").id("fixed-id")).await.unwrap();
     let dup = board.post(&q, NewJob::new("y").id("fixed-id")).await.unwrap_err();
-    assert!(dup.is_invalid() && dup.message().contains("fixed-id"), "{dup}");
+    assert!(dup.is_exists() && dup.message().contains("fixed-id"), "{dup}");
     assert_eq!(
         board.show(&q, &id).await.unwrap().name,
         "x",

@@ -20,6 +20,7 @@ mod support {
     pub mod python;
     pub mod redis;
     pub mod wait;
+    pub mod zookeeper;
 }
 
 pub use support::fixtures::{fixtures_dir, workspace_dir};
@@ -30,3 +31,4 @@ pub use support::python::{
 };
 pub use support::redis::{shared_redis, SharedRedis};
 pub use support::wait::{wait_until, POLL_INTERVAL};
+pub use support::zookeeper::{shared_zookeeper, ZooKeeperOptions, ZooKeeperServer};

@@ -4,6 +4,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::cli::feature_args::{
+    CancelArgs, ConfigCommand, EventsArgs, FailedArgs, LimitArgs, PriorityArgs, RecurCommand, SettleArgs,
+    StatsArgs, TagCommand,
+};
+
 /// jobworker: background jobs on taskflow-compatible job boards.
 ///
 /// Without a subcommand, runs the workers: `jobworker --queues a,b --workers N`.
@@ -59,12 +64,14 @@ pub struct RunArgs {
     /// system temp directory).
     #[arg(long, env = "JOBWORKER_WORKDIR")]
     pub workdir: Option<PathBuf>,
-    /// Lease length in seconds (extended every third of it while a job runs).
-    #[arg(long, default_value_t = 30.0, env = "JOBWORKER_EXPIRY")]
-    pub expiry: f64,
-    /// Seconds in-flight jobs may finish after TERM/INT.
-    #[arg(long, default_value_t = 30.0, env = "JOBWORKER_GRACE")]
-    pub grace: f64,
+    /// Lease length in seconds (extended every third of it while a job
+    /// runs). Default: the board's `expiry` config, else 30.
+    #[arg(long, env = "JOBWORKER_EXPIRY")]
+    pub expiry: Option<f64>,
+    /// Seconds in-flight jobs may finish after TERM/INT. Default: the
+    /// board's `grace` config, else 30.
+    #[arg(long, env = "JOBWORKER_GRACE")]
+    pub grace: Option<f64>,
     /// Longest idle wait in seconds between checks for work.
     #[arg(long, default_value_t = 5.0, env = "JOBWORKER_INTERVAL")]
     pub interval: f64,
@@ -134,6 +141,43 @@ pub enum Command {
     Trash(TrashArgs),
     /// Promote due jobs, recover expired leases, index taskflow's jobs.
     Reap(QueueArg),
+    /// Change the priority of a job that has not run yet.
+    Priority(PriorityArgs),
+    /// Cancel jobs that have not finished (a running job's handler stops).
+    Cancel(CancelArgs),
+    /// Add, remove and find tags.
+    #[command(subcommand)]
+    Tag(TagCommand),
+    /// Track a job: its events also go to their own channels.
+    Track(JobArgs),
+    /// Stop tracking a job.
+    Untrack(JobArgs),
+    /// List failure groups (trashed jobs by queue and kind), or one group's jobs.
+    Failed(FailedArgs),
+    /// Put trashed jobs back to work: by id, --group or --all.
+    Retry(SettleArgs),
+    /// Delete trashed jobs for good: by id, --group or --all.
+    Purge(SettleArgs),
+    /// Recurring jobs: add, list, remove.
+    #[command(subcommand)]
+    Recur(RecurCommand),
+    /// Stop handing out a queue's jobs.
+    Pause(QueueArg),
+    /// Hand out a paused queue's jobs again.
+    Resume(QueueArg),
+    /// Set a queue's cluster-wide concurrency limit.
+    Limit(LimitArgs),
+    /// The queues jobworker posted to, with their settings.
+    Queues,
+    /// A queue's statistics for a day: wait and run times, failures, retries.
+    Stats(StatsArgs),
+    /// Print events as they happen (one JSON object per line).
+    Events(EventsArgs),
+    /// A job's history.
+    History(JobArgs),
+    /// Board configuration stored in Redis.
+    #[command(subcommand)]
+    Config(ConfigCommand),
 }
 
 /// A queue.
@@ -170,6 +214,23 @@ pub struct PostArgs {
     /// Post this many copies (ids generated).
     #[arg(long, default_value_t = 1)]
     pub count: usize,
+    /// Tag (repeatable).
+    #[arg(long)]
+    pub tag: Vec<String>,
+    /// Run only after this job is consumed: `ID` in the same queue or
+    /// `QUEUE/ID` (repeatable).
+    #[arg(long)]
+    pub depends: Vec<String>,
+    /// Unique key: while it holds, posting with it again returns the
+    /// existing job's id.
+    #[arg(long)]
+    pub unique: Option<String>,
+    /// How long the unique key holds, in seconds.
+    #[arg(long, default_value_t = 3600.0, requires = "unique")]
+    pub unique_ttl: f64,
+    /// Track the job from the start.
+    #[arg(long)]
+    pub track: bool,
 }
 
 /// `list`.
@@ -178,7 +239,8 @@ pub struct ListArgs {
     /// The queue.
     #[command(flatten)]
     pub queue: QueueArg,
-    /// Only this state (ready, scheduled, claimed, completed, trashed, quarantined).
+    /// Only this state (ready, scheduled, waiting, claimed, completed, trashed,
+    /// cancelled, quarantined).
     #[arg(long)]
     pub state: Option<String>,
     /// Entries to skip.

@@ -71,6 +71,7 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
             }
             Ok(())
         }
+        feature => crate::cli::features::execute(&board, feature, json).await,
     }
 }
 
@@ -133,6 +134,21 @@ async fn post(board: &RedisBoard, a: &PostArgs, json: bool) -> Result<()> {
     }
     if let Some(id) = &a.id {
         job = job.id(id.as_str());
+    }
+    for t in &a.tag {
+        job = job.tag(t);
+    }
+    for d in &a.depends {
+        job = match d.split_once('/') {
+            Some((queue, id)) => job.depends_on_in(queue, id),
+            None => job.depends_on(d.as_str()),
+        };
+    }
+    if let Some(key) = &a.unique {
+        job = job.unique(key, seconds(a.unique_ttl, "--unique-ttl")?);
+    }
+    if a.track {
+        job = job.track();
     }
     for _ in 0..a.count {
         let id = board.post(&a.queue.queue, job.clone()).await?;

@@ -2,12 +2,14 @@
 //! supervisor's workers — all without an async runtime, which must not
 //! exist before `fork`.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::cli::args::{BoardArgs, RunArgs};
 use crate::cli::server;
 use crate::error::{Error, Result};
 use crate::handler::Registry;
+use crate::redis::SyncBoard;
 use crate::supervisor::{supervise, SupervisorConfig};
 use crate::worker::{run_worker, WorkerConfig};
 
@@ -16,12 +18,26 @@ fn seconds(value: f64, flag: &str) -> Result<Duration> {
         .map_err(|_| Error::invalid(format!("{flag} must be a non-negative number of seconds")))
 }
 
-/// The worker template from the command line.
-pub(crate) fn worker_config(a: &RunArgs) -> Result<WorkerConfig> {
+/// The worker template from the command line; `stored` is the board's
+/// configuration, used where a flag is absent.
+pub(crate) fn worker_config(a: &RunArgs, stored: &HashMap<String, String>) -> Result<WorkerConfig> {
     let mut cfg = WorkerConfig::new(a.queues.clone(), crate::cli::commands::default_owner());
     cfg.concurrency = a.concurrency;
-    cfg.expiry = seconds(a.expiry, "--expiry")?;
-    cfg.grace = seconds(a.grace, "--grace")?;
+    let pick = |flag: Option<f64>, key: &str| -> Result<Option<f64>> {
+        match (flag, stored.get(key)) {
+            (Some(v), _) => Ok(Some(v)),
+            (None, Some(v)) => v.parse().map(Some).map_err(|_| {
+                Error::invalid(format!("stored config {key} = {v:?} is not a number of seconds"))
+            }),
+            (None, None) => Ok(None),
+        }
+    };
+    if let Some(expiry) = pick(a.expiry, "expiry")? {
+        cfg.expiry = seconds(expiry, "--expiry")?;
+    }
+    if let Some(grace) = pick(a.grace, "grace")? {
+        cfg.grace = seconds(grace, "--grace")?;
+    }
     cfg.interval = seconds(a.interval, "--interval")?;
     cfg.default_timeout = a.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
     if let Some(dir) = &a.workdir {
@@ -39,9 +55,10 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
             "no handlers are linked into this binary; every job will fail (see `jobworker handlers`)"
         );
     }
-    let worker = worker_config(a)?;
     let target = server::resolve(board)?;
     let redis = server::options(&target, board)?;
+    let stored = SyncBoard::connect(redis.clone())?.config()?;
+    let worker = worker_config(a, &stored)?;
     let workers = a
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

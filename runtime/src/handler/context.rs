@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::board::AnyBoard;
-use crate::job::{JobId, Lease};
+use crate::job::{JobId, Lease, NewJob};
 
 /// A one-way flag that tells a handler to stop (lease lost, timeout,
 /// cancellation, shutdown).
@@ -56,6 +56,7 @@ struct Inner {
     sandbox: PathBuf,
     cancel: CancelFlag,
     board: AnyBoard,
+    next: std::sync::Mutex<Option<(String, NewJob)>>,
 }
 
 impl JobContext {
@@ -78,6 +79,7 @@ impl JobContext {
                 sandbox,
                 cancel,
                 board,
+                next: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -137,6 +139,21 @@ impl JobContext {
     /// The board, to post follow-up jobs.
     pub fn board(&self) -> &AnyBoard {
         &self.inner.board
+    }
+
+    /// Makes this job a pipeline step: when the handler succeeds, `job` is
+    /// posted to `queue` (under this job's id) before this job is consumed,
+    /// once even if this job runs again. A later call replaces an earlier
+    /// one; a failing handler posts nothing.
+    pub fn complete_into(&self, queue: impl Into<String>, job: NewJob) {
+        if let Ok(mut next) = self.inner.next.lock() {
+            *next = Some((queue.into(), job));
+        }
+    }
+
+    /// The next step set with [`complete_into`](Self::complete_into).
+    pub(crate) fn take_next(&self) -> Option<(String, NewJob)> {
+        self.inner.next.lock().ok()?.take()
     }
 
     /// Logs a line about this job (with job id, queue and name fields).

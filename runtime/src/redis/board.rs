@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use crate::board::{Board, ReapReport};
 use crate::codec::{decode_posting, posting_parts, Posting};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::job::{
     Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority, RunAt,
     DEFAULT_MAX_ATTEMPTS,
@@ -15,7 +15,7 @@ use crate::redis::connect::{connect, Connection};
 use crate::redis::keys::{QueueKeys, DEFAULT_PREFIX};
 use crate::redis::read;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{self, AbandonMode, ClaimArgs, PostArgs};
+use crate::redis::scripts::{self, AbandonMode, ClaimArgs, Consumed, PostArgs};
 use crate::redis::wait::Waiter;
 
 /// Completed jobs kept in a queue's history by default.
@@ -66,7 +66,7 @@ impl RedisOptions {
             Some(ns) => ns.clone(),
             None => QueueKeys::default_namespace(&self.prefix, queue)?,
         };
-        Ok(QueueKeys::new(queue, &namespace))
+        Ok(QueueKeys::new(queue, &namespace, &self.prefix))
     }
 
     /// The hash of live workers (`<prefix>:workers`).
@@ -89,6 +89,7 @@ pub struct RedisBoard {
     opts: Arc<RedisOptions>,
     waiter: Arc<tokio::sync::Mutex<Option<Waiter>>>,
     scan_cursors: Arc<Mutex<HashMap<String, u64>>>,
+    pub(crate) known_queues: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 impl std::fmt::Debug for RedisBoard {
@@ -105,8 +106,10 @@ impl RedisBoard {
         Self::with_options(RedisOptions::new(url)).await
     }
 
-    /// Connects, checks the server version and loads the scripts.
-    pub async fn with_options(opts: RedisOptions) -> Result<RedisBoard> {
+    /// Connects, checks the server version and loads the scripts. History
+    /// limits left at their defaults take the board's stored configuration
+    /// (`history-count`, `history-age`; see [`RedisBoard::set_config`]).
+    pub async fn with_options(mut opts: RedisOptions) -> Result<RedisBoard> {
         for ns in opts.namespaces.values() {
             if ns.is_empty() {
                 return Err(Error::invalid("a queue namespace must not be empty"));
@@ -114,11 +117,26 @@ impl RedisBoard {
         }
         let conn = connect(&opts.url).await?;
         scripts::load_all(&conn).await?;
+        let (count, age): (Option<usize>, Option<f64>) = conn
+            .query(
+                redis::cmd("HMGET")
+                    .arg(format!("{}:config", opts.prefix))
+                    .arg("history-count")
+                    .arg("history-age"),
+            )
+            .await?;
+        if let (Some(n), DEFAULT_HISTORY_COUNT) = (count, opts.history_count) {
+            opts.history_count = n;
+        }
+        if let (Some(secs), true) = (age, opts.history_age == DEFAULT_HISTORY_AGE) {
+            opts.history_age = Duration::try_from_secs_f64(secs).unwrap_or(DEFAULT_HISTORY_AGE);
+        }
         Ok(RedisBoard {
             conn,
             opts: Arc::new(opts),
             waiter: Arc::default(),
             scan_cursors: Arc::default(),
+            known_queues: Arc::default(),
         })
     }
 
@@ -233,13 +251,28 @@ impl RedisBoard {
     }
 
     /// Reads a `claim.lua` reply; returns the claimed jobs and whether the
-    /// listings hold jobs the index lacks.
+    /// listings hold jobs the index lacks. Settles what the claim found
+    /// owed: dependency releases for other queues, recurring runs due.
     async fn parse_claim(&self, keys: &QueueKeys, who: &str, reply: Reply) -> Result<(Vec<Claimed>, bool)> {
         let reply = reply.accept(keys, "(claim)", who)?;
         let unindexed = reply.int(1)? == 1;
+        if reply.int(3)? > 0 {
+            self.settle(
+                keys,
+                "releasing dependents",
+                self.flush_outbox(&keys.queue).await.map(drop),
+            );
+        }
+        if reply.int(4)? > 0 {
+            self.settle(
+                keys,
+                "spawning recurring jobs",
+                self.spawn_due(&keys.queue).await.map(drop),
+            );
+        }
         let mut claimed = Vec::new();
         for j in 0..reply.int(2)? as usize {
-            let at = 3 + j * 7;
+            let at = 5 + j * 7;
             let id = reply.string(at)?;
             let bytes = reply.bytes(at + 1)?;
             let Some(posting) = self.decode_or_quarantine(keys, &id, &bytes).await? else {
@@ -296,6 +329,14 @@ impl RedisBoard {
         Ok(claimed)
     }
 
+    /// Logs a failed side task of a claim or consume; the jobs it took or
+    /// settled count more (the task is retried by the next claim).
+    fn settle(&self, keys: &QueueKeys, what: &str, result: Result<()>) {
+        if let Err(e) = result {
+            tracing::warn!(queue = %keys.queue, error = %e, "{what} failed; the next claim retries");
+        }
+    }
+
     /// Groups leases by queue, in chunks a single `consume.lua` call takes.
     fn consume_batches<'l>(&self, leases: &'l [Lease]) -> Result<Vec<ConsumeBatch<'l>>> {
         let mut queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
@@ -321,15 +362,37 @@ impl RedisBoard {
 /// the caller's list.
 type ConsumeBatch<'l> = (QueueKeys, Vec<(usize, &'l Lease)>);
 
+impl RedisBoard {
+    /// Reads the consume replies of `batches` into one result per lease,
+    /// then resolves dependents the consumed jobs owe other queues.
+    async fn consume_results(
+        &self,
+        leases: &[Lease],
+        batches: &[ConsumeBatch<'_>],
+        replies: Vec<Consumed>,
+    ) -> Vec<Result<()>> {
+        for ((keys, _), consumed) in batches.iter().zip(&replies) {
+            if consumed.outbox > 0 {
+                self.settle(
+                    keys,
+                    "releasing dependents",
+                    self.flush_outbox(&keys.queue).await.map(drop),
+                );
+            }
+        }
+        consume_results(leases, batches, replies)
+    }
+}
+
 /// Reads the consume replies of `batches` into one result per lease.
 fn consume_results(
     leases: &[Lease],
     batches: &[ConsumeBatch<'_>],
-    replies: Vec<Vec<Reply>>,
+    replies: Vec<Consumed>,
 ) -> Vec<Result<()>> {
     let mut results: Vec<Option<Result<()>>> = leases.iter().map(|_| None).collect();
-    for ((keys, chunk), replies) in batches.iter().zip(replies) {
-        for ((at, l), reply) in chunk.iter().zip(replies) {
+    for ((keys, chunk), consumed) in batches.iter().zip(replies) {
+        for ((at, l), reply) in chunk.iter().zip(consumed.replies) {
             results[*at] = Some(reply.accept(keys, l.job.as_str(), &l.owner).map(drop));
         }
     }
@@ -349,10 +412,12 @@ struct Prepared {
     parts: crate::codec::PostingParts,
     delay: Duration,
     run_at_ms: u64,
+    /// Tags, tracking, unique key and dependencies as JSON ('' for none).
+    extra: String,
 }
 
 impl Prepared {
-    fn new(job: &NewJob) -> Result<Prepared> {
+    fn new(job: &NewJob, queue: &str) -> Result<Prepared> {
         job.validate()?;
         let id = job.id.clone().unwrap_or_else(JobId::random);
         let parts = posting_parts(id.as_str(), &job.name, job.priority, &details_of(&job.args), None);
@@ -372,6 +437,7 @@ impl Prepared {
             parts,
             delay,
             run_at_ms,
+            extra: post_extra(job, queue)?,
         })
     }
 
@@ -385,17 +451,28 @@ impl Prepared {
             max_attempts: job.max_attempts,
             delay: self.delay,
             run_at_ms: self.run_at_ms,
+            extra: &self.extra,
         }
     }
 
     fn accept(self, reply: Reply, keys: &QueueKeys) -> Result<JobId> {
         match reply.status().as_str() {
-            "ready" | "scheduled" => Ok(self.id),
+            "ready" | "scheduled" | "waiting" => Ok(self.id),
+            "duplicate" => Ok(JobId(reply.string(1)?)),
+            "bad_dependency" => Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "job {} cannot depend on job {} of queue {}: it is not on the board, or was cancelled",
+                    self.id,
+                    reply.string(1)?,
+                    keys.queue
+                ),
+            )),
             "exists" if self.generated => Ok(self.id),
-            "exists" => Err(Error::invalid(format!(
-                "job {} already exists in queue {}",
-                self.id, keys.queue
-            ))),
+            "exists" => Err(Error::new(
+                ErrorKind::Exists,
+                format!("job {} already exists in queue {}", self.id, keys.queue),
+            )),
             other => Err(Error::codec(format!(
                 "unexpected reply {other:?} posting job {} in queue {}",
                 self.id, keys.queue
@@ -409,10 +486,11 @@ impl RedisBoard {
     /// its own atomic script). Returns one result per job, in order.
     pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
         let keys = self.keys(queue)?;
+        self.register_queue(queue).await?;
         let mut prepared = Vec::with_capacity(jobs.len());
         let mut results: Vec<Option<Result<JobId>>> = Vec::with_capacity(jobs.len());
         for job in jobs {
-            match Prepared::new(job) {
+            match Prepared::new(job, queue) {
                 Ok(p) => {
                     prepared.push((results.len(), p, job));
                     results.push(None);
@@ -429,14 +507,52 @@ impl RedisBoard {
             .collect();
         drop(batches);
         drop(args);
-        for ((at, p, _), reply) in prepared.into_iter().zip(replies) {
-            results[at] = Some(p.accept(reply, &keys));
+        for ((at, p, job), reply) in prepared.into_iter().zip(replies) {
+            let waiting = reply.status() == "waiting";
+            let mut result = p.accept(reply, &keys);
+            if let (true, Ok(id)) = (waiting, &result) {
+                if let Err(e) = self.link_dependencies(&keys, id, job).await {
+                    result = Err(e);
+                }
+            }
+            results[at] = Some(result);
         }
         Ok(results
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(Error::codec("missing reply"))))
             .collect())
     }
+}
+
+/// The JSON `post.lua` reads for a job's tags, tracking, unique key and
+/// dependencies (`""` when it has none, the common case).
+fn post_extra(job: &NewJob, queue: &str) -> Result<String> {
+    if job.tags.is_empty() && job.depends.is_empty() && job.unique.is_none() && !job.track {
+        return Ok(String::new());
+    }
+    let mut extra = serde_json::Map::new();
+    if !job.tags.is_empty() {
+        extra.insert("tags".into(), serde_json::json!(job.tags));
+    }
+    if job.track {
+        extra.insert("track".into(), true.into());
+    }
+    if let Some((key, ttl)) = &job.unique {
+        extra.insert(
+            "unique".into(),
+            serde_json::json!({"key": key, "ttl": ttl.as_millis() as u64}),
+        );
+    }
+    if !job.depends.is_empty() {
+        let mut refs = Vec::with_capacity(job.depends.len());
+        for d in &job.depends {
+            let q = d.queue.as_deref().unwrap_or(queue);
+            crate::redis::keys::validate_queue(q)?;
+            refs.push(format!("{q}\n{}", d.job));
+        }
+        extra.insert("deps".into(), serde_json::json!(refs));
+    }
+    Ok(serde_json::Value::Object(extra).to_string())
 }
 
 /// The `details` a jobworker posting carries: `{"args": args}`, or `{}`
@@ -481,9 +597,16 @@ fn validate_claim(who: &str, expiry: Duration, count: usize) -> Result<()> {
 impl Board for RedisBoard {
     async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
         let keys = self.keys(queue)?;
-        let prepared = Prepared::new(&job)?;
+        let prepared = Prepared::new(&job, queue)?;
+        self.register_queue(queue).await?;
         let mut replies = scripts::post(&self.conn, &keys, &[prepared.args(&job)]).await?;
-        prepared.accept(replies.remove(0), &keys)
+        let reply = replies.remove(0);
+        let waiting = reply.status() == "waiting";
+        let id = prepared.accept(reply, &keys)?;
+        if waiting {
+            self.link_dependencies(&keys, &id, &job).await?;
+        }
+        Ok(id)
     }
 
     async fn claim_holding(
@@ -576,7 +699,7 @@ impl Board for RedisBoard {
             let chunk: Vec<&Lease> = chunk.iter().map(|(_, l)| *l).collect();
             replies.push(scripts::consume(&self.conn, keys, &chunk, self.opts.history_count).await?);
         }
-        Ok(consume_results(leases, &batches, replies))
+        Ok(self.consume_results(leases, &batches, replies).await)
     }
 
     async fn consume_then_claim(
@@ -602,7 +725,7 @@ impl Board for RedisBoard {
         let (replies, reply) =
             scripts::consume_then_claim(&self.conn, &pipelined, self.opts.history_count, &keys, &args)
                 .await?;
-        let consumed = consume_results(done, &batches, replies);
+        let consumed = self.consume_results(done, &batches, replies).await;
         let mut claimed = self
             .finish_claim(&keys, who, expiry, count, holding == 0, reply)
             .await?;

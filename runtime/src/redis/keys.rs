@@ -12,15 +12,18 @@ pub struct QueueKeys {
     pub queue: String,
     /// The taskflow namespace (e.g. `jw:{emails}` or `taskflow`).
     pub namespace: String,
-    /// `NS:listings`, `NS:sequence`, …: the nine queue keys of `lua/README.md`.
-    pub keys: [String; 9],
+    /// `NS:listings`, `NS:sequence`, …: the queue keys of `lua/README.md`.
+    pub keys: [String; 16],
     /// The pub/sub channel that announces new work.
     pub notify: String,
+    /// Prefix of the event channels (`<prefix>:log`, `<prefix>:ev:<event>`).
+    pub events: String,
 }
 
 impl QueueKeys {
-    /// Keys of `queue` stored under `namespace`.
-    pub fn new(queue: &str, namespace: &str) -> Self {
+    /// Keys of `queue` stored under `namespace`; its events go to the
+    /// channels under `events` (the board's prefix).
+    pub fn new(queue: &str, namespace: &str, events: &str) -> Self {
         let k = |piece: &str| format!("{namespace}:{piece}");
         QueueKeys {
             queue: queue.to_owned(),
@@ -35,8 +38,16 @@ impl QueueKeys {
                 k("jw.completed"),
                 k("jw.quarantine"),
                 k("jw.quarantine.reason"),
+                k("jw.waiting"),
+                k("jw.queue"),
+                k("jw.tags"),
+                k("jw.failed"),
+                k("jw.recurring"),
+                k("jw.outbox"),
+                k("jw.tracked"),
             ],
             notify: k("jw.notify"),
+            events: events.to_owned(),
         }
     }
 
@@ -84,6 +95,63 @@ impl QueueKeys {
     pub fn quarantine_reason(&self) -> &str {
         &self.keys[8]
     }
+    /// `NS:jw.waiting`: jobs waiting for dependencies.
+    pub fn waiting(&self) -> &str {
+        &self.keys[9]
+    }
+    /// `NS:jw.queue`: the queue's settings (`paused`, `limit`).
+    pub fn settings(&self) -> &str {
+        &self.keys[10]
+    }
+    /// `NS:jw.tags`: tag → number of jobs carrying it.
+    pub fn tags(&self) -> &str {
+        &self.keys[11]
+    }
+    /// `NS:jw.failed`: failure group → number of trashed jobs in it.
+    pub fn failed(&self) -> &str {
+        &self.keys[12]
+    }
+    /// `NS:jw.recurring`: recurring template id → next slot (ms).
+    pub fn recurring(&self) -> &str {
+        &self.keys[13]
+    }
+    /// `NS:jw.outbox`: dependency releases owed to other queues.
+    pub fn outbox(&self) -> &str {
+        &self.keys[14]
+    }
+    /// `NS:jw.tracked`: tracked job → time tracking began.
+    pub fn tracked(&self) -> &str {
+        &self.keys[15]
+    }
+    /// `NS:jw.tag.<tag>`: jobs carrying `tag`, by time tagged.
+    pub fn tag(&self, tag: &str) -> String {
+        format!("{}:jw.tag.{tag}", self.namespace)
+    }
+    /// `NS:jw.failed.<group>`: trashed jobs of a failure group, by time.
+    pub fn failed_group(&self, group: &str) -> String {
+        format!("{}:jw.failed.{group}", self.namespace)
+    }
+    /// `NS:jw.history.<id>`: the job's history (JSON events, oldest first).
+    pub fn history(&self, id: &str) -> String {
+        format!("{}:jw.history.{id}", self.namespace)
+    }
+    /// `NS:jw.dependents.<id>`: jobs (`queue\nid`) waiting for this one.
+    pub fn dependents(&self, id: &str) -> String {
+        format!("{}:jw.dependents.{id}", self.namespace)
+    }
+    /// `NS:jw.deps.<id>`: unmet dependencies (`queue\nid`) of this job.
+    pub fn deps(&self, id: &str) -> String {
+        format!("{}:jw.deps.{id}", self.namespace)
+    }
+    /// `NS:jw.recur.<id>`: a recurring job's template.
+    pub fn recur(&self, id: &str) -> String {
+        format!("{}:jw.recur.{id}", self.namespace)
+    }
+    /// `NS:jw.stats.<day>`: the queue's statistics of a UTC day (days
+    /// since the Unix epoch).
+    pub fn stats(&self, day: i64) -> String {
+        format!("{}:jw.stats.{day}", self.namespace)
+    }
     /// `NS:<id>.owned` (taskflow's owner key).
     pub fn owned(&self, id: &str) -> String {
         format!("{}:{id}.owned", self.namespace)
@@ -116,13 +184,13 @@ mod tests {
 
     #[test]
     fn keys_follow_taskflow_layout() {
-        let k = QueueKeys::new("emails", "jw:{emails}");
+        let k = QueueKeys::new("emails", "jw:{emails}", "jw");
         assert_eq!(k.listings(), "jw:{emails}:listings");
         assert_eq!(k.keys[1], "jw:{emails}:sequence");
         assert_eq!(k.trash(), "jw:{emails}:trash");
         assert_eq!(k.owned("u1"), "jw:{emails}:u1.owned");
         assert_eq!(k.last_modified("u1"), "jw:{emails}:u1.last_modified");
-        let tf = QueueKeys::new("tf", "taskflow");
+        let tf = QueueKeys::new("tf", "taskflow", "jw");
         assert_eq!(tf.listings(), "taskflow:listings");
     }
 

@@ -11,13 +11,13 @@ use crate::redis::keys::QueueKeys;
 
 /// Raw facts about one job, read in one MULTI.
 type Facts = (
-    Option<Vec<u8>>,         // listing
-    Option<Vec<u8>>,         // owner
-    HashMap<String, String>, // job hash
-    Option<Vec<u8>>,         // trash copy
-    Option<Vec<u8>>,         // quarantined bytes
-    Option<String>,          // quarantine reason
-    Option<f64>,             // scheduled run-at
+    Option<Vec<u8>>,          // listing
+    Option<Vec<u8>>,          // owner
+    HashMap<String, Vec<u8>>, // job hash (its `posting` is binary)
+    Option<Vec<u8>>,          // trash copy
+    Option<Vec<u8>>,          // quarantined bytes
+    Option<String>,           // quarantine reason
+    Option<f64>,              // scheduled run-at
 );
 
 /// Reads and interprets jobs `ids` (missing ones are left out, or an error
@@ -49,7 +49,13 @@ async fn fetch(
 }
 
 fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
-    let (listing, owner, job, trashed, quarantined, qreason, run_at) = facts;
+    let (listing, owner, mut job, trashed, quarantined, qreason, run_at) = facts;
+    let held = job.remove("posting");
+    let job: HashMap<String, String> = job
+        .into_iter()
+        .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
+        .collect();
+    let recorded = job.get("state").map(String::as_str);
     let state = if listing.is_some() {
         if owner.is_some() {
             JobState::Claimed
@@ -62,8 +68,8 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
         JobState::Quarantined
     } else if trashed.is_some() {
         JobState::Trashed
-    } else if job.get("state").map(String::as_str) == Some("completed") {
-        JobState::Completed
+    } else if let Some(state @ ("completed" | "cancelled" | "waiting")) = recorded {
+        JobState::parse(state).ok()?
     } else {
         return None;
     };
@@ -82,9 +88,14 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
         sequence: num("seq"),
         created_on: None,
         reason: job.get("reason").cloned(),
+        group: job.get("group").cloned(),
+        tags: job
+            .get("tags")
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default(),
         args: serde_json::Value::Null,
     };
-    let bytes = listing.or(trashed).or(quarantined);
+    let bytes = listing.or(held).or(trashed).or(quarantined);
     match bytes.as_deref().map(decode_posting) {
         Some(Ok(p)) => {
             info.name = p.name;
@@ -184,7 +195,29 @@ pub(crate) async fn list(
         ListFilter::State(JobState::Completed) => zset_page(board, &[keys.completed()], page, true).await?,
         ListFilter::State(JobState::Trashed) => hash_page(board, keys.trash(), page).await?,
         ListFilter::State(JobState::Quarantined) => hash_page(board, keys.quarantine(), page).await?,
-        ListFilter::State(JobState::Waiting | JobState::Cancelled) => Vec::new(),
+        ListFilter::State(JobState::Waiting) => zset_page(board, &[keys.waiting()], page, false).await?,
+        ListFilter::State(JobState::Cancelled) => {
+            let mut ids: Vec<String> = board
+                .conn
+                .query(
+                    redis::cmd("ZRANGE")
+                        .arg(keys.completed())
+                        .arg(0)
+                        .arg(-1)
+                        .arg("REV"),
+                )
+                .await?;
+            let states = board
+                .conn
+                .query_pipe::<Vec<Option<String>>>(&ids.iter().fold(redis::pipe(), |mut p, id| {
+                    p.hget(keys.job(id), "state");
+                    p
+                }))
+                .await?;
+            let mut keep = states.iter().map(|s| s.as_deref() == Some("cancelled"));
+            ids.retain(|_| keep.next().unwrap_or(false));
+            ids.into_iter().skip(page.offset).take(page.limit).collect()
+        }
     };
     Ok(fetch(board, keys, &ids)
         .await?

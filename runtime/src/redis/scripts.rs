@@ -26,11 +26,20 @@ pub(crate) struct Scripts {
     pub index: Script,
     pub quarantine: Script,
     pub recover_owner: Script,
+    pub cancel: Script,
+    pub priority: Script,
+    pub resolve: Script,
+    pub depend: Script,
+    pub retry: Script,
+    pub purge: Script,
+    pub tag: Script,
+    pub track: Script,
+    pub recur_spawn: Script,
 }
 
 impl Scripts {
     /// All scripts, to load them once at connect.
-    pub fn all(&self) -> [&Script; 11] {
+    pub fn all(&self) -> [&Script; 20] {
         [
             &self.post,
             &self.claim,
@@ -43,6 +52,15 @@ impl Scripts {
             &self.index,
             &self.quarantine,
             &self.recover_owner,
+            &self.cancel,
+            &self.priority,
+            &self.resolve,
+            &self.depend,
+            &self.retry,
+            &self.purge,
+            &self.tag,
+            &self.track,
+            &self.recur_spawn,
         ]
     }
 }
@@ -64,6 +82,15 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     index: script(include_str!("../../../lua/index.lua")),
     quarantine: script(include_str!("../../../lua/quarantine.lua")),
     recover_owner: script(include_str!("../../../lua/recover_owner.lua")),
+    cancel: script(include_str!("../../../lua/cancel.lua")),
+    priority: script(include_str!("../../../lua/priority.lua")),
+    resolve: script(include_str!("../../../lua/resolve.lua")),
+    depend: script(include_str!("../../../lua/depend.lua")),
+    retry: script(include_str!("../../../lua/retry.lua")),
+    purge: script(include_str!("../../../lua/purge.lua")),
+    tag: script(include_str!("../../../lua/tag.lua")),
+    track: script(include_str!("../../../lua/track.lua")),
+    recur_spawn: script(include_str!("../../../lua/recur_spawn.lua")),
 });
 
 /// Loads every script into the server's cache (EVALSHA afterwards).
@@ -82,7 +109,7 @@ pub(crate) fn invocation<'a>(script: &'a Script, keys: &QueueKeys) -> ScriptInvo
     for key in &keys.keys {
         inv.key(key);
     }
-    inv.arg(keys.prefix());
+    inv.arg(keys.prefix()).arg(&keys.queue).arg(&keys.events);
     inv
 }
 
@@ -109,6 +136,8 @@ pub(crate) struct PostArgs<'a> {
     pub max_attempts: u32,
     pub delay: Duration,
     pub run_at_ms: u64,
+    /// Tags, tracking, unique key and dependencies as JSON ('' for none).
+    pub extra: &'a str,
 }
 
 /// Twin of `post.lua`: posts `jobs` (at most [`POST_BATCH`] of one queue)
@@ -118,7 +147,8 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[PostArgs<'
     Ok(split_pairs(&reply, jobs.len()))
 }
 
-/// One `[status, value]` reply per job from `{'ok', status, value, …}`.
+/// One `[status, value]` reply per job from `{'ok', status, value, …}`
+/// (a trailing value, like consume's outbox count, is ignored).
 fn split_pairs(reply: &Reply, jobs: usize) -> Vec<Reply> {
     (0..jobs)
         .map(|k| {
@@ -144,7 +174,8 @@ fn post_invocation<'s>(keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> ScriptInvocat
             .arg(a.max_attempts)
             .arg(millis(a.delay))
             .arg(a.run_at_ms)
-            .arg(a.name);
+            .arg(a.name)
+            .arg(a.extra);
     }
     inv
 }
@@ -218,7 +249,7 @@ pub(crate) async fn consume_then_claim(
     keep: usize,
     claim_keys: &QueueKeys,
     claim: &ClaimArgs<'_>,
-) -> Result<(Vec<Vec<Reply>>, Reply)> {
+) -> Result<(Vec<Consumed>, Reply)> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for (keys, leases) in batches {
@@ -250,7 +281,7 @@ pub(crate) async fn consume_then_claim(
             }
             Err(e) => return Err(e.into()),
         };
-        consumed.push(split_pairs(&Reply::from_value(value)?, leases.len()));
+        consumed.push(consume_reply(&Reply::from_value(value)?, leases.len()));
     }
     Ok((consumed, Reply::from_value(claimed)?))
 }
@@ -310,17 +341,31 @@ fn consume_invocation<'s>(
     inv
 }
 
+/// A `consume.lua` reply: one `[status, owner]` per lease, and the
+/// number of dependency releases the queue owes other queues.
+pub(crate) struct Consumed {
+    pub replies: Vec<Reply>,
+    pub outbox: i64,
+}
+
+fn consume_reply(reply: &Reply, leases: usize) -> Consumed {
+    Consumed {
+        replies: split_pairs(reply, leases),
+        outbox: reply.int(1 + 2 * leases).unwrap_or(0),
+    }
+}
+
 /// Twin of `consume.lua`: consumes `leases` (all of `keys`' queue, at most
 /// [`MAX_CLAIM_COUNT`](crate::redis::MAX_CLAIM_COUNT)) in one call; `keep`
-/// is the history count limit. One `[status, owner]` reply per lease.
+/// is the history count limit.
 pub(crate) async fn consume(
     conn: &Connection,
     keys: &QueueKeys,
     leases: &[&crate::job::Lease],
     keep: usize,
-) -> Result<Vec<Reply>> {
+) -> Result<Consumed> {
     let reply = run(conn, &consume_invocation(keys, leases, keep)).await?;
-    Ok(split_pairs(&reply, leases.len()))
+    Ok(consume_reply(&reply, leases.len()))
 }
 
 /// What abandon does with the job (see `lua/abandon.lua`).
@@ -392,5 +437,21 @@ pub(crate) async fn quarantine(
 ) -> Result<Reply> {
     let mut inv = invocation(&SCRIPTS.quarantine, keys);
     inv.arg(field).arg(bytes).arg(reason);
+    run(conn, &inv).await
+}
+
+/// Runs `script` on `keys`' queue with `args` after the common ones (for
+/// the operator verbs: cancel, priority, resolve, depend, retry, purge,
+/// tag, track, recur_spawn).
+pub(crate) async fn call<A: redis::ToRedisArgs>(
+    conn: &Connection,
+    script: &Script,
+    keys: &QueueKeys,
+    args: &[A],
+) -> Result<Reply> {
+    let mut inv = invocation(script, keys);
+    for a in args {
+        inv.arg(a);
+    }
     run(conn, &inv).await
 }

@@ -50,6 +50,12 @@ impl SyncBoard {
         Ok(board)
     }
 
+    /// The board configuration stored in Redis (`<prefix>:config`).
+    pub fn config(&mut self) -> Result<std::collections::HashMap<String, String>> {
+        let key = format!("{}:config", self.opts.prefix);
+        self.retrying(|con| redis::cmd("HGETALL").arg(&key).query(con))
+    }
+
     fn open(&self) -> Result<Connection> {
         let unreachable = |e: redis::RedisError| {
             Error::unavailable(format!("cannot reach redis at {}: {e}", redact(&self.opts.url)))

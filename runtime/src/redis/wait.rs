@@ -1,6 +1,6 @@
 //! Waiting for work without polling: a pub/sub connection subscribed to
 //! each queue's notify channel, plus the times at which scheduled jobs fall
-//! due or leases expire.
+//! due, leases expire or recurring jobs are due to spawn.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -22,8 +22,8 @@ pub(crate) struct Waiter {
 struct Outlook {
     /// Work is claimable now (or the index must catch up first).
     ready: bool,
-    /// Milliseconds until the next scheduled job falls due or lease
-    /// expires, if any.
+    /// Milliseconds until the next scheduled job falls due, lease expires
+    /// or recurring job is due, if any.
     next_ms: Option<i64>,
 }
 
@@ -32,6 +32,8 @@ async fn outlook(board: &RedisBoard, keys: &QueueKeys) -> Result<Outlook> {
         usize,
         Vec<(String, f64)>,
         Vec<(String, f64)>,
+        Vec<(String, f64)>,
+        usize,
         usize,
         usize,
         usize,
@@ -49,20 +51,30 @@ async fn outlook(board: &RedisBoard, keys: &QueueKeys) -> Result<Outlook> {
         .arg(0)
         .arg(0)
         .arg("WITHSCORES")
+        .cmd("ZRANGE")
+        .arg(keys.recurring())
+        .arg(0)
+        .arg(0)
+        .arg("WITHSCORES")
+        .scard(keys.outbox())
         .hlen(keys.listings())
         .zcard(keys.scheduled())
         .zcard(keys.leases())
         .cmd("TIME");
-    let (ready, next_due, next_lease, listed, scheduled, leased, (secs, micros)): Row =
+    let (ready, next_due, next_lease, next_run, owed, listed, scheduled, leased, (secs, micros)): Row =
         board.conn.query_pipe(&pipe).await?;
     let now_ms = secs * 1000 + micros / 1000;
     let next_ms = next_due
         .iter()
-        .chain(next_lease.iter())
-        .map(|(_, at)| *at as i64 - now_ms)
+        .chain(&next_lease)
+        .chain(&next_run)
+        .map(|(_, at)| at.min(i64::MAX as f64) as i64 - now_ms)
         .min();
     Ok(Outlook {
-        ready: ready > 0 || listed > ready + scheduled + leased || next_ms.is_some_and(|ms| ms <= 0),
+        ready: ready > 0
+            || owed > 0
+            || listed > ready + scheduled + leased
+            || next_ms.is_some_and(|ms| ms <= 0),
         next_ms,
     })
 }

@@ -27,6 +27,8 @@ pub(crate) struct Running {
     pub attempt: u32,
     pub slot: usize,
     pub cancel: CancelFlag,
+    /// The handler's context (holds a pipeline's next step).
+    pub context: crate::handler::JobContext,
     pub abort: AbortHandle,
     pub started: Instant,
     pub timeout: Option<Duration>,

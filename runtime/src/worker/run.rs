@@ -397,6 +397,7 @@ impl Worker {
         // The handler task reports its own outcome (no watcher task per job).
         let events = self.events.clone();
         let done = key.clone();
+        let context = cx.clone();
         let reporter = Reporter::new(move |outcome| {
             let _ = events.send(Event::Done(done, outcome));
         });
@@ -436,6 +437,7 @@ impl Worker {
                 attempt: c.attempt,
                 slot,
                 cancel,
+                context,
                 abort,
                 started: Instant::now(),
                 timeout,
@@ -469,6 +471,10 @@ impl Worker {
                     h.release(&key);
                 }
             }
+            let settled = match (settled, job.context.take_next()) {
+                (Settle::Consume, Some((queue, next))) => self.post_next(&job, &queue, next).await,
+                (settled, _) => settled,
+            };
             let result = match settled {
                 Settle::Consume => {
                     // Still heartbeated until the consume is recorded.
@@ -501,6 +507,17 @@ impl Worker {
         }
         // Consumed with the next claim (or by flush_consumes).
         self.done.extend(consumed);
+    }
+
+    /// Posts a pipeline's next step (set with `JobContext::complete_into`)
+    /// under this job's id, before this job is consumed: a step posted by an
+    /// earlier try that lost its consume is recognised, not posted twice.
+    async fn post_next(&self, job: &Running, queue: &str, next: crate::job::NewJob) -> Settle {
+        match self.board.post(queue, next.id(job.lease.job.clone())).await {
+            Ok(_) => Settle::Consume,
+            Err(e) if e.is_exists() => Settle::Consume,
+            Err(e) => Settle::Retry(format!("cannot post the next step to queue {queue}: {e}"), None),
+        }
     }
 
     /// Logs the consume results of `self.done` and clears it.

@@ -1,0 +1,57 @@
+-- cancel.lua: cancels jobs that have not finished (ready, scheduled,
+-- waiting or claimed). A claimed job's lease goes with it: its worker's
+-- next heartbeat is refused and the handler is stopped.
+--
+-- KEYS:  the queue keys (README.md).
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 '1' to cancel jobs that
+--        have dependents anyway (the caller cancels those too), then job
+--        ids (at most 1000).
+-- Effects: nothing unless every job can be cancelled. Then per job:
+--        listing, owner, last_modified and index entries deleted; this
+--        queue's dependencies forget it; job hash marked cancelled and
+--        kept in the completed history; 'cancelled' event.
+-- Returns: {'ok', ref, …} where each ref ("queue\nid\njob") is a
+--        dependency in another queue that still lists a cancelled job as
+--        its dependent (the caller removes it there) |
+--        {'not_found', id} | {'finished', id, state} |
+--        {'has_dependents', id, "queue\nid", …}
+
+local force = ARGV[4] == '1'
+for i = 5, #ARGV do
+  local id = ARGV[i]
+  local state = state_of(id)
+  if not state then return {'not_found', id} end
+  if state == 'completed' or state == 'trashed' or state == 'cancelled' then return {'finished', id, state} end
+  if not force then
+    local dependents = redis.call('SMEMBERS', dependents_key(id))
+    if #dependents > 0 then
+      local out = {'has_dependents', id}
+      for _, ref in ipairs(dependents) do out[#out + 1] = ref end
+      return out
+    end
+  end
+end
+local _, _, now_ms = now()
+local out = {'ok'}
+for i = 5, #ARGV do
+  local id = ARGV[i]
+  redis.call('HDEL', K_LISTINGS, id)
+  redis.call('DEL', owned_key(id), modified_key(id), dependents_key(id))
+  for _, k in ipairs({K_READY, K_SCHEDULED, K_LEASES, K_WAITING}) do redis.call('ZREM', k, id) end
+  local me = QUEUE .. '\n' .. id
+  for _, ref in ipairs(redis.call('SMEMBERS', deps_key(id))) do
+    local q, dep = ref:match('^(.-)\n(.*)$')
+    if q == QUEUE then
+      redis.call('SREM', dependents_key(dep), me)
+    else
+      out[#out + 1] = ref .. '\n' .. id
+    end
+  end
+  redis.call('DEL', deps_key(id))
+  local job = job_key(id)
+  redis.call('HSET', job, 'state', 'cancelled', 'finished', now_ms)
+  redis.call('HDEL', job, 'owner', 'posting')
+  redis.call('ZADD', K_COMPLETED, now_ms, id)
+  record(id, now_ms, 'cancelled')
+end
+return out

@@ -1,0 +1,37 @@
+-- retry.lua: puts trashed jobs back to work (from their failure group):
+-- the posting returns from taskflow's trash to the listings, attempts
+-- start again from zero.
+--
+-- KEYS:  the queue keys (README.md).
+-- ARGV:  1-3 NS prefix, queue, event prefix; then job ids (at most 1000).
+-- Returns: {'ok', status, …}, one per job: 'ok' | 'not_found' (not in the
+--        trash, or trashed outside jobworker with no job state).
+
+local _, _, now_ms = now()
+local out = {'ok'}
+local any = false
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local job = job_key(id)
+  local posting = redis.call('HGET', K_TRASH, id)
+  if not posting or redis.call('EXISTS', job) == 0 then
+    out[#out + 1] = 'not_found'
+  else
+    local group = redis.call('HGET', job, 'group')
+    if group then
+      redis.call('ZREM', failed_key(group), id)
+      if tonumber(redis.call('ZINCRBY', K_FAILED, -1, group)) <= 0 then redis.call('ZREM', K_FAILED, group) end
+    end
+    redis.call('HDEL', K_TRASH, id)
+    redis.call('HSET', K_LISTINGS, id, posting)
+    redis.call('HSET', job, 'attempts', 0)
+    redis.call('HDEL', job, 'crashes', 'suspect', 'group', 'reason', 'finished', 'owner')
+    make_ready(id, now_ms)
+    count_stat('retried', now_ms)
+    record(id, now_ms, 'retried', {from = group})
+    any = true
+    out[#out + 1] = 'ok'
+  end
+end
+if any then notify() end
+return out

@@ -1,0 +1,384 @@
+//! Running the operator commands built on the qless-style features.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+use crate::board::Board;
+use crate::cli::args::{Command, QueueArg};
+use crate::cli::commands::json_to_msgpack;
+use crate::cli::feature_args::{
+    ConfigCommand, FailedArgs, RecurAddArgs, RecurCommand, SettleArgs, TagCommand,
+};
+use crate::cli::output;
+use crate::error::{Error, Result};
+use crate::job::{JobId, Page, Priority};
+use crate::redis::{parse_day, RecurringJob, RedisBoard};
+use crate::schedule::Rule;
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(value).map_err(|e| Error::codec(e.to_string()))
+}
+
+fn ids(list: &[String]) -> Vec<JobId> {
+    list.iter().map(|s| JobId::from(s.as_str())).collect()
+}
+
+fn page(limit: usize) -> Page {
+    Page { offset: 0, limit }
+}
+
+/// A duration with a unit: `250ms`, `30s`, `5m`, `2h`, `1d` (a bare number
+/// is seconds).
+pub(crate) fn parse_span(text: &str) -> Result<Duration> {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit {
+        "ms" => 0.001,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        _ => f64::NAN,
+    };
+    number
+        .parse::<f64>()
+        .ok()
+        .and_then(|n| Duration::try_from_secs_f64(n * scale).ok())
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{text:?} is not a duration like 500ms, 30s, 5m, 2h or 1d"
+            ))
+        })
+}
+
+/// Runs a feature command (the other commands are run by
+/// `commands::execute`).
+pub(crate) async fn execute(board: &RedisBoard, command: &Command, json: bool) -> Result<()> {
+    match command {
+        Command::Priority(a) => priority(board, &a.queue, &a.id, &a.priority, json).await,
+        Command::Cancel(a) => cancel(board, &a.queue, &a.ids, a.with_dependents, json).await,
+        Command::Tag(t) => tag(board, t, json).await,
+        Command::Track(a) => tracking(board, &a.queue, &a.id, true, json).await,
+        Command::Untrack(a) => tracking(board, &a.queue, &a.id, false, json).await,
+        Command::Failed(a) => failed(board, a, json).await,
+        Command::Retry(a) => settle(board, a, false, json).await,
+        Command::Purge(a) => settle(board, a, true, json).await,
+        Command::Recur(r) => recur(board, r, json).await,
+        Command::Pause(q) => board
+            .pause(&q.queue)
+            .await
+            .map(|()| say(json, "paused", &q.queue)),
+        Command::Resume(q) => board
+            .resume(&q.queue)
+            .await
+            .map(|()| say(json, "resumed", &q.queue)),
+        Command::Limit(a) => {
+            let limit = if a.none { None } else { a.limit };
+            board.set_limit(&a.queue.queue, limit).await.map(|()| {
+                let what = limit.map_or("no limit".to_owned(), |n| format!("limit {n}"));
+                say(json, &what, &a.queue.queue)
+            })
+        }
+        Command::Queues => queues(board, json).await,
+        Command::Stats(a) => stats(board, &a.queue, a.day.as_deref(), json).await,
+        Command::Events(a) => events(board, a.tracked, a.count).await,
+        Command::History(a) => history(board, &a.queue, &a.id).await,
+        Command::Config(c) => config(board, c, json).await,
+        other => Err(Error::invalid(format!("{other:?} is not a feature command"))),
+    }
+}
+
+fn say(json: bool, what: &str, subject: &str) {
+    if json {
+        output::json(&serde_json::json!({ "result": what, "subject": subject }));
+    } else {
+        println!("{what} {subject}");
+    }
+}
+
+async fn priority(board: &RedisBoard, q: &QueueArg, id: &str, prio: &str, json: bool) -> Result<()> {
+    let prio = Priority::parse(prio)?;
+    let state = board.set_priority(&q.queue, &JobId::from(id), prio).await?;
+    say(json, &format!("priority {} ({state})", prio.0), id);
+    Ok(())
+}
+
+async fn cancel(board: &RedisBoard, q: &QueueArg, list: &[String], deps: bool, json: bool) -> Result<()> {
+    for (queue, id) in board.cancel(&q.queue, &ids(list), deps).await? {
+        say(json, "cancelled", &format!("{queue}/{id}"));
+    }
+    Ok(())
+}
+
+async fn tag(board: &RedisBoard, t: &TagCommand, json: bool) -> Result<()> {
+    match t {
+        TagCommand::Add(c) | TagCommand::Remove(c) => {
+            let tags: Vec<&str> = c.tags.iter().map(String::as_str).collect();
+            let id = JobId::from(c.id.as_str());
+            let now = if matches!(t, TagCommand::Add(_)) {
+                board.tag(&c.queue.queue, &id, &tags).await?
+            } else {
+                board.untag(&c.queue.queue, &id, &tags).await?
+            };
+            if json {
+                output::json(&serde_json::json!({ "id": c.id, "tags": now }));
+            } else {
+                println!("{} tags: {}", c.id, now.join(" "));
+            }
+        }
+        TagCommand::Find { tag, queue, limit } => {
+            let found = board.tagged(&queue.queue, tag, page(*limit)).await?;
+            if json {
+                output::json(&to_json(&found.iter().map(JobId::as_str).collect::<Vec<_>>())?);
+            } else {
+                found.iter().for_each(|id| println!("{id}"));
+            }
+        }
+        TagCommand::Top { queue, limit } => {
+            let top = board.top_tags(&queue.queue, page(*limit)).await?;
+            if json {
+                output::json(&to_json(&top)?);
+            } else {
+                top.iter().for_each(|(tag, n)| println!("{n:>8}  {tag}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn tracking(board: &RedisBoard, q: &QueueArg, id: &str, on: bool, json: bool) -> Result<()> {
+    let job = JobId::from(id);
+    if on {
+        board.track(&q.queue, &job).await?;
+    } else {
+        board.untrack(&q.queue, &job).await?;
+    }
+    say(json, if on { "tracking" } else { "untracked" }, id);
+    Ok(())
+}
+
+async fn failed(board: &RedisBoard, a: &FailedArgs, json: bool) -> Result<()> {
+    let queues = if a.queue.is_empty() {
+        board.queues().await?
+    } else {
+        a.queue.clone()
+    };
+    if let Some(group) = &a.group {
+        for queue in &queues {
+            let jobs = board.failed_jobs(queue, group, page(a.limit)).await?;
+            for id in jobs {
+                let info = board.show(queue, &id).await?;
+                if json {
+                    output::json(&to_json(&info)?);
+                } else {
+                    println!(
+                        "{queue}/{id}  {}  {}",
+                        info.name,
+                        info.reason.as_deref().unwrap_or("-")
+                    );
+                }
+            }
+        }
+        return Ok(());
+    }
+    let mut groups = Vec::new();
+    for queue in &queues {
+        groups.extend(board.failed(queue).await?);
+    }
+    if json {
+        output::json(&to_json(&groups)?);
+    } else if groups.is_empty() {
+        println!("no failed jobs");
+    } else {
+        println!("{:<20}  {:<20}  {:>8}", "QUEUE", "GROUP", "JOBS");
+        for g in groups {
+            println!("{:<20}  {:<20}  {:>8}", g.queue, g.group, g.count);
+        }
+    }
+    Ok(())
+}
+
+async fn settle(board: &RedisBoard, a: &SettleArgs, purge: bool, json: bool) -> Result<()> {
+    let queue = &a.queue.queue;
+    let verb = if purge { "purged" } else { "retried" };
+    if a.all || a.group.is_some() {
+        let n = board.settle_failed(queue, a.group.as_deref(), purge).await?;
+        say(json, &format!("{verb} {n} jobs of"), queue);
+        return Ok(());
+    }
+    if a.ids.is_empty() {
+        return Err(Error::invalid("name job ids, or use --group GROUP or --all"));
+    }
+    let jobs = ids(&a.ids);
+    let results = if purge {
+        board.purge(queue, &jobs).await?
+    } else {
+        board.retry(queue, &jobs).await?
+    };
+    let mut first_error = None;
+    for (id, r) in jobs.iter().zip(results) {
+        match r {
+            Ok(()) => say(json, verb, id.as_str()),
+            Err(e) => {
+                eprintln!("jobworker: {e} (not in the trash)");
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+async fn recur(board: &RedisBoard, r: &RecurCommand, json: bool) -> Result<()> {
+    match r {
+        RecurCommand::Add(a) => {
+            let id = board.recur(&a.queue.queue, recurring_job(a)?).await?;
+            say(json, "recurring", &id);
+        }
+        RecurCommand::List(q) => {
+            let list = board.recurring(&q.queue).await?;
+            if json {
+                output::json(&to_json(&list)?);
+            } else {
+                for t in list {
+                    println!(
+                        "{}  {:<20}  {}  next {}  runs {}",
+                        t.id, t.name, t.rule, t.next_ms, t.runs
+                    );
+                }
+            }
+        }
+        RecurCommand::Remove { id, queue } => {
+            board.unrecur(&queue.queue, id).await?;
+            say(json, "removed", id);
+        }
+    }
+    Ok(())
+}
+
+fn recurring_job(a: &RecurAddArgs) -> Result<RecurringJob> {
+    let rule = match (&a.every, &a.cron) {
+        (Some(every), None) => Rule::every(parse_span(every)?)?,
+        (None, Some(cron)) => Rule::cron(cron, &a.tz)?,
+        _ => return Err(Error::invalid("give exactly one of --every and --cron")),
+    };
+    let args: serde_json::Value =
+        serde_json::from_str(&a.args).map_err(|e| Error::invalid(format!("--args is not JSON: {e}")))?;
+    let mut job = RecurringJob::new(&a.name, rule)
+        .priority(Priority::parse(&a.priority)?)
+        .max_attempts(a.max_attempts)
+        .backlog(a.backlog);
+    job.args = json_to_msgpack(&args);
+    if let Some(offset) = &a.offset {
+        job = job.offset(parse_span(offset)?);
+    }
+    for t in &a.tag {
+        job = job.tag(t);
+    }
+    if let Some(id) = &a.id {
+        job = job.id(id);
+    }
+    Ok(job)
+}
+
+async fn queues(board: &RedisBoard, json: bool) -> Result<()> {
+    let mut rows = Vec::new();
+    for queue in board.queues().await? {
+        let settings = board.settings(&queue).await?;
+        let count = board.job_count(&queue).await?;
+        rows.push(serde_json::json!({
+            "queue": queue, "listed": count, "paused": settings.paused, "limit": settings.limit,
+        }));
+    }
+    if json {
+        output::json(&serde_json::Value::Array(rows));
+    } else {
+        println!("{:<20}  {:>8}  {:<7}  LIMIT", "QUEUE", "LISTED", "PAUSED");
+        for r in rows {
+            println!(
+                "{:<20}  {:>8}  {:<7}  {}",
+                r["queue"].as_str().unwrap_or(""),
+                r["listed"],
+                if r["paused"] == true { "yes" } else { "no" },
+                r["limit"].as_u64().map_or("-".to_owned(), |n| n.to_string())
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn stats(board: &RedisBoard, q: &QueueArg, day: Option<&str>, json: bool) -> Result<()> {
+    let day = day.map(parse_day).transpose()?;
+    let s = board.stats(&q.queue, day).await?;
+    if json {
+        output::json(&to_json(&s)?);
+        return Ok(());
+    }
+    println!(
+        "queue {}  day {}  failed {}  retried {}",
+        s.queue, s.day, s.failed, s.retried
+    );
+    for (what, t) in [("wait", &s.wait), ("run", &s.run)] {
+        println!(
+            "{what:<5} count {}  mean {:.1} ms  std-dev {:.1} ms",
+            t.count, t.mean_ms, t.std_dev_ms
+        );
+        let buckets: Vec<String> = t.histogram.iter().map(|(b, n)| format!("{b}:{n}")).collect();
+        if !buckets.is_empty() {
+            println!("      {}", buckets.join(" "));
+        }
+    }
+    Ok(())
+}
+
+async fn events(board: &RedisBoard, tracked: bool, count: Option<usize>) -> Result<()> {
+    let mut stream = Box::pin(board.events(tracked).await?);
+    eprintln!(
+        "jobworker: listening for {} events",
+        if tracked { "tracked jobs'" } else { "all" }
+    );
+    let mut seen = 0;
+    while let Some(event) = stream.next().await {
+        output::json(&event);
+        seen += 1;
+        if count.is_some_and(|n| seen >= n) {
+            return Ok(());
+        }
+    }
+    Err(Error::unavailable("the event subscription was closed"))
+}
+
+async fn history(board: &RedisBoard, q: &QueueArg, id: &str) -> Result<()> {
+    for event in board.history(&q.queue, &JobId::from(id)).await? {
+        output::json(&event);
+    }
+    Ok(())
+}
+
+async fn config(board: &RedisBoard, c: &ConfigCommand, json: bool) -> Result<()> {
+    match c {
+        ConfigCommand::Get { key } => {
+            let mut all: Vec<(String, String)> = board.config().await?.into_iter().collect();
+            all.sort();
+            all.retain(|(k, _)| key.as_ref().is_none_or(|want| want == k));
+            if json {
+                output::json(&to_json(
+                    &all.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
+                )?);
+            } else {
+                all.iter().for_each(|(k, v)| println!("{k} = {v}"));
+            }
+        }
+        ConfigCommand::Set { key, value } => {
+            board.set_config(key, Some(value)).await?;
+            say(json, &format!("set {key} ="), value);
+        }
+        ConfigCommand::Unset { key } => {
+            board.set_config(key, None).await?;
+            say(json, "unset", key);
+        }
+    }
+    Ok(())
+}
