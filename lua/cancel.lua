@@ -54,4 +54,5 @@ for i = 5, #ARGV do
   redis.call('ZADD', K_COMPLETED, now_ms, id)
   record(id, now_ms, 'cancelled')
 end
+lease_freed()
 return out

@@ -52,7 +52,7 @@ while n < count and not alone and rounds < 8 do
     local job = job_key(id)
     local posting = redis.call('HGET', K_LISTINGS, id)
     if not posting then
-      redis.call('DEL', job)
+      listing_vanished(id, now_ms)
     else
       local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
       local suspect = v[4] ~= false
@@ -65,9 +65,9 @@ while n < count and not alone and rounds < 8 do
         modified = modified or oslo_datetime(s, us)
         redis.call('SET', modified_key(id), modified)
         local token = tonumber(v[5] or 0) + 1
-        redis.call('HSET', job, 'token', token, 'owner', who, 'claimed_at', now_ms)
+        redis.call('HSET', job, 'token', token, 'owner', who, 'claimed_at', now_ms, 'claimed_by', who)
         if v[6] then waits[#waits + 1] = math.max(0, now_ms - tonumber(v[6])) end
-        record(id, now_ms, 'claimed', {worker = who, token = token})
+        publish(id, now_ms, 'claimed', {worker = who, token = token})
         if suspect then
           redis.call('HDEL', job, 'suspect')
           alone = true

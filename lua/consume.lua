@@ -22,22 +22,27 @@ local runs = {}
 local released = 0
 for i = 5, #ARGV - 2, 3 do
   local id, who, token = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local refused = check_lease(id, who, token)
-  if not refused and redis.call('HDEL', K_LISTINGS, id) == 0 then refused = {'not_found'} end
+  local job = job_key(id)
+  local v = redis.call('HMGET', job, 'token', 'claimed_at', 'dependents')
+  local refused = nil
+  local owner = redis.call('GET', owned_key(id))
+  if owner ~= who or (token ~= '0' and v[1] ~= token) then
+    refused = {'not_owner', owner or ''}
+    if redis.call('HEXISTS', K_LISTINGS, id) == 0 then refused = {'not_found'} end
+  elseif redis.call('HDEL', K_LISTINGS, id) == 0 then
+    refused = {'not_found'}
+  end
   if refused then
     out[#out + 1] = refused[1]
     out[#out + 1] = refused[2] or ''
   else
     redis.call('DEL', owned_key(id), modified_key(id))
     redis.call('ZREM', K_LEASES, id)
-    local job = job_key(id)
-    local claimed_at = redis.call('HGET', job, 'claimed_at')
-    if claimed_at then runs[#runs + 1] = math.max(0, now_ms - tonumber(claimed_at)) end
-    record(id, now_ms, 'consumed', {worker = who})
-    released = released + release_dependents(id, now_ms)
+    if v[2] then runs[#runs + 1] = math.max(0, now_ms - tonumber(v[2])) end
+    publish(id, now_ms, 'consumed', {worker = who})
+    if v[3] then released = released + release_dependents(id, now_ms) end
     if keep > 0 then
       redis.call('HSET', job, 'state', 'completed', 'finished', now_ms)
-      redis.call('HDEL', job, 'owner')
       redis.call('ZADD', K_COMPLETED, now_ms, id)
     else
       forget_job(id)
@@ -47,6 +52,6 @@ for i = 5, #ARGV - 2, 3 do
   end
 end
 add_stats('run', runs, now_ms)
-if released > 0 then notify() end
+if released > 0 then notify() else lease_freed() end
 out[#out + 1] = redis.call('SCARD', K_OUTBOX)
 return out

@@ -17,7 +17,7 @@ for i = 5, #ARGV do
   elseif state == 'completed' then
     out[#out + 1] = 'done'
   else
-    redis.call('SADD', dependents_key(ARGV[i]), ARGV[4])
+    add_dependent(ARGV[i], ARGV[4])
     out[#out + 1] = 'pending'
   end
 end

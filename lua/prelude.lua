@@ -93,16 +93,69 @@ local function make_ready(id, since)
   redis.call('HDEL', job_key(id), 'state')
 end
 
--- Appends an event to the job's history and publishes it: on the log
--- channel always, on the event's own channel when the job is tracked.
+-- Whether the queue tracks any job, read once per script (most track
+-- none, and then no event needs a per-job lookup).
+local any_tracked = nil
+
+-- A JSON string (cjson only when something needs escaping: ids, queue
+-- and worker names rarely do, and events are on every hot path).
+local function json_str(s)
+  if s:find('[%c"\\]') then return cjson.encode(s) end
+  return '"' .. s .. '"'
+end
+
+-- An event as a JSON object: event, queue, job, at, then `fields`
+-- (strings and integers).
+local function event_json(id, now_ms, event, fields)
+  local parts = {'{"event":"', event, '","queue":', json_str(QUEUE), ',"job":', json_str(id),
+    ',"at":', string.format('%d', now_ms)}
+  for k, v in pairs(fields or {}) do
+    parts[#parts + 1] = ',"' .. k .. '":'
+    parts[#parts + 1] = type(v) == 'number' and string.format('%d', v) or json_str(tostring(v))
+  end
+  parts[#parts + 1] = '}'
+  return table.concat(parts)
+end
+
+-- Whether anyone listens to the event channels, read once per script:
+-- publishing is a good part of a job's server time, so nobody listening
+-- means no event is built or sent. (Pattern subscribers count as
+-- listening; in Redis Cluster, subscribers must be on the queue's node.)
+local listening = nil
+
+-- Publishes an event (`msg`, or built from the rest when nil): on the log
+-- channel, and on the event's own channel when the job is tracked.
+local function publish(id, now_ms, event, fields, msg)
+  if listening == nil then
+    listening = redis.call('PUBSUB', 'NUMPAT') > 0 or redis.call('PUBSUB', 'NUMSUB', EVENTS .. ':log')[2] > 0
+  end
+  if any_tracked == nil then any_tracked = redis.call('ZCARD', K_TRACKED) > 0 end
+  local tracked = any_tracked and redis.call('ZSCORE', K_TRACKED, id)
+  if not listening and not tracked then return end
+  msg = msg or event_json(id, now_ms, event, fields)
+  if listening then redis.call('PUBLISH', EVENTS .. ':log', msg) end
+  if tracked then redis.call('PUBLISH', EVENTS .. ':ev:' .. event, msg) end
+end
+
+-- Publishes an event and appends it to the job's history list.
+--
+-- The list holds only what the job hash cannot tell: posted (`posted`,
+-- `name`), the latest claim (`token`, `claimed_at`, `claimed_by`) and
+-- consumed (`finished`) are rebuilt from the hash when read, so a job that
+-- simply runs once writes no list at all. The latest claim is copied into
+-- the list (`logged` = its token) before any later event, so that the
+-- list keeps every claim in order.
 local function record(id, now_ms, event, fields)
-  local e = fields or {}
-  e.event, e.queue, e.job, e.at = event, QUEUE, id, now_ms
-  local msg = cjson.encode(e)
   local h = history_key(id)
+  local v = redis.call('HMGET', job_key(id), 'token', 'logged', 'claimed_at', 'claimed_by')
+  if v[1] and v[1] ~= '0' and v[1] ~= v[2] and v[3] then
+    local claim = event_json(id, tonumber(v[3]), 'claimed', {worker = v[4] or '', token = tonumber(v[1])})
+    redis.call('RPUSH', h, claim)
+    redis.call('HSET', job_key(id), 'logged', v[1])
+  end
+  local msg = event_json(id, now_ms, event, fields)
+  publish(id, now_ms, event, fields, msg)
   if redis.call('RPUSH', h, msg) > HISTORY_LIMIT then redis.call('LTRIM', h, -HISTORY_LIMIT, -1) end
-  redis.call('PUBLISH', EVENTS .. ':log', msg)
-  if redis.call('ZSCORE', K_TRACKED, id) then redis.call('PUBLISH', EVENTS .. ':ev:' .. event, msg) end
 end
 
 -- qless's histogram buckets: seconds for the first minute, then minutes,
@@ -122,13 +175,16 @@ local function add_stats(kind, samples, now_ms)
   local key = stats_key(now_ms)
   local v = redis.call('HMGET', key, kind .. '.count', kind .. '.mean', kind .. '.m2')
   local n, mean, m2 = tonumber(v[1] or 0), tonumber(v[2] or 0), tonumber(v[3] or 0)
+  local buckets = {}
   for _, x in ipairs(samples) do
     n = n + 1
     local d = x - mean
     mean = mean + d / n
     m2 = m2 + d * (x - mean)
-    redis.call('HINCRBY', key, kind .. '.b.' .. bucket(x), 1)
+    local b = bucket(x)
+    buckets[b] = (buckets[b] or 0) + 1
   end
+  for b, count in pairs(buckets) do redis.call('HINCRBY', key, kind .. '.b.' .. b, count) end
   redis.call('HSET', key, kind .. '.count', n, kind .. '.mean', mean, kind .. '.m2', m2)
   redis.call('EXPIRE', key, STATS_TTL)
 end
@@ -163,6 +219,85 @@ local function group_of(reason)
   local kind = reason:match('^([%w _%-]+):')
   if not kind then return 'error' end
   return (kind:lower():gsub('[ _]', '-'))
+end
+
+-- Puts a job whose dependencies are all met on the board: its posting
+-- goes into the listings, and the job is ready (or scheduled).
+local function release(id, now_ms)
+  local job = job_key(id)
+  local v = redis.call('HMGET', job, 'posting', 'run_at')
+  redis.call('HSETNX', K_LISTINGS, id, v[1])
+  redis.call('HDEL', job, 'posting')
+  redis.call('ZREM', K_WAITING, id)
+  local run_at = tonumber(v[2] or 0)
+  if run_at > now_ms then
+    redis.call('ZADD', K_SCHEDULED, run_at, id)
+    redis.call('HSET', job, 'state', 'scheduled')
+  else
+    make_ready(id, now_ms)
+  end
+  record(id, now_ms, 'released')
+end
+
+-- Marks dependency `dep_ref` ("queue\nid") of waiting job `id` as met;
+-- releases the job when it was the last one. Idempotent. Returns true
+-- when the job was released.
+local function resolve_dep(id, dep_ref, now_ms)
+  local deps = deps_key(id)
+  if redis.call('SREM', deps, dep_ref) == 0 or redis.call('SCARD', deps) > 0 then return false end
+  if redis.call('HGET', job_key(id), 'state') ~= 'waiting' then return false end
+  release(id, now_ms)
+  return true
+end
+
+-- Records that job `id` (of this queue) has a dependent `ref`
+-- ("queue\nid"); the job hash's `dependents` flag spares consume a lookup
+-- for the jobs that have none.
+local function add_dependent(id, ref)
+  redis.call('SADD', dependents_key(id), ref)
+  redis.call('HSET', job_key(id), 'dependents', 1)
+end
+
+-- A consumed job's dependents: those in this queue are resolved at once,
+-- those in other queues are put in the outbox (the client resolves them
+-- there, then removes the entry). Returns how many jobs were released.
+local function release_dependents(id, now_ms)
+  local key = dependents_key(id)
+  local me = QUEUE .. '\n' .. id
+  local released = 0
+  for _, ref in ipairs(redis.call('SMEMBERS', key)) do
+    local q, dep = ref:match('^(.-)\n(.*)$')
+    if q == QUEUE then
+      if resolve_dep(dep, me, now_ms) then released = released + 1 end
+    else
+      redis.call('SADD', K_OUTBOX, ref .. '\n' .. me)
+    end
+  end
+  redis.call('DEL', key)
+  return released
+end
+
+-- A job whose listing vanished behind jobworker's back: taskflow trashed
+-- it (it is in the trash) or consumed it (then it is completed, in the
+-- history, and its dependents are released).
+local function listing_vanished(id, now_ms)
+  if redis.call('EXISTS', job_key(id)) == 0 then return end
+  if redis.call('HEXISTS', K_TRASH, id) == 1 then
+    redis.call('HSET', job_key(id), 'state', 'trashed')
+    return
+  end
+  local released = release_dependents(id, now_ms)
+  redis.call('HSET', job_key(id), 'state', 'completed', 'finished', now_ms)
+  redis.call('HDEL', job_key(id), 'owner')
+  redis.call('ZADD', K_COMPLETED, now_ms, id)
+  publish(id, now_ms, 'consumed', {worker = 'outside jobworker'})
+  if released > 0 then notify() end
+end
+
+-- A lease was given up: workers waiting at the queue's concurrency limit
+-- may go on.
+local function lease_freed()
+  if redis.call('HEXISTS', K_QUEUE, 'limit') == 1 then notify() end
 end
 
 -- Drops completed jobs beyond the history's count or age (at most
@@ -260,11 +395,7 @@ local function recover(s, us, now_ms)
   for _, id in ipairs(expired) do
     if redis.call('HEXISTS', K_LISTINGS, id) == 0 then
       redis.call('ZREM', K_LEASES, id)
-      if redis.call('HEXISTS', K_TRASH, id) == 1 then
-        redis.call('HSET', job_key(id), 'state', 'trashed')
-      else
-        redis.call('DEL', job_key(id))
-      end
+      listing_vanished(id, now_ms)
     else
       local ttl = redis.call('PTTL', owned_key(id))
       if ttl > 0 then
@@ -293,9 +424,9 @@ local function take(id, who, expiry_ms, s, us, now_ms)
   redis.call('SET', modified_key(id), oslo_datetime(s, us))
   local job = job_key(id)
   local token = redis.call('HINCRBY', job, 'token', 1)
-  redis.call('HSET', job, 'owner', who, 'claimed_at', now_ms)
+  redis.call('HSET', job, 'owner', who, 'claimed_at', now_ms, 'claimed_by', who)
   redis.call('ZADD', K_LEASES, now_ms + expiry_ms, id)
-  record(id, now_ms, 'claimed', {worker = who, token = token})
+  publish(id, now_ms, 'claimed', {worker = who, token = token})
   return token
 end
 
@@ -305,54 +436,6 @@ local function park_foreign(id, now_ms)
   local ttl = redis.call('PTTL', owned_key(id))
   local deadline = now_ms + (ttl > 0 and ttl or RECHECK_MS)
   redis.call('ZADD', K_LEASES, deadline, id)
-end
-
--- Puts a job whose dependencies are all met on the board: its posting
--- goes into the listings, and the job is ready (or scheduled).
-local function release(id, now_ms)
-  local job = job_key(id)
-  local v = redis.call('HMGET', job, 'posting', 'run_at')
-  redis.call('HSETNX', K_LISTINGS, id, v[1])
-  redis.call('HDEL', job, 'posting')
-  redis.call('ZREM', K_WAITING, id)
-  local run_at = tonumber(v[2] or 0)
-  if run_at > now_ms then
-    redis.call('ZADD', K_SCHEDULED, run_at, id)
-    redis.call('HSET', job, 'state', 'scheduled')
-  else
-    make_ready(id, now_ms)
-  end
-  record(id, now_ms, 'released')
-end
-
--- Marks dependency `dep_ref` ("queue\nid") of waiting job `id` as met;
--- releases the job when it was the last one. Idempotent. Returns true
--- when the job was released.
-local function resolve_dep(id, dep_ref, now_ms)
-  local deps = deps_key(id)
-  if redis.call('SREM', deps, dep_ref) == 0 or redis.call('SCARD', deps) > 0 then return false end
-  if redis.call('HGET', job_key(id), 'state') ~= 'waiting' then return false end
-  release(id, now_ms)
-  return true
-end
-
--- A consumed job's dependents: those in this queue are resolved at once,
--- those in other queues are put in the outbox (the client resolves them
--- there, then removes the entry). Returns how many jobs were released.
-local function release_dependents(id, now_ms)
-  local key = dependents_key(id)
-  local me = QUEUE .. '\n' .. id
-  local released = 0
-  for _, ref in ipairs(redis.call('SMEMBERS', key)) do
-    local q, dep = ref:match('^(.-)\n(.*)$')
-    if q == QUEUE then
-      if resolve_dep(dep, me, now_ms) then released = released + 1 end
-    else
-      redis.call('SADD', K_OUTBOX, ref .. '\n' .. me)
-    end
-  end
-  redis.call('DEL', key)
-  return released
 end
 
 -- The state of a job of this queue, from its index entries.
@@ -367,16 +450,18 @@ local function state_of(id)
   return nil
 end
 
+-- Whether the queue has waiting jobs, read once per script.
+local any_waiting = nil
+
 -- Posts one job. `extra` (decoded JSON or nil) may carry tags, track,
 -- unique = {key, ttl}, and deps = {"queue\nid", …}. Returns the status
 -- ('ready' | 'scheduled' | 'waiting' | 'exists' | 'duplicate' |
 -- 'bad_dependency') and a value (sequence, existing id or the bad
--- dependency).
+-- dependency). A job without dependencies costs taskflow's INCR and
+-- HSETNX (which is also the existence check) plus the index and history.
 local function post_job(id, head, tail, prio, max, delay, run_at, name, extra, created, now_ms)
-  local job = job_key(id)
-  if redis.call('HEXISTS', K_LISTINGS, id) == 1 or redis.call('ZSCORE', K_WAITING, id) then
-    return 'exists', 0
-  end
+  if any_waiting == nil then any_waiting = redis.call('ZCARD', K_WAITING) > 0 end
+  if any_waiting and redis.call('ZSCORE', K_WAITING, id) then return 'exists', 0 end
   extra = extra or {}
   local unique = extra.unique
   if unique then
@@ -394,49 +479,68 @@ local function post_job(id, head, tail, prio, max, delay, run_at, name, extra, c
       pending[#pending + 1] = ref
     end
   end
-  if unique then redis.call('SET', NS .. 'jw.unique.' .. unique.key, id, 'PX', unique.ttl) end
+  local waits = #pending > 0
+  if waits and redis.call('HEXISTS', K_LISTINGS, id) == 1 then return 'exists', 0 end
   local seq = redis.call('INCR', K_SEQUENCE)
   local posting = head .. created .. tail .. mp_uint(seq)
-  run_at = tonumber(run_at)
-  if tonumber(delay) > 0 then run_at = now_ms + tonumber(delay) end
+  if not waits and redis.call('HSETNX', K_LISTINGS, id, posting) == 0 then return 'exists', 0 end
+  if unique then redis.call('SET', NS .. 'jw.unique.' .. unique.key, id, 'PX', unique.ttl) end
+  local job = job_key(id)
   if redis.call('EXISTS', job) == 1 then
+    -- The id of a finished job, posted again: a new life.
     forget_job(id)
     redis.call('ZREM', K_COMPLETED, id)
   end
-  redis.call('HSET', job, 'name', name, 'prio', prio, 'seq', seq, 'max', max, 'attempts', 0, 'token', 0,
-    'posted', now_ms)
-  if run_at > now_ms then redis.call('HSET', job, 'run_at', run_at) end
+  run_at = tonumber(run_at)
+  if tonumber(delay) > 0 then run_at = now_ms + tonumber(delay) end
+  local fields = {'name', name, 'prio', prio, 'seq', seq, 'max', max, 'attempts', 0, 'token', 0, 'posted', now_ms}
+  local status
+  if waits then
+    status = 'waiting'
+    fields[#fields + 1] = 'posting'
+    fields[#fields + 1] = posting
+  elseif run_at > now_ms then
+    status = 'scheduled'
+  else
+    status = 'ready'
+    fields[#fields + 1] = 'ready_at'
+    fields[#fields + 1] = now_ms
+  end
+  if status ~= 'ready' then
+    fields[#fields + 1] = 'state'
+    fields[#fields + 1] = status
+  end
+  if run_at > now_ms then
+    fields[#fields + 1] = 'run_at'
+    fields[#fields + 1] = run_at
+  end
   local tags = extra.tags or {}
   if #tags > 0 then
-    redis.call('HSET', job, 'tags', cjson.encode(tags))
+    fields[#fields + 1] = 'tags'
+    fields[#fields + 1] = cjson.encode(tags)
     for _, tag in ipairs(tags) do
       redis.call('ZADD', tag_key(tag), now_ms, id)
       redis.call('ZINCRBY', K_TAGS, 1, tag)
     end
   end
-  if extra.track then redis.call('ZADD', K_TRACKED, now_ms, id) end
-  record(id, now_ms, 'posted', {name = name})
-  local status
-  if #pending > 0 then
-    redis.call('HSET', job, 'state', 'waiting', 'posting', posting)
+  redis.call('HSET', job, unpack(fields))
+  if extra.track then
+    redis.call('ZADD', K_TRACKED, now_ms, id)
+    any_tracked = true
+  end
+  publish(id, now_ms, 'posted', {name = name})
+  if status == 'waiting' then
     redis.call('ZADD', K_WAITING, now_ms, id)
+    any_waiting = true
     for _, ref in ipairs(pending) do
       redis.call('SADD', deps_key(id), ref)
       local q, dep = ref:match('^(.-)\n(.*)$')
-      if q == QUEUE then redis.call('SADD', dependents_key(dep), QUEUE .. '\n' .. id) end
+      if q == QUEUE then add_dependent(dep, QUEUE .. '\n' .. id) end
     end
-    status = 'waiting'
+  elseif status == 'scheduled' then
+    redis.call('ZADD', K_SCHEDULED, run_at, id)
   else
-    redis.call('HSET', K_LISTINGS, id, posting)
-    if run_at > now_ms then
-      redis.call('HSET', job, 'state', 'scheduled')
-      redis.call('ZADD', K_SCHEDULED, run_at, id)
-      status = 'scheduled'
-    else
-      redis.call('ZADD', K_READY, (PRIO_LIMIT - tonumber(prio)) * SEQ_SPAN + seq, id)
-      redis.call('HSET', job, 'ready_at', now_ms)
-      status = 'ready'
-    end
+    redis.call('ZADD', K_READY, (PRIO_LIMIT - tonumber(prio)) * SEQ_SPAN + seq, id)
   end
   return status, seq
 end

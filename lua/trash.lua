@@ -13,4 +13,5 @@ local refused = check_listed_lease(id, who, token)
 if refused then return refused end
 local s, us, now_ms = now()
 trash_job(id, ARGV[7], s, us, now_ms)
+lease_freed()
 return {'ok'}

@@ -45,6 +45,10 @@ pub struct Script {
     /// Redis hash recording, per job id, `pid|sandbox|entries at start`.
     #[serde(default)]
     pub sandbox_key: Option<String>,
+    /// On success, post the same script (without this field) to this queue
+    /// as the pipeline's next step (`JobContext::complete_into`).
+    #[serde(default)]
+    pub next_queue: Option<String>,
 }
 
 async fn record(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
@@ -70,6 +74,13 @@ async fn record(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
 #[jobworker::handler(name = "scripted")]
 pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
     record(&cx, &s).await?;
+    if let Some(queue) = &s.next_queue {
+        let next = Script {
+            next_queue: None,
+            ..s.clone()
+        };
+        cx.complete_into(queue, jobworker::NewJob::new("scripted").args(&next)?);
+    }
     if s.until_attempt > 0 && cx.attempt() > s.until_attempt {
         return Ok(());
     }

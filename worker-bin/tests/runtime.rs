@@ -3,178 +3,17 @@
 //! scripted handler of `jobworker-examples` does what each job says and
 //! records its runs in Redis.
 
+mod common;
+
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use tokio::sync::{Mutex, MutexGuard};
 
+use common::*;
 use jobworker::redis::RedisBoard;
-use jobworker::{Board, JobId, JobState, ListFilter, NewJob, Page};
+use jobworker::{Board, JobId, JobState, ListFilter, Page};
 use jobworker_examples::scripted::{Action, Script};
-use jobworker_tests::{shared_redis, unique_queue, wait_until};
+use jobworker_tests::{unique_queue, wait_until};
 use redis::AsyncCommands;
-
-/// These tests start several processes each; run them one at a time so
-/// that timing bounds measure jobworker, not a crowded machine.
-static SERIAL: Mutex<()> = Mutex::const_new(());
-
-async fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().await
-}
-
-/// A running `jobworker` supervisor.
-struct Supervisor {
-    child: Child,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-    workdir: PathBuf,
-}
-
-impl Supervisor {
-    fn start(queues: &str, args: &[&str]) -> Supervisor {
-        Self::start_in(queues, args, None)
-    }
-
-    /// Starts with its own work directory, or `workdir` when given.
-    fn start_in(queues: &str, args: &[&str], workdir: Option<PathBuf>) -> Supervisor {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("jobworker.log");
-        let workdir = workdir.unwrap_or_else(|| dir.path().join("work"));
-        std::fs::create_dir_all(&workdir).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_jobworker"))
-            .args([
-                "--redis",
-                shared_redis().url(),
-                "--queues",
-                queues,
-                "--workdir",
-                workdir.to_str().unwrap(),
-            ])
-            .args(args)
-            .env("RUST_LOG", "info")
-            .env_remove("JOBWORKER_REDIS_URL")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start jobworker");
-        Supervisor {
-            child,
-            log,
-            _dir: dir,
-            workdir,
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: sending a signal to our own child process by its pid.
-        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0, "kill {sig}");
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-
-    /// Waits for the supervisor to exit; panics with its log on timeout.
-    fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
-        let end = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < end,
-                "jobworker did not exit within {timeout:?}; log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Supervisor {
-    fn drop(&mut self) {
-        if self.alive() {
-            self.signal(libc::SIGQUIT);
-            let end = Instant::now() + Duration::from_secs(10);
-            while self.alive() && Instant::now() < end {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-async fn board() -> RedisBoard {
-    RedisBoard::connect(shared_redis().url()).await.unwrap()
-}
-
-/// The start of most tests: the serial guard, a board, a fresh queue and
-/// the Redis hash the scripted handler counts runs in.
-async fn setup(prefix: &str) -> (MutexGuard<'static, ()>, RedisBoard, String, String) {
-    let guard = serial().await;
-    let q = unique_queue(prefix);
-    let key = format!("runs:{q}");
-    (guard, board().await, q, key)
-}
-
-fn script(action: Action, millis: u64, count_key: &str) -> Script {
-    Script {
-        action,
-        millis,
-        until_attempt: 0,
-        count_key: Some(count_key.to_owned()),
-        sandbox_key: None,
-    }
-}
-
-async fn post(board: &RedisBoard, q: &str, s: &Script, max_attempts: u32) -> JobId {
-    board
-        .post(
-            q,
-            NewJob::new("scripted")
-                .args(s)
-                .unwrap()
-                .max_attempts(max_attempts),
-        )
-        .await
-        .unwrap()
-}
-
-async fn runs(board: &RedisBoard, key: &str) -> HashMap<String, i64> {
-    board.connection().hgetall(key).await.unwrap()
-}
-
-async fn state(board: &RedisBoard, q: &str, id: &JobId) -> JobState {
-    board.state(q, id).await.unwrap()
-}
-
-/// Waits until job `id` reaches state `want` (at most `secs` seconds).
-async fn wait_state(board: &RedisBoard, q: &str, id: &JobId, want: JobState, secs: u64) {
-    let what = format!("job {id} to be {want}");
-    wait_until(&what, Duration::from_secs(secs), || async {
-        state(board, q, id).await == want
-    })
-    .await;
-}
-
-/// The worker pid in an owner string `host:supervisor:w<slot>:<pid>`.
-fn worker_pid(owner: &str) -> i32 {
-    owner
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("owner {owner:?}"))
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_thousand_jobs_over_two_queues_run_exactly_once() {
@@ -363,6 +202,7 @@ async fn sandboxes_are_private_emptied_and_never_shared() {
             until_attempt: 0,
             count_key: None,
             sandbox_key: Some(key.clone()),
+            next_queue: None,
         };
         post(&board, &q, &s, 5).await;
     }
@@ -589,7 +429,19 @@ async fn panics_errors_and_fatal_errors_settle_as_documented() {
         r.contains("panicked: scripted panic on attempt 2") && r.contains("exhausted"),
         "{r}"
     );
-    assert_eq!(reason(fatal.clone()).await, "scripted fatal error");
+    assert_eq!(reason(fatal.clone()).await, "fatal: scripted fatal error");
+    let groups: Vec<(String, u64)> = board
+        .failed(&q)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| (g.group, g.count))
+        .collect();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert!(
+        groups.contains(&("fatal".into(), 1)) && groups.contains(&("panicked".into(), 1)),
+        "{groups:?}"
+    );
     let runs = runs(&board, &key).await;
     assert_eq!(
         (runs[panics.as_str()], runs[fatal.as_str()], runs[flaky.as_str()]),

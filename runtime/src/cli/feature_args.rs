@@ -210,6 +210,7 @@ pub enum ConfigCommand {
         /// The key (expiry, grace, history-count, history-age).
         key: String,
         /// The value (seconds for durations).
+        #[arg(allow_hyphen_values = true)]
         value: String,
     },
     /// Remove a stored value (back to the built-in default).

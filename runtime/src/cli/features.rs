@@ -218,17 +218,20 @@ async fn settle(board: &RedisBoard, a: &SettleArgs, purge: bool, json: bool) -> 
     } else {
         board.retry(queue, &jobs).await?
     };
-    let mut first_error = None;
+    let mut missing = Vec::new();
     for (id, r) in jobs.iter().zip(results) {
         match r {
             Ok(()) => say(json, verb, id.as_str()),
-            Err(e) => {
-                eprintln!("jobworker: {e} (not in the trash)");
-                first_error.get_or_insert(e);
-            }
+            Err(_) => missing.push(id.as_str()),
         }
     }
-    first_error.map_or(Ok(()), Err)
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        crate::error::ErrorKind::NotFound,
+        format!("not in the trash of queue {queue}: {}", missing.join(", ")),
+    ))
 }
 
 async fn recur(board: &RedisBoard, r: &RecurCommand, json: bool) -> Result<()> {

@@ -250,12 +250,16 @@ impl RedisBoard {
         }
     }
 
-    /// Reads a `claim.lua` reply; returns the claimed jobs and whether the
-    /// listings hold jobs the index lacks. Settles what the claim found
-    /// owed: dependency releases for other queues, recurring runs due.
-    async fn parse_claim(&self, keys: &QueueKeys, who: &str, reply: Reply) -> Result<(Vec<Claimed>, bool)> {
+    /// Reads a `claim.lua` reply; returns the claimed jobs and whether
+    /// more may be claimable now: the listings hold jobs the index lacks,
+    /// or recurring runs fell due and were posted. Settles what the claim
+    /// found owed: dependency releases for other queues, recurring runs.
+    async fn parse_claim(&self, keys: &QueueKeys, who: &str, reply: Reply) -> Result<(Vec<Claimed>, Refill)> {
         let reply = reply.accept(keys, "(claim)", who)?;
-        let unindexed = reply.int(1)? == 1;
+        let mut refill = Refill {
+            unindexed: reply.int(1)? == 1,
+            spawned: false,
+        };
         if reply.int(3)? > 0 {
             self.settle(
                 keys,
@@ -264,11 +268,9 @@ impl RedisBoard {
             );
         }
         if reply.int(4)? > 0 {
-            self.settle(
-                keys,
-                "spawning recurring jobs",
-                self.spawn_due(&keys.queue).await.map(drop),
-            );
+            let spawned = self.spawn_due(&keys.queue).await;
+            refill.spawned = spawned.as_ref().is_ok_and(|n| *n > 0);
+            self.settle(keys, "spawning recurring jobs", spawned.map(drop));
         }
         let mut claimed = Vec::new();
         for j in 0..reply.int(2)? as usize {
@@ -293,7 +295,7 @@ impl RedisBoard {
                 suspect: reply.int(at + 6)? == 1,
             });
         }
-        Ok((claimed, unindexed))
+        Ok((claimed, refill))
     }
 
     async fn claim_queue(
@@ -320,8 +322,9 @@ impl RedisBoard {
         idle: bool,
         reply: Reply,
     ) -> Result<Vec<Claimed>> {
-        let (mut claimed, unindexed) = self.parse_claim(keys, who, reply).await?;
-        if unindexed && claimed.len() < count && self.index_foreign(&keys.queue).await? > 0 {
+        let (mut claimed, refill) = self.parse_claim(keys, who, reply).await?;
+        let short = claimed.len() < count;
+        if short && (refill.spawned || (refill.unindexed && self.index_foreign(&keys.queue).await? > 0)) {
             let args = self.claim_args(who, expiry, count - claimed.len(), idle && claimed.is_empty());
             let more = scripts::claim(&self.conn, keys, &args).await?;
             claimed.extend(self.parse_claim(keys, who, more).await?.0);
@@ -356,6 +359,14 @@ impl RedisBoard {
         }
         Ok(batches)
     }
+}
+
+/// Why a claim that came up short may find more at once.
+struct Refill {
+    /// The listings hold jobs the index lacks (posted by taskflow).
+    unindexed: bool,
+    /// Recurring runs fell due and were just posted.
+    spawned: bool,
 }
 
 /// Leases of one queue for one `consume.lua` call, with their positions in

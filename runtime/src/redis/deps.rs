@@ -53,7 +53,7 @@ impl RedisBoard {
                             ErrorKind::NotFound,
                             format!(
                                 "job {id} cannot depend on job {dep} of queue {queue}: it is not on the \
-                                 board, or was cancelled (job {id} was not posted)"
+                                 board, or was cancelled (job {id} was cancelled)"
                             ),
                         ));
                     }

@@ -37,6 +37,7 @@ async fn outlook(board: &RedisBoard, keys: &QueueKeys) -> Result<Outlook> {
         usize,
         usize,
         usize,
+        (Option<String>, Option<usize>),
         (i64, i64),
     );
     let mut pipe = redis::pipe();
@@ -60,9 +61,26 @@ async fn outlook(board: &RedisBoard, keys: &QueueKeys) -> Result<Outlook> {
         .hlen(keys.listings())
         .zcard(keys.scheduled())
         .zcard(keys.leases())
+        .cmd("HMGET")
+        .arg(keys.settings())
+        .arg("paused")
+        .arg("limit")
         .cmd("TIME");
-    let (ready, next_due, next_lease, next_run, owed, listed, scheduled, leased, (secs, micros)): Row =
-        board.conn.query_pipe(&pipe).await?;
+    let (
+        ready,
+        next_due,
+        next_lease,
+        next_run,
+        owed,
+        listed,
+        scheduled,
+        leased,
+        (paused, limit),
+        (secs, micros),
+    ): Row = board.conn.query_pipe(&pipe).await?;
+    // A paused queue, or one at its concurrency limit, hands nothing out:
+    // its ready jobs wait for resume (which notifies) or a freed lease.
+    let closed = paused.as_deref() == Some("1") || limit.is_some_and(|n| leased >= n);
     let now_ms = secs * 1000 + micros / 1000;
     let next_ms = next_due
         .iter()
@@ -71,9 +89,8 @@ async fn outlook(board: &RedisBoard, keys: &QueueKeys) -> Result<Outlook> {
         .map(|(_, at)| at.min(i64::MAX as f64) as i64 - now_ms)
         .min();
     Ok(Outlook {
-        ready: ready > 0
+        ready: (!closed && (ready > 0 || listed > ready + scheduled + leased))
             || owed > 0
-            || listed > ready + scheduled + leased
             || next_ms.is_some_and(|ms| ms <= 0),
         next_ms,
     })

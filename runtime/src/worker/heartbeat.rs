@@ -20,12 +20,13 @@ use crate::worker::presence::{self, WorkerInfo};
 const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// A held lease: a job and the fencing token of its claim (one job can be
-/// claimed again while a stale handler of the old claim still runs).
-pub(crate) type LeaseKey = (JobId, u64);
+/// claimed again while a stale handler of the old claim still runs), and
+/// its queue (a pipeline step keeps its id in the next queue).
+pub(crate) type LeaseKey = (JobId, u64, String);
 
 /// The key of a lease.
 pub(crate) fn key_of(lease: &Lease) -> LeaseKey {
-    (lease.job.clone(), lease.token)
+    (lease.job.clone(), lease.token, lease.queue.clone())
 }
 
 struct Held {
@@ -99,7 +100,7 @@ impl Heartbeat {
 fn report_lost(held: &HeldMap, key: &LeaseKey, why: &str, lost: &impl Fn(LeaseKey)) {
     let still_held = held.lock().map(|mut h| h.remove(key).is_some()).unwrap_or(false);
     if still_held {
-        tracing::warn!(job = %key.0, token = key.1, why, "lease lost");
+        tracing::warn!(job = %key.0, token = key.1, queue = %key.2, why, "lease lost");
         lost(key.clone());
     }
 }

@@ -120,19 +120,21 @@ pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
 }
 
-/// Decides how to settle `job` from its handler's outcome.
+/// Decides how to settle `job` from its handler's outcome. Failure reasons
+/// start with their kind (`error:`, `fatal:`, `panicked:`, `timeout:`),
+/// which names the failure group a trashed job lands in.
 pub(crate) fn settle(job: &Running, outcome: Outcome) -> Settle {
     match (job.interrupt, outcome) {
         (Interrupt::LeaseLost, _) => Settle::Drop("lease lost; result dropped"),
         (Interrupt::Released, _) => Settle::Drop("given back at shutdown"),
         (Interrupt::TimedOut, _) => Settle::Retry(
-            format!("timed out after {:?}", job.timeout.unwrap_or_default()),
+            format!("timeout: timed out after {:?}", job.timeout.unwrap_or_default()),
             None,
         ),
         (Interrupt::None, Outcome::Returned(Ok(()))) => Settle::Consume,
         (Interrupt::None, Outcome::Returned(Err(e))) => match e.kind() {
-            HandlerErrorKind::Fatal => Settle::Trash(e.message().to_owned()),
-            HandlerErrorKind::Retry { after } => Settle::Retry(e.message().to_owned(), *after),
+            HandlerErrorKind::Fatal => Settle::Trash(format!("fatal: {}", e.message())),
+            HandlerErrorKind::Retry { after } => Settle::Retry(format!("error: {}", e.message()), *after),
         },
         (Interrupt::None, Outcome::Panicked(message)) => Settle::Retry(format!("panicked: {message}"), None),
         (Interrupt::None, Outcome::Cancelled) => Settle::Release,

@@ -1,0 +1,178 @@
+//! Helpers shared by the end-to-end tests: the real `jobworker` binary
+//! (supervisor and forked workers) against the shared Redis, one test at a
+//! time, and the scripted handler's records.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tokio::sync::{Mutex, MutexGuard};
+
+use jobworker::redis::RedisBoard;
+use jobworker::{Board, JobId, JobState, NewJob};
+use jobworker_examples::scripted::{Action, Script};
+use jobworker_tests::{shared_redis, unique_queue, wait_until};
+use redis::AsyncCommands;
+
+/// These tests start several processes each; run them one at a time so
+/// that timing bounds measure jobworker, not a crowded machine.
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+pub async fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().await
+}
+
+/// A running `jobworker` supervisor.
+pub struct Supervisor {
+    child: Child,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+    pub workdir: PathBuf,
+}
+
+impl Supervisor {
+    pub fn start(queues: &str, args: &[&str]) -> Supervisor {
+        Self::start_in(queues, args, None)
+    }
+
+    /// Starts with its own work directory, or `workdir` when given.
+    pub fn start_in(queues: &str, args: &[&str], workdir: Option<PathBuf>) -> Supervisor {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("jobworker.log");
+        let workdir = workdir.unwrap_or_else(|| dir.path().join("work"));
+        std::fs::create_dir_all(&workdir).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_jobworker"))
+            .args([
+                "--redis",
+                shared_redis().url(),
+                "--queues",
+                queues,
+                "--workdir",
+                workdir.to_str().unwrap(),
+            ])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env_remove("JOBWORKER_REDIS_URL")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start jobworker");
+        Supervisor {
+            child,
+            log,
+            _dir: dir,
+            workdir,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: sending a signal to our own child process by its pid.
+        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0, "kill {sig}");
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Waits for the supervisor to exit; panics with its log on timeout.
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < end,
+                "jobworker did not exit within {timeout:?}; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        if self.alive() {
+            self.signal(libc::SIGQUIT);
+            let end = Instant::now() + Duration::from_secs(10);
+            while self.alive() && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub async fn board() -> RedisBoard {
+    RedisBoard::connect(shared_redis().url()).await.unwrap()
+}
+
+/// The start of most tests: the serial guard, a board, a fresh queue and
+/// the Redis hash the scripted handler counts runs in.
+pub async fn setup(prefix: &str) -> (MutexGuard<'static, ()>, RedisBoard, String, String) {
+    let guard = serial().await;
+    let q = unique_queue(prefix);
+    let key = format!("runs:{q}");
+    (guard, board().await, q, key)
+}
+
+pub fn script(action: Action, millis: u64, count_key: &str) -> Script {
+    Script {
+        action,
+        millis,
+        until_attempt: 0,
+        count_key: Some(count_key.to_owned()),
+        sandbox_key: None,
+        next_queue: None,
+    }
+}
+
+pub async fn post(board: &RedisBoard, q: &str, s: &Script, max_attempts: u32) -> JobId {
+    board
+        .post(
+            q,
+            NewJob::new("scripted")
+                .args(s)
+                .unwrap()
+                .max_attempts(max_attempts),
+        )
+        .await
+        .unwrap()
+}
+
+pub async fn runs(board: &RedisBoard, key: &str) -> HashMap<String, i64> {
+    board.connection().hgetall(key).await.unwrap()
+}
+
+pub async fn state(board: &RedisBoard, q: &str, id: &JobId) -> JobState {
+    board.state(q, id).await.unwrap()
+}
+
+/// Waits until job `id` reaches state `want` (at most `secs` seconds).
+pub async fn wait_state(board: &RedisBoard, q: &str, id: &JobId, want: JobState, secs: u64) {
+    let what = format!("job {id} to be {want}");
+    wait_until(&what, Duration::from_secs(secs), || async {
+        state(board, q, id).await == want
+    })
+    .await;
+}
+
+/// The worker pid in an owner string `host:supervisor:w<slot>:<pid>`.
+pub fn worker_pid(owner: &str) -> i32 {
+    owner
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("owner {owner:?}"))
+}

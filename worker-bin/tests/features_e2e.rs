@@ -1,0 +1,184 @@
+//! qless-style features end to end, on the real `jobworker` binary:
+//! recurring jobs raced by several workers, pipelines across queues,
+//! cancelling a running job, and pause/resume while workers run.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use jobworker::redis::RecurringJob;
+use jobworker::schedule::Rule;
+use jobworker::{Board, JobState, ListFilter, Page};
+use jobworker_examples::scripted::{Action, Script};
+use jobworker_tests::wait_until;
+
+/// Must-show: four workers racing over 60 one-second slots post and run
+/// exactly one job per slot.
+#[tokio::test(flavor = "multi_thread")]
+async fn four_workers_race_sixty_one_second_slots_into_exactly_sixty_runs() {
+    let (_serial, board, q, key) = setup("e2e-recur").await;
+    let sup = Supervisor::start(&q, &["--workers", "4", "--interval", "30"]);
+    let tick = script(Action::Ok, 0, &key);
+    let template = RecurringJob::new("scripted", Rule::every(Duration::from_secs(1)).unwrap())
+        .args(&tick)
+        .unwrap()
+        .backlog(100);
+    let started = Instant::now();
+    let id = board.recur(&q, template).await.unwrap();
+    let spawned = || async { board.recurring(&q).await.unwrap()[0].runs };
+    wait_until("60 runs spawned", Duration::from_secs(90), || async {
+        spawned().await >= 60
+    })
+    .await;
+    let elapsed = started.elapsed();
+    board.unrecur(&q, &id).await.unwrap();
+    let runs_posted = spawned_count(&board, &q).await;
+    wait_until("60 runs handled", Duration::from_secs(30), || async {
+        runs(&board, &key).await.len() >= 60
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let handled = runs(&board, &key).await;
+    println!(
+        "60 slots of 1 s spawned in {elapsed:?} by 4 racing workers; {} jobs ran",
+        handled.len()
+    );
+    // Slots are t0, t0+1s, …, t0+59s: the 60th cannot be posted before 59 s
+    // have passed unless a slot was posted twice.
+    assert!(
+        elapsed >= Duration::from_millis(58_500),
+        "60 runs after only {elapsed:?}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(75),
+        "workers fell behind: {elapsed:?}"
+    );
+    assert_eq!(runs_posted, 60, "jobs posted for 60 slots");
+    assert_eq!(handled.len(), 60, "each slot's job ran: {handled:?}");
+    assert!(handled.values().all(|&n| n == 1), "a run ran twice: {handled:?}");
+    drop(sup);
+}
+
+/// Jobs of `q` ever posted and still known (history, listings).
+async fn spawned_count(board: &jobworker::redis::RedisBoard, q: &str) -> usize {
+    let all = Page {
+        offset: 0,
+        limit: 10_000,
+    };
+    let done = board
+        .list(q, ListFilter::State(JobState::Completed), all)
+        .await
+        .unwrap()
+        .len();
+    done + board.list(q, ListFilter::Live, all).await.unwrap().len()
+}
+
+/// A handler that calls `complete_into` moves its job to the next queue
+/// once it succeeds: the same id runs in both queues, in order.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pipeline_step_completes_into_the_next_queue() {
+    let (_serial, board, q, key) = setup("e2e-pipe").await;
+    let next_q = format!("{q}-next");
+    let step = Script {
+        next_queue: Some(next_q.clone()),
+        ..script(Action::Ok, 0, &key)
+    };
+    let id = post(&board, &q, &step, 3).await;
+    let sup = Supervisor::start(&format!("{q},{next_q}"), &["--workers", "1"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while board.state(&next_q, &id).await.ok() != Some(JobState::Completed) {
+        assert!(
+            Instant::now() < deadline,
+            "the next step did not complete; log:\n{}",
+            sup.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(state(&board, &q, &id).await, JobState::Completed);
+    assert_eq!(
+        runs(&board, &key).await.get(id.as_str()),
+        Some(&2),
+        "ran once per queue"
+    );
+    let first = board.history(&q, &id).await.unwrap();
+    let second = board.history(&next_q, &id).await.unwrap();
+    let at = |h: &[serde_json::Value], event: &str| {
+        h.iter()
+            .find(|e| e["event"] == event)
+            .and_then(|e| e["at"].as_i64())
+            .unwrap()
+    };
+    assert!(
+        at(&second, "posted") <= at(&first, "consumed"),
+        "next step posted before the first is consumed"
+    );
+    drop(sup);
+}
+
+/// Cancelling a running job stops its handler (at the next heartbeat) and
+/// the job never runs again.
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_a_running_job_stops_its_handler() {
+    let (_serial, board, q, key) = setup("e2e-cancel").await;
+    let sup = Supervisor::start(&q, &["--workers", "1", "--expiry", "1.5"]);
+    let id = post(&board, &q, &script(Action::Sleep, 60_000, &key), 3).await;
+    wait_state(&board, &q, &id, JobState::Claimed, 30).await;
+    let cancelled_at = Instant::now();
+    board.cancel(&q, std::slice::from_ref(&id), false).await.unwrap();
+    wait_until(
+        "the worker to stop the cancelled handler",
+        Duration::from_secs(10),
+        || async { sup.log().contains("lease lost") },
+    )
+    .await;
+    let stopped_in = cancelled_at.elapsed();
+    // The slot is free again: a new job runs at once.
+    let next = post(&board, &q, &script(Action::Ok, 0, &key), 3).await;
+    wait_state(&board, &q, &next, JobState::Completed, 10).await;
+    assert_eq!(state(&board, &q, &id).await, JobState::Cancelled);
+    assert_eq!(
+        runs(&board, &key).await.get(id.as_str()),
+        Some(&1),
+        "the cancelled job ran once"
+    );
+    assert!(
+        stopped_in < Duration::from_secs(3),
+        "handler stopped after {stopped_in:?}"
+    );
+    let events: Vec<String> = board
+        .history(&q, &id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert!(
+        events.contains(&"cancelled".to_owned()) && events.contains(&"lease_lost".to_owned()),
+        "{events:?}"
+    );
+    drop(sup);
+}
+
+/// Pausing a queue stops workers from taking its jobs; resuming wakes them.
+#[tokio::test(flavor = "multi_thread")]
+async fn paused_queue_is_not_served_until_resumed() {
+    let (_serial, board, q, key) = setup("e2e-pause").await;
+    board.pause(&q).await.unwrap();
+    let sup = Supervisor::start(&q, &["--workers", "1", "--interval", "30"]);
+    let id = post(&board, &q, &script(Action::Ok, 0, &key), 3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        state(&board, &q, &id).await,
+        JobState::Ready,
+        "a paused queue's job was taken"
+    );
+    let resumed = Instant::now();
+    board.resume(&q).await.unwrap();
+    wait_state(&board, &q, &id, JobState::Completed, 10).await;
+    assert!(
+        resumed.elapsed() < Duration::from_secs(5),
+        "resume did not wake the idle worker"
+    );
+    drop(sup);
+}
