@@ -49,9 +49,26 @@ pub struct Script {
     /// as the pipeline's next step (`JobContext::complete_into`).
     #[serde(default)]
     pub next_queue: Option<String>,
+    /// A file that gets a line `start <id>` when the job starts and
+    /// `done <id>` when it succeeds (any board; appends are atomic).
+    #[serde(default)]
+    pub log_file: Option<String>,
+}
+
+/// Appends one line to `path`.
+fn log_line(path: &str, line: String) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    f.write_all(format!("{line}\n").as_bytes())
 }
 
 async fn record(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
+    if let Some(path) = &s.log_file {
+        log_line(path, format!("start {}", cx.id()))?;
+    }
+    if s.count_key.is_none() && s.sandbox_key.is_none() {
+        return Ok(());
+    }
     let board = cx
         .board()
         .as_redis()
@@ -84,6 +101,14 @@ pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
     if s.until_attempt > 0 && cx.attempt() > s.until_attempt {
         return Ok(());
     }
+    let result = run(&cx, &s).await;
+    if let (Ok(()), Some(path)) = (&result, &s.log_file) {
+        log_line(path, format!("done {}", cx.id()))?;
+    }
+    result
+}
+
+async fn run(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
     match s.action {
         Action::Ok => Ok(()),
         Action::Retry => Err(HandlerError::retry_msg(format!(

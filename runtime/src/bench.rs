@@ -2,11 +2,13 @@
 //! Redis, with Redis' own limit on this machine measured in the same run,
 //! so jobworker is reported as a fraction of it.
 
+mod compare;
 mod drain;
 mod figures;
 mod handler;
 mod limits;
 
+pub use compare::{measure_board, print_side_by_side, BoardFigures};
 pub use figures::{Figures, Percentiles};
 pub use handler::Pickup;
 pub use limits::{claim_cost, ClaimCost};

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page};
-use crate::redis::RedisBoard;
+use crate::redis::{RedisBoard, RedisOptions};
+use crate::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 
 /// What one [`Board::reap`] pass did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -145,11 +146,52 @@ pub trait Board: Sync {
     fn wait(&self, queues: &[&str], timeout: Duration) -> impl Future<Output = Result<bool>> + Send;
 }
 
+/// Where a board is: the options to connect to it. Workers and the CLI
+/// carry this (not a connection) across `fork`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoardSpec {
+    /// A Redis board.
+    Redis(RedisOptions),
+    /// A ZooKeeper board.
+    ZooKeeper(ZooKeeperOptions),
+}
+
+impl BoardSpec {
+    /// Connects to the board.
+    pub async fn connect(&self) -> Result<AnyBoard> {
+        Ok(match self {
+            BoardSpec::Redis(o) => AnyBoard::Redis(RedisBoard::with_options(o.clone()).await?),
+            BoardSpec::ZooKeeper(o) => AnyBoard::ZooKeeper(ZooKeeperBoard::connect(o.clone()).await?),
+        })
+    }
+
+    /// The Redis options, when this is a Redis board.
+    pub fn as_redis(&self) -> Option<&RedisOptions> {
+        match self {
+            BoardSpec::Redis(o) => Some(o),
+            BoardSpec::ZooKeeper(_) => None,
+        }
+    }
+
+    /// The backend's name, for messages.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            BoardSpec::Redis(_) => "Redis",
+            BoardSpec::ZooKeeper(_) => "ZooKeeper",
+        }
+    }
+}
+
 /// A board of any backend (dispatch through an enum, not a trait object).
+// A board is made once per process and shared by reference or cheap clone,
+// so the Redis variant's size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum AnyBoard {
     /// The Redis backend.
     Redis(RedisBoard),
+    /// The ZooKeeper backend.
+    ZooKeeper(ZooKeeperBoard),
 }
 
 impl AnyBoard {
@@ -157,6 +199,7 @@ impl AnyBoard {
     pub fn as_redis(&self) -> Option<&RedisBoard> {
         match self {
             AnyBoard::Redis(b) => Some(b),
+            AnyBoard::ZooKeeper(_) => None,
         }
     }
 }
@@ -165,6 +208,7 @@ macro_rules! dispatch {
     ($self:ident, $b:ident => $call:expr) => {
         match $self {
             AnyBoard::Redis($b) => $call.await,
+            AnyBoard::ZooKeeper($b) => $call.await,
         }
     };
 }

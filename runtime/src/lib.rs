@@ -22,8 +22,9 @@ pub mod redis;
 pub mod schedule;
 pub mod supervisor;
 pub mod worker;
+pub mod zookeeper;
 
-pub use board::{AnyBoard, Board};
+pub use board::{AnyBoard, Board, BoardSpec};
 pub use error::{Error, ErrorKind, Result};
 pub use handler::{
     CancelFlag, HandlerEntry, HandlerError, HandlerErrorKind, HandlerFn, JobContext, Registry,

@@ -203,6 +203,7 @@ async fn sandboxes_are_private_emptied_and_never_shared() {
             count_key: None,
             sandbox_key: Some(key.clone()),
             next_queue: None,
+            log_file: None,
         };
         post(&board, &q, &s, 5).await;
     }

@@ -21,17 +21,19 @@ const PROBE_GAP: Duration = Duration::from_millis(20);
 const PHASE_LIMIT: Duration = Duration::from_secs(600);
 
 /// A `jobworker` supervisor started for the bench; stopped on drop.
-struct Spawned {
-    child: Child,
+pub(crate) struct Spawned {
+    pub child: Child,
     _workdir: tempfile::TempDir,
 }
 
 impl Spawned {
-    fn start(opts: &BenchOptions, queue: &str) -> Result<Spawned> {
+    /// Starts `jobworker <board> --queues queue` with the bench's workers.
+    pub fn start(board: &[&str], opts: &BenchOptions, queue: &str) -> Result<Spawned> {
         let exe = std::env::current_exe().map_err(|e| Error::io("cannot find the jobworker binary", e))?;
         let workdir = tempfile::tempdir().map_err(|e| Error::io("cannot make a work directory", e))?;
         let child = Command::new(exe)
-            .args(["--redis", &opts.url, "--queues", queue])
+            .args(board)
+            .args(["--queues", queue])
             .args([
                 "--workers",
                 &opts.workers.to_string(),
@@ -51,12 +53,12 @@ impl Spawned {
         })
     }
 
-    fn signal(&self, sig: i32) {
+    pub fn signal(&self, sig: i32) {
         // SAFETY: a signal to our own child process.
         unsafe { libc::kill(self.child.id() as i32, sig) };
     }
 
-    async fn stop(mut self) -> Result<()> {
+    pub async fn stop(mut self) -> Result<()> {
         self.signal(libc::SIGTERM);
         let end = Instant::now() + Duration::from_secs(60);
         while self.child.try_wait().map_err(|e| Error::io("wait", e))?.is_none() {
@@ -81,7 +83,7 @@ impl Drop for Spawned {
 }
 
 /// Proportional set size of a process, MiB (0 when unreadable).
-fn pss_mib(pid: u32) -> f64 {
+pub(crate) fn pss_mib(pid: u32) -> f64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
     let kb: f64 = text
         .lines()
@@ -101,7 +103,7 @@ async fn worker_pids(board: &RedisBoard, queue: &str) -> Result<Vec<u32>> {
 }
 
 /// Polls `done` every `every` until it is true; fails after [`PHASE_LIMIT`].
-async fn until<F, Fut>(what: &str, every: Duration, mut done: F) -> Result<()>
+pub(crate) async fn until<F, Fut>(what: &str, every: Duration, mut done: F) -> Result<()>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<bool>>,
@@ -130,7 +132,7 @@ pub(crate) async fn measure(
     // First job: from starting jobworker to one queued job handled.
     board.post(&q, NewJob::new(NAME)).await?;
     let started = Instant::now();
-    let sup = Spawned::start(opts, &q)?;
+    let sup = Spawned::start(&["--redis", &opts.url], opts, &q)?;
     until("the first job", Duration::from_millis(1), empty).await?;
     f.first_job_ms = started.elapsed().as_secs_f64() * 1e3;
     until("the workers to register", Duration::from_millis(10), || async {
@@ -198,7 +200,7 @@ pub(crate) async fn measure(
     progress("drain including start-up");
     post_noops(board, &q, opts.jobs).await?;
     let t0 = Instant::now();
-    let sup = Spawned::start(opts, &q)?;
+    let sup = Spawned::start(&["--redis", &opts.url], opts, &q)?;
     until("the drain", Duration::from_millis(5), empty).await?;
     f.drain_incl_startup_per_s = opts.jobs as f64 / t0.elapsed().as_secs_f64();
     sup.stop().await?;

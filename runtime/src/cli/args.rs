@@ -94,6 +94,10 @@ pub struct BoardArgs {
     /// private redis-server started for this command.
     #[arg(long, global = true, env = "JOBWORKER_REDIS_URL")]
     pub redis: Option<String>,
+    /// Use the ZooKeeper board at `host:port[,host:port]/root` instead of
+    /// Redis (queue Q lives at `<root>/Q/jobs`, taskflow's layout).
+    #[arg(long, global = true, env = "JOBWORKER_ZOOKEEPER", conflicts_with_all = ["redis", "data_dir"])]
+    pub zookeeper: Option<String>,
     /// Data directory of the private redis-server (kept after exit; AOF on).
     /// Without it the private server's data is thrown away on exit.
     #[arg(long, global = true, env = "JOBWORKER_DATA_DIR")]
@@ -119,7 +123,8 @@ pub enum Command {
     Handlers,
     /// List the live workers.
     Workers,
-    /// Measure speed and memory (see README "Benchmarks").
+    /// Measure speed and memory (see README "Benchmarks"); with --zookeeper,
+    /// the ZooKeeper board next to a private Redis.
     Bench(BenchArgs),
     /// Post a job.
     Post(PostArgs),

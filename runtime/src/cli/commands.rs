@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::board::Board;
+use crate::board::{AnyBoard, Board, BoardSpec};
 use crate::cli::args::{AbandonArgs, ClaimArgs, Cli, Command, ListArgs, PostArgs};
 use crate::cli::{output, server};
 use crate::error::{Error, Result};
@@ -14,8 +14,8 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
     if let Some(Command::Bench(a)) = &cli.command {
         return bench(cli, a).await;
     }
-    let target = server::resolve(&cli.board)?;
-    let board = RedisBoard::with_options(server::options(&target, &cli.board)?).await?;
+    let (spec, _target) = server::spec(&cli.board)?;
+    let board = spec.connect().await?;
     let json = cli.json;
     let Some(command) = &cli.command else {
         return Ok(());
@@ -71,7 +71,15 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
             }
             Ok(())
         }
-        feature => crate::cli::features::execute(&board, feature, json).await,
+        feature => {
+            let Some(board) = board.as_redis() else {
+                return Err(Error::unsupported(format!(
+                    "`jobworker {}` is not supported on ZooKeeper (it needs the Redis board)",
+                    command_name(feature)
+                )));
+            };
+            crate::cli::features::execute(board, feature, json).await
+        }
     }
 }
 
@@ -119,7 +127,7 @@ pub(crate) fn json_to_msgpack(v: &serde_json::Value) -> rmpv::Value {
     }
 }
 
-async fn post(board: &RedisBoard, a: &PostArgs, json: bool) -> Result<()> {
+async fn post(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<()> {
     let args: serde_json::Value =
         serde_json::from_str(&a.args).map_err(|e| Error::invalid(format!("--args is not JSON: {e}")))?;
     if a.count > 1 && a.id.is_some() {
@@ -161,7 +169,7 @@ async fn post(board: &RedisBoard, a: &PostArgs, json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn list(board: &RedisBoard, a: &ListArgs, json: bool) -> Result<()> {
+async fn list(board: &AnyBoard, a: &ListArgs, json: bool) -> Result<()> {
     let filter = match &a.state {
         Some(s) => ListFilter::State(JobState::parse(s)?),
         None => ListFilter::Live,
@@ -184,7 +192,7 @@ async fn list(board: &RedisBoard, a: &ListArgs, json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn claim(board: &RedisBoard, a: &ClaimArgs, json: bool) -> Result<()> {
+async fn claim(board: &AnyBoard, a: &ClaimArgs, json: bool) -> Result<()> {
     let owner = a.owner.clone().unwrap_or_else(default_owner);
     let expiry = seconds(a.expiry, "--expiry")?;
     let claimed = match &a.id {
@@ -215,7 +223,7 @@ async fn claim(board: &RedisBoard, a: &ClaimArgs, json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn abandon(board: &RedisBoard, a: &AbandonArgs, json: bool) -> Result<()> {
+async fn abandon(board: &AnyBoard, a: &AbandonArgs, json: bool) -> Result<()> {
     let how = match a.retry_after {
         Some(s) => Abandon::Retry {
             delay: seconds(s, "--retry-after")?,
@@ -274,7 +282,12 @@ pub(crate) fn handlers(json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn workers(board: &RedisBoard, json: bool) -> Result<()> {
+async fn workers(board: &AnyBoard, json: bool) -> Result<()> {
+    let Some(board) = board.as_redis() else {
+        return Err(Error::unsupported(
+            "`jobworker workers` is not supported on ZooKeeper yet",
+        ));
+    };
     let list = crate::worker::list_workers(board).await?;
     if json {
         output::json(&serde_json::to_value(&list).map_err(|e| Error::codec(e.to_string()))?);
@@ -334,8 +347,12 @@ async fn bench(cli: &Cli, a: &crate::cli::args::BenchArgs) -> Result<()> {
         url: url.clone(),
         aof: a.aof,
     };
+    let progress = |step: &str| eprintln!("jobworker bench: {step}");
+    if let Some(zk) = &cli.board.zookeeper {
+        return bench_zookeeper(zk, &opts, cli.json, &progress).await;
+    }
     let board = RedisBoard::connect(&url).await?;
-    let figures = crate::bench::run(&board, &opts, &|step| eprintln!("jobworker bench: {step}")).await?;
+    let figures = crate::bench::run(&board, &opts, &progress).await?;
     if cli.json {
         output::json(&serde_json::to_value(&figures).map_err(|e| Error::codec(e.to_string()))?);
     } else {
@@ -343,4 +360,39 @@ async fn bench(cli: &Cli, a: &crate::cli::args::BenchArgs) -> Result<()> {
     }
     drop(server);
     Ok(())
+}
+
+/// `jobworker bench --zookeeper`: the figures both boards give, on
+/// ZooKeeper and on the private Redis in the same run.
+async fn bench_zookeeper(
+    zk: &str,
+    opts: &crate::bench::BenchOptions,
+    json: bool,
+    progress: &dyn Fn(&str),
+) -> Result<()> {
+    use crate::bench::{measure_board, print_side_by_side};
+    let spec = BoardSpec::ZooKeeper(crate::zookeeper::ZooKeeperOptions::new(zk));
+    let zk_fig = measure_board(
+        "ZooKeeper",
+        &spec.connect().await?,
+        &["--zookeeper", zk],
+        opts,
+        progress,
+    )
+    .await?;
+    let redis = AnyBoard::Redis(RedisBoard::connect(&opts.url).await?);
+    let redis_fig = measure_board("Redis", &redis, &["--redis", &opts.url], opts, progress).await?;
+    if json {
+        output::json(&serde_json::json!({ "zookeeper": zk_fig, "redis": redis_fig }));
+    } else {
+        print_side_by_side(opts, &zk_fig, &redis_fig);
+    }
+    Ok(())
+}
+
+/// The subcommand's name as typed (`tag`, `recur`, …), for messages.
+fn command_name(command: &Command) -> String {
+    let debug = format!("{command:?}");
+    let name = debug.split(['(', ' ', '{']).next().unwrap_or_default();
+    name.to_lowercase()
 }

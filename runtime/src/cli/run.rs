@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::board::BoardSpec;
 use crate::cli::args::{BoardArgs, RunArgs};
 use crate::cli::server;
 use crate::error::{Error, Result};
@@ -55,20 +56,22 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
             "no handlers are linked into this binary; every job will fail (see `jobworker handlers`)"
         );
     }
-    let target = server::resolve(board)?;
-    let redis = server::options(&target, board)?;
-    let stored = SyncBoard::connect(redis.clone())?.config()?;
+    let (spec, target) = server::spec(board)?;
+    let stored = match &spec {
+        BoardSpec::Redis(o) => SyncBoard::connect(o.clone())?.config()?,
+        BoardSpec::ZooKeeper(_) => HashMap::new(),
+    };
     let worker = worker_config(a, &stored)?;
     let workers = a
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if workers == 0 {
-        return Ok(run_worker(redis, worker, registry)?.code());
+        return Ok(run_worker(spec, worker, registry)?.code());
     }
     let cfg = SupervisorConfig {
         workers,
         worker,
-        redis,
+        board: spec,
         until_drained: a.until_drained,
         progress: a.progress,
     };

@@ -1,14 +1,17 @@
-//! Which Redis a command talks to: the given URL, a Redis answering on
-//! 127.0.0.1:6379, or a private redis-server started for this process.
+//! Which board a command talks to: ZooKeeper when `--zookeeper` is given;
+//! otherwise the given Redis URL, a Redis answering on 127.0.0.1:6379, or a
+//! private redis-server started for this process.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use crate::board::BoardSpec;
 use crate::cli::args::BoardArgs;
 use crate::embedded::{RedisServer, ServerOptions, Transport};
 use crate::error::Result;
 use crate::redis::RedisOptions;
+use crate::zookeeper::ZooKeeperOptions;
 
 /// The well-known local Redis tried before starting a private one.
 pub const LOCAL_REDIS: &str = "127.0.0.1:6379";
@@ -84,4 +87,20 @@ pub(crate) fn options(target: &Target, args: &BoardArgs) -> Result<RedisOptions>
         opts = opts.namespace(queue, ns);
     }
     Ok(opts)
+}
+
+/// The board a command uses, and the private Redis it may have started
+/// (keep it alive as long as the board is used).
+pub(crate) fn spec(args: &BoardArgs) -> Result<(BoardSpec, Option<Target>)> {
+    if let Some(connect) = &args.zookeeper {
+        if !args.namespaces.is_empty() {
+            return Err(crate::Error::invalid(
+                "--namespace applies to Redis, not to --zookeeper",
+            ));
+        }
+        return Ok((BoardSpec::ZooKeeper(ZooKeeperOptions::new(connect.clone())), None));
+    }
+    let target = resolve(args)?;
+    let opts = options(&target, args)?;
+    Ok((BoardSpec::Redis(opts), Some(target)))
 }

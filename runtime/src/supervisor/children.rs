@@ -9,6 +9,7 @@ use nix::unistd::{fork, getpid, getppid, setpgid, ForkResult, Pid};
 use signal_hook::consts::{SIGCHLD, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU};
 use signal_hook::iterator::Signals;
 
+use crate::board::BoardSpec;
 use crate::error::{Error, Result};
 use crate::handler::Registry;
 use crate::redis::SyncBoard;
@@ -37,7 +38,8 @@ struct Slot {
 struct Supervisor {
     cfg: SupervisorConfig,
     registry: Registry,
-    board: SyncBoard,
+    /// A blocking Redis client (none on ZooKeeper: see `recover_pending`).
+    board: Option<SyncBoard>,
     signals: Option<Signals>,
     slots: Vec<Slot>,
     /// Deadline after which remaining children are killed.
@@ -55,15 +57,22 @@ struct Supervisor {
 /// `until_drained`); returns the process exit code.
 pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
     cfg.validate()?;
-    let mut board = SyncBoard::connect(cfg.redis.clone())?;
+    let mut board = match &cfg.board {
+        BoardSpec::Redis(o) => Some(SyncBoard::connect(o.clone())?),
+        BoardSpec::ZooKeeper(_) => None,
+    };
     let signals = Signals::new([
         SIGCHLD, SIGTERM, SIGINT, SIGQUIT, SIGTSTP, SIGCONT, SIGHUP, SIGTTIN, SIGTTOU,
     ])
     .map_err(|e| Error::io("cannot register signal handlers", e))?;
-    let progress = if cfg.progress || cfg.until_drained {
-        Some(Progress::new(board.counts(&cfg.worker.queues)?))
-    } else {
-        None
+    let progress = match (&mut board, cfg.progress || cfg.until_drained) {
+        (_, false) => None,
+        (Some(b), true) => Some(Progress::new(b.counts(&cfg.worker.queues)?)),
+        (None, true) => {
+            return Err(Error::unsupported(
+                "--progress and --until-drained are not supported on ZooKeeper yet",
+            ))
+        }
     };
     tracing::info!(
         workers = cfg.workers,
@@ -198,7 +207,7 @@ impl Supervisor {
         let mut cfg = self.cfg.worker.clone();
         cfg.slot = index;
         cfg.owner = owner_of(parent, index, getpid());
-        match run_worker(self.cfg.redis.clone(), cfg, self.registry.clone()) {
+        match run_worker(self.cfg.board.clone(), cfg, self.registry.clone()) {
             Ok(exit) => exit.code(),
             Err(e) => {
                 tracing::error!(slot = index, error = %e, "worker failed");
@@ -305,7 +314,7 @@ impl Supervisor {
                 .push((owner.clone(), format!("worker {owner} {how}")));
             self.recover_pending();
         }
-        if let Err(e) = self.board.remove_worker(&owner) {
+        if let Some(Err(e)) = self.board.as_mut().map(|b| b.remove_worker(&owner)) {
             tracing::debug!(error = %e, "cannot remove the worker entry");
         }
         let slot = &mut self.slots[pos];
@@ -349,11 +358,19 @@ impl Supervisor {
     /// Gives back every lease of the dead workers at once; what cannot be
     /// done now (Redis unreachable) stays pending for the next tick.
     fn recover_pending(&mut self) {
+        let Some(board) = self.board.as_mut() else {
+            // ZooKeeper: the dead worker's locks go with its session (at its
+            // session timeout) or at their lease deadline, whichever first.
+            for (owner, _) in self.pending.drain(..) {
+                tracing::warn!(owner, "a worker died; its claims end with its ZooKeeper session");
+            }
+            return;
+        };
         let mut failed = Vec::new();
         for (owner, reason) in std::mem::take(&mut self.pending) {
             let mut ok = true;
             for queue in &self.cfg.worker.queues {
-                match self.board.recover_owner(queue, &owner, &reason) {
+                match board.recover_owner(queue, &owner, &reason) {
                     Ok((0, 0)) => {}
                     Ok((back, trashed)) => {
                         tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
@@ -427,8 +444,8 @@ impl Supervisor {
             }
             std::thread::sleep(TICK);
         }
-        if let Some(p) = &self.progress {
-            match self.board.counts(&self.cfg.worker.queues) {
+        if let (Some(p), Some(board)) = (&self.progress, self.board.as_mut()) {
+            match board.counts(&self.cfg.worker.queues) {
                 Ok(c) => p.summary(&c),
                 Err(e) => tracing::warn!(error = %e, "cannot read the final counts"),
             }
@@ -438,7 +455,10 @@ impl Supervisor {
     }
 
     fn tick_progress(&mut self) {
-        let counts = match self.board.counts(&self.cfg.worker.queues) {
+        let Some(board) = self.board.as_mut() else {
+            return;
+        };
+        let counts = match board.counts(&self.cfg.worker.queues) {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read progress");

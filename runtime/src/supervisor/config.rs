@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use crate::board::BoardSpec;
 use crate::error::{Error, Result};
-use crate::redis::RedisOptions;
 use crate::worker::WorkerConfig;
 
 /// Exit code when a worker slot keeps crashing (a crash loop).
@@ -27,7 +27,7 @@ pub struct SupervisorConfig {
     /// The template of every worker (slot and owner are set per child).
     pub worker: WorkerConfig,
     /// The board.
-    pub redis: RedisOptions,
+    pub board: BoardSpec,
     /// Stop once the queues hold no jobs (the demo).
     pub until_drained: bool,
     /// Show a progress line on stderr.

@@ -11,9 +11,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::board::Board;
+use crate::board::{AnyBoard, BoardSpec};
 use crate::error::{Error, Result};
 use crate::job::{JobId, Lease};
-use crate::redis::{RedisBoard, RedisOptions};
 use crate::worker::presence::{self, WorkerInfo};
 
 /// How often the thread checks whether it should stop.
@@ -47,7 +47,7 @@ pub(crate) struct Heartbeat {
 impl Heartbeat {
     /// Starts the thread; `lost` is called with each lease found lost.
     pub fn start(
-        opts: RedisOptions,
+        spec: BoardSpec,
         expiry: Duration,
         info: WorkerInfo,
         lost: impl Fn(LeaseKey) + Send + 'static,
@@ -57,7 +57,7 @@ impl Heartbeat {
         let (h, s) = (held.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("jobworker-heartbeat".into())
-            .spawn(move || beat_thread(opts, expiry, info, h, s, lost))
+            .spawn(move || beat_thread(spec, expiry, info, h, s, lost))
             .map_err(|e| Error::io("cannot start the heartbeat thread", e))?;
         Ok(Heartbeat {
             held,
@@ -106,7 +106,7 @@ fn report_lost(held: &HeldMap, key: &LeaseKey, why: &str, lost: &impl Fn(LeaseKe
 }
 
 fn beat_thread(
-    opts: RedisOptions,
+    spec: BoardSpec,
     expiry: Duration,
     mut info: WorkerInfo,
     held: HeldMap,
@@ -122,13 +122,14 @@ fn beat_thread(
     };
     let beat = expiry / 3;
     rt.block_on(async move {
-        let mut board: Option<RedisBoard> = None;
+        let mut board: Option<AnyBoard> = None;
+        let backend = spec.backend();
         while !stop.load(Ordering::SeqCst) {
             if board.is_none() {
-                match tokio::time::timeout(beat, RedisBoard::with_options(opts.clone())).await {
+                match tokio::time::timeout(beat, spec.connect()).await {
                     Ok(Ok(b)) => board = Some(b),
-                    Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat cannot reach redis; retrying"),
-                    Err(_) => tracing::warn!("heartbeat timed out connecting to redis; retrying"),
+                    Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat cannot reach {backend}; retrying"),
+                    Err(_) => tracing::warn!("heartbeat timed out connecting to {backend}; retrying"),
                 }
             }
             let snapshot: Vec<(LeaseKey, Lease, Instant)> = held

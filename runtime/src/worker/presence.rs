@@ -1,11 +1,13 @@
 //! The worker registry: each worker records who and where it is, what it
-//! runs and when it last beat, in `<prefix>:workers`; stale entries are
-//! dropped when listed.
+//! runs and when it last beat, in `<prefix>:workers` on Redis; stale
+//! entries are dropped when listed. (On ZooKeeper workers are not
+//! registered yet.)
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::board::AnyBoard;
 use crate::error::{Error, Result};
 use crate::redis::RedisBoard;
 
@@ -41,7 +43,10 @@ pub fn now_ms() -> u64 {
 }
 
 /// Writes (or refreshes) a worker's entry.
-pub(crate) async fn record(board: &RedisBoard, info: &WorkerInfo) -> Result<()> {
+pub(crate) async fn record(board: &AnyBoard, info: &WorkerInfo) -> Result<()> {
+    let Some(board) = board.as_redis() else {
+        return Ok(());
+    };
     let json = serde_json::to_string(info).map_err(|e| Error::codec(e.to_string()))?;
     board
         .conn
@@ -55,7 +60,10 @@ pub(crate) async fn record(board: &RedisBoard, info: &WorkerInfo) -> Result<()> 
 }
 
 /// Removes a worker's entry.
-pub(crate) async fn remove(board: &RedisBoard, owner: &str) -> Result<()> {
+pub(crate) async fn remove(board: &AnyBoard, owner: &str) -> Result<()> {
+    let Some(board) = board.as_redis() else {
+        return Ok(());
+    };
     board
         .conn
         .query::<()>(redis::cmd("HDEL").arg(board.options().workers_key()).arg(owner))

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use crate::board::BoardSpec;
 use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
 use crate::handler::{CancelFlag, HandlerError, HandlerFn, JobContext, Registry};
 use crate::job::{Abandon, Claimed};
-use crate::redis::{RedisBoard, RedisOptions};
 use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
 use crate::worker::heartbeat::{key_of, LeaseKey};
@@ -99,7 +99,7 @@ impl Signals {
 /// Runs one worker until it is drained or stopped by a signal. Builds its
 /// own runtimes: a single-threaded one for this loop and a multi-threaded
 /// one for handlers, so busy handlers cannot hold up the loop.
-pub fn run_worker(opts: RedisOptions, cfg: WorkerConfig, registry: Registry) -> Result<WorkerExit> {
+pub fn run_worker(spec: BoardSpec, cfg: WorkerConfig, registry: Registry) -> Result<WorkerExit> {
     cfg.validate()?;
     let threads = cfg
         .concurrency
@@ -121,7 +121,7 @@ pub fn run_worker(opts: RedisOptions, cfg: WorkerConfig, registry: Registry) -> 
             let signals = Signals::register()?;
             // The supervisor blocks these across fork; handlers exist now.
             let _ = crate::supervisor::worker_signals().thread_unblock();
-            let mut worker = Worker::start(opts, cfg, registry, handlers.handle().clone()).await?;
+            let mut worker = Worker::start(spec, cfg, registry, handlers.handle().clone()).await?;
             worker.run(signals).await
         },
         span,
@@ -153,12 +153,12 @@ struct Worker {
 
 impl Worker {
     async fn start(
-        opts: RedisOptions,
+        spec: BoardSpec,
         cfg: WorkerConfig,
         registry: Registry,
         handlers: tokio::runtime::Handle,
     ) -> Result<Worker> {
-        let board = RedisBoard::with_options(opts.clone()).await?;
+        let board = spec.connect().await?;
         let sandbox = Sandbox::create(&cfg.workdir, cfg.slot, cfg.concurrency)?;
         if cfg.chdir && cfg.concurrency == 1 {
             std::env::set_current_dir(sandbox.root())
@@ -177,12 +177,12 @@ impl Worker {
             ttl_ms: (cfg.beat() * 3).as_millis() as u64,
             jobs: Vec::new(),
         };
-        let heartbeat = Heartbeat::start(opts, cfg.expiry, info, move |key| {
+        let heartbeat = Heartbeat::start(spec, cfg.expiry, info, move |key| {
             let _ = lost.send(Event::LeaseLost(key));
         })?;
         tracing::info!(owner = %cfg.owner, queues = ?cfg.queues, concurrency = cfg.concurrency, sandbox = %sandbox.root().display(), "worker started");
         Ok(Worker {
-            board: AnyBoard::Redis(board),
+            board,
             free_slots: (0..cfg.concurrency).rev().collect(),
             clean_slots: vec![true; cfg.concurrency],
             cfg,

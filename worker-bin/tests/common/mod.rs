@@ -38,22 +38,22 @@ impl Supervisor {
 
     /// Starts with its own work directory, or `workdir` when given.
     pub fn start_in(queues: &str, args: &[&str], workdir: Option<PathBuf>) -> Supervisor {
+        Self::start_on(&["--redis", shared_redis().url()], queues, args, workdir)
+    }
+
+    /// Starts on the board given by `board` (e.g. `["--zookeeper", …]`).
+    pub fn start_on(board: &[&str], queues: &str, args: &[&str], workdir: Option<PathBuf>) -> Supervisor {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("jobworker.log");
         let workdir = workdir.unwrap_or_else(|| dir.path().join("work"));
         std::fs::create_dir_all(&workdir).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_jobworker"))
-            .args([
-                "--redis",
-                shared_redis().url(),
-                "--queues",
-                queues,
-                "--workdir",
-                workdir.to_str().unwrap(),
-            ])
+            .args(board)
+            .args(["--queues", queues, "--workdir", workdir.to_str().unwrap()])
             .args(args)
             .env("RUST_LOG", "info")
             .env_remove("JOBWORKER_REDIS_URL")
+            .env_remove("JOBWORKER_ZOOKEEPER")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -135,6 +135,7 @@ pub fn script(action: Action, millis: u64, count_key: &str) -> Script {
         count_key: Some(count_key.to_owned()),
         sandbox_key: None,
         next_queue: None,
+        log_file: None,
     }
 }
 
