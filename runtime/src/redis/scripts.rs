@@ -93,13 +93,15 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     recur_spawn: script(include_str!("../../../lua/recur_spawn.lua")),
 });
 
-/// Loads every script into the server's cache (EVALSHA afterwards).
+/// Loads every script into the server's cache (EVALSHA afterwards). One
+/// at a time: a single pipeline of all of them is a half-megabyte buffer
+/// that the allocator keeps in every process.
 pub(crate) async fn load_all(conn: &Connection) -> Result<()> {
-    let mut pipe = redis::pipe();
     for s in SCRIPTS.all() {
+        let mut pipe = redis::pipe();
         pipe.load_script(s);
+        conn.query_pipe::<Vec<String>>(&pipe).await?;
     }
-    conn.query_pipe::<Vec<String>>(&pipe).await?;
     Ok(())
 }
 

@@ -1,0 +1,208 @@
+//! jobworker's own per-job state on ZooKeeper and the lock body.
+//!
+//! - A [`JobRecord`] lives at `<root>/<Q>/.jw/ids/<uuid>` (outside the
+//!   taskflow jobs path): the job's exact priority, attempts, retry time,
+//!   last fencing token, failure reason and, once the job is gone from the
+//!   jobs path, how it ended. Compact JSON; only jobworker reads it.
+//! - A [`LockBody`] is the `.lock` znode's JSON: taskflow's `{"owner": …}`
+//!   plus jobworker's lease deadline, lease length and claim id, extra keys
+//!   that taskflow ignores. Written in Python's format.
+
+use rmpv::Value;
+use serde::{Deserialize, Serialize};
+
+use crate::zookeeper::json;
+
+/// Where a job is, as far as its record tells (the jobs path tells the
+/// rest: a live job is ready, scheduled or claimed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Ending {
+    /// Still on the board (or consumed by taskflow, which leaves the record
+    /// as it was).
+    #[default]
+    Live,
+    /// Consumed by jobworker.
+    Completed,
+    /// Trashed by jobworker.
+    Trashed,
+}
+
+/// jobworker's state of one job (`.jw/ids/<uuid>`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct JobRecord {
+    /// The job znode's name (`jobNNNNNNNNNN`), once known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    /// The job name.
+    pub name: String,
+    /// The exact priority (the posting shows the nearest taskflow name).
+    pub priority: i32,
+    /// Tries allowed.
+    pub max_attempts: u32,
+    /// Failed tries so far.
+    pub attempts: u32,
+    /// When a retry falls due (ms since the epoch, server clock), 0 for none.
+    pub run_at_ms: i64,
+    /// Fencing token of the last claim that ended through jobworker.
+    pub token: u64,
+    /// How the job ended.
+    pub ending: Ending,
+    /// Last failure or trash reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Failure group of the reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Tags given at post.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// When it was posted (ms, server clock estimate).
+    pub posted_ms: i64,
+    /// When it ended (ms), for completed and trashed jobs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_ms: Option<i64>,
+    /// A random id of the post that made the record, to recognise a post
+    /// whose reply was lost.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub nonce: String,
+}
+
+impl JobRecord {
+    /// Encodes the record.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Decodes a record; `None` when it is not one.
+    pub fn from_bytes(bytes: &[u8]) -> Option<JobRecord> {
+        serde_json::from_slice(bytes).ok()
+    }
+
+    /// Records a failure `reason` (and its group).
+    pub fn fail(&mut self, reason: &str) {
+        self.reason = Some(reason.to_owned());
+        self.group = Some(group_of(reason));
+    }
+}
+
+/// The failure group of a reason: its leading `kind:` word(s) lowercased,
+/// spaces and underscores as dashes (`stalled`, `fatal`, `poison-pill`);
+/// `error` when there is none. The same rule as the Redis board.
+pub(crate) fn group_of(reason: &str) -> String {
+    let Some((kind, _)) = reason.split_once(':') else {
+        return "error".into();
+    };
+    let ok = |c: char| c.is_alphanumeric() || c == ' ' || c == '_' || c == '-';
+    if kind.is_empty() || !kind.chars().all(ok) {
+        return "error".into();
+    }
+    kind.to_lowercase().replace([' ', '_'], "-")
+}
+
+/// The body of a `.lock` znode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LockBody {
+    /// taskflow's `owner` (absent or not a string: nobody owns it by name).
+    pub owner: Option<String>,
+    /// jobworker's lease deadline (ms since the epoch, server clock); `None`
+    /// for a claim made by taskflow, which lives as long as its session.
+    pub deadline_ms: Option<i64>,
+    /// The lease length asked for, in ms.
+    pub lease_ms: Option<i64>,
+    /// A random id of the claim, to recognise a claim whose reply was lost.
+    pub claim_id: Option<String>,
+}
+
+impl LockBody {
+    /// A jobworker lease for `owner` until `deadline_ms`.
+    pub fn lease(owner: &str, deadline_ms: i64, lease_ms: i64, claim_id: &str) -> LockBody {
+        LockBody {
+            owner: Some(owner.to_owned()),
+            deadline_ms: Some(deadline_ms),
+            lease_ms: Some(lease_ms),
+            claim_id: Some(claim_id.to_owned()),
+        }
+    }
+
+    /// Reads a lock body; anything that is not a JSON object has no owner.
+    pub fn parse(bytes: &[u8]) -> LockBody {
+        let root = json::loads(bytes).unwrap_or(Value::Nil);
+        let text = |k: &str| json::get(&root, k).and_then(Value::as_str).map(str::to_owned);
+        let int = |k: &str| json::get(&root, k).and_then(Value::as_i64);
+        LockBody {
+            owner: text("owner"),
+            deadline_ms: int("lease_deadline_ms"),
+            lease_ms: int("lease_ms"),
+            claim_id: text("claim_id"),
+        }
+    }
+
+    /// The JSON, in Python's format: `{"owner": …}` first, as taskflow
+    /// writes it, then jobworker's keys.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut entries = Vec::new();
+        if let Some(owner) = &self.owner {
+            entries.push((Value::from("owner"), Value::from(owner.as_str())));
+        }
+        if let Some(d) = self.deadline_ms {
+            entries.push((Value::from("lease_deadline_ms"), Value::from(d)));
+        }
+        if let Some(l) = self.lease_ms {
+            entries.push((Value::from("lease_ms"), Value::from(l)));
+        }
+        if let Some(c) = &self.claim_id {
+            entries.push((Value::from("claim_id"), Value::from(c.as_str())));
+        }
+        json::dumps(&Value::Map(entries))
+            .map(String::into_bytes)
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_bodies_extend_taskflow_s() {
+        let taskflow = LockBody::parse(br#"{"owner": "worker-1"}"#);
+        assert_eq!(taskflow.owner.as_deref(), Some("worker-1"));
+        assert_eq!(taskflow.deadline_ms, None);
+        let ours = LockBody::lease("w1", 1_700_000_000_123, 30_000, "c0ffee");
+        let bytes = ours.to_bytes();
+        assert_eq!(
+            String::from_utf8(bytes.clone()).unwrap(),
+            r#"{"owner": "w1", "lease_deadline_ms": 1700000000123, "lease_ms": 30000, "claim_id": "c0ffee"}"#
+        );
+        assert_eq!(LockBody::parse(&bytes), ours);
+        assert_eq!(LockBody::parse(b"garbage").owner, None);
+        assert_eq!(LockBody::parse(br#"{"owner": 5}"#).owner, None);
+    }
+
+    #[test]
+    fn records_round_trip_and_tolerate_missing_fields() {
+        let mut r = JobRecord {
+            job: Some("job0000000003".into()),
+            name: "resize".into(),
+            priority: 7,
+            max_attempts: 5,
+            ..JobRecord::default()
+        };
+        r.fail("stalled: lease of w1 expired");
+        assert_eq!(r.group.as_deref(), Some("stalled"));
+        assert_eq!(JobRecord::from_bytes(&r.to_bytes()), Some(r));
+        let old = JobRecord::from_bytes(br#"{"name": "x"}"#).unwrap();
+        assert_eq!((old.attempts, old.ending), (0, Ending::Live));
+        assert_eq!(JobRecord::from_bytes(b"[]"), None);
+    }
+
+    #[test]
+    fn groups_follow_the_redis_rule() {
+        assert_eq!(group_of("boom: disk full"), "boom");
+        assert_eq!(group_of("Poison_Pill: x"), "poison-pill");
+        assert_eq!(group_of("no kind here"), "error");
+        assert_eq!(group_of("a/b: x"), "error");
+    }
+}

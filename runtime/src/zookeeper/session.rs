@@ -1,0 +1,318 @@
+//! The ZooKeeper session of a board: a `zookeeper-client` [`zk::Client`]
+//! driven from a thread of its own, replaced when the session ends, plus
+//! the server clock estimate and the mapping of client errors.
+//!
+//! The client's I/O task runs on a private single-threaded tokio runtime
+//! (thread `jobworker-zookeeper`), so session pings go on even when the
+//! caller's runtime is busy or blocked, and the board works from any tokio
+//! runtime (multi-thread or current-thread): requests only send on a
+//! channel and await a reply.
+//!
+//! When the session expires (or is closed) the next request connects a new
+//! one: every ephemeral znode of the old session (its locks, its worker
+//! entities) is gone by then; worker entities are registered again.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use zookeeper_client as zk;
+
+use crate::error::{Error, Result};
+
+/// Persistent znodes readable and writable by anyone (kazoo's default ACL,
+/// so taskflow can delete ours and we can delete taskflow's).
+pub(crate) const PERSISTENT: &zk::CreateOptions<'static> =
+    &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+/// Persistent sequential znodes (job postings).
+pub(crate) const SEQUENTIAL: &zk::CreateOptions<'static> =
+    &zk::CreateMode::PersistentSequential.with_acls(zk::Acls::anyone_all());
+/// Ephemeral znodes (locks, worker entities).
+pub(crate) const EPHEMERAL: &zk::CreateOptions<'static> =
+    &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+
+/// How long the session thread waits for a closing session to say goodbye
+/// (so our ephemerals go at once) before it exits.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// Clock samples from replies slower than this are ignored.
+const CLOCK_SAMPLE_MAX_RTT_MS: i64 = 100;
+
+/// Local wall-clock time in ms since the epoch.
+pub(crate) fn local_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The server clock, estimated from the mtime of znodes we just wrote.
+///
+/// Lease deadlines and retry times are server-clock times, so boards on
+/// machines whose clocks disagree still agree on when a lease expires.
+#[derive(Debug, Default)]
+pub(crate) struct Clock {
+    offset_ms: AtomicI64,
+}
+
+impl Clock {
+    /// Now, on the server's clock (as well as we know it).
+    pub fn now_ms(&self) -> i64 {
+        local_ms() + self.offset_ms.load(Ordering::Relaxed)
+    }
+
+    /// Learns from a znode written between local times `sent` and
+    /// `received` whose stat says `server_ms`.
+    pub fn sample(&self, server_ms: i64, sent: i64, received: i64) {
+        if server_ms > 0 && received >= sent && received - sent <= CLOCK_SAMPLE_MAX_RTT_MS {
+            self.offset_ms
+                .store(server_ms - (sent + received) / 2, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The current client and what replaced it.
+struct Current {
+    client: zk::Client,
+    /// Bumped on every new session.
+    generation: u64,
+}
+
+/// A board's ZooKeeper session (see the module docs).
+pub(crate) struct Session {
+    hosts: String,
+    timeout: Duration,
+    runtime: tokio::runtime::Handle,
+    /// Hands the last client to the session thread on drop, which closes it.
+    stop: Mutex<Option<tokio::sync::oneshot::Sender<zk::Client>>>,
+    current: Mutex<Current>,
+    reconnecting: tokio::sync::Mutex<()>,
+    /// Sessions this board had and lost (their locks are gone or going).
+    lost: Mutex<HashSet<i64>>,
+    /// Ephemeral znodes to create again in a new session (worker entities).
+    ephemerals: Mutex<BTreeMap<String, Vec<u8>>>,
+    /// The server clock estimate.
+    pub clock: Clock,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("hosts", &self.hosts).finish()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let stop = self.stop.get_mut().ok().and_then(Option::take);
+        let current = self.current.get_mut().ok().map(|c| c.client.clone());
+        if let (Some(stop), Some(client)) = (stop, current) {
+            // The thread drops the last clone and waits for the close.
+            let _ = stop.send(client);
+        }
+    }
+}
+
+impl Session {
+    /// Starts the session thread and connects to `hosts`.
+    pub async fn connect(hosts: &str, timeout: Duration) -> Result<Session> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("cannot start the zookeeper session runtime", e))?;
+        let handle = runtime.handle().clone();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<zk::Client>();
+        std::thread::Builder::new()
+            .name("jobworker-zookeeper".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    if let Ok(client) = stop_rx.await {
+                        let mut states = client.state_watcher();
+                        drop(client);
+                        let closed = async {
+                            while !states.peek_state().is_terminated() {
+                                states.changed().await;
+                            }
+                        };
+                        let _ = tokio::time::timeout(CLOSE_WAIT, closed).await;
+                    }
+                });
+            })
+            .map_err(|e| Error::io("cannot start the zookeeper session thread", e))?;
+        let client = connect_on(&handle, hosts, timeout).await?;
+        Ok(Session {
+            hosts: hosts.to_owned(),
+            timeout,
+            runtime: handle,
+            stop: Mutex::new(Some(stop_tx)),
+            current: Mutex::new(Current {
+                client,
+                generation: 0,
+            }),
+            reconnecting: tokio::sync::Mutex::new(()),
+            lost: Mutex::default(),
+            ephemerals: Mutex::default(),
+            clock: Clock::default(),
+        })
+    }
+
+    /// The servers, for messages.
+    pub fn hosts(&self) -> &str {
+        &self.hosts
+    }
+
+    /// The runtime of the session thread (for background requests).
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
+    }
+
+    /// A client of a live session: the current one, or a new session when
+    /// it ended (expired, closed).
+    pub async fn client(&self) -> Result<zk::Client> {
+        if let Some(client) = self.live() {
+            return Ok(client);
+        }
+        let _guard = self.reconnecting.lock().await;
+        if let Some(client) = self.live() {
+            return Ok(client);
+        }
+        let old = self.current.lock().map(|c| c.client.session_id().0).unwrap_or(0);
+        tracing::warn!(hosts = %self.hosts, session = %zk::SessionId(old), "zookeeper session ended; connecting a new one");
+        let client = connect_on(&self.runtime, &self.hosts, self.timeout).await?;
+        if let Ok(mut lost) = self.lost.lock() {
+            lost.insert(old);
+        }
+        if let Ok(mut current) = self.current.lock() {
+            current.client = client.clone();
+            current.generation += 1;
+        }
+        self.restore_ephemerals(&client).await;
+        Ok(client)
+    }
+
+    fn live(&self) -> Option<zk::Client> {
+        let current = self.current.lock().ok()?;
+        (!current.client.state().is_terminated()).then(|| current.client.clone())
+    }
+
+    /// The current client, live or not (for the session id and state).
+    pub fn current(&self) -> Option<zk::Client> {
+        self.current.lock().ok().map(|c| c.client.clone())
+    }
+
+    /// How many times the session was replaced.
+    pub fn generation(&self) -> u64 {
+        self.current.lock().map(|c| c.generation).unwrap_or(0)
+    }
+
+    /// True when `session` is one this board had and lost.
+    pub fn was_lost(&self, session: i64) -> bool {
+        self.lost.lock().map(|l| l.contains(&session)).unwrap_or(false)
+    }
+
+    /// Remembers an ephemeral znode to create again in a new session.
+    pub fn keep_ephemeral(&self, path: &str, body: &[u8]) {
+        if let Ok(mut e) = self.ephemerals.lock() {
+            e.insert(path.to_owned(), body.to_vec());
+        }
+    }
+
+    /// Forgets an ephemeral znode.
+    pub fn forget_ephemeral(&self, path: &str) {
+        if let Ok(mut e) = self.ephemerals.lock() {
+            e.remove(path);
+        }
+    }
+
+    async fn restore_ephemerals(&self, client: &zk::Client) {
+        let kept: Vec<(String, Vec<u8>)> = self
+            .ephemerals
+            .lock()
+            .map(|e| e.iter().map(|(p, b)| (p.clone(), b.clone())).collect())
+            .unwrap_or_default();
+        for (path, body) in kept {
+            let _ = client.mkdir(super::paths::parent(&path), PERSISTENT).await;
+            match client.create(&path, &body, EPHEMERAL).await {
+                Ok(_) | Err(zk::Error::NodeExists) => {}
+                Err(e) => tracing::warn!(path, error = %e, "cannot register the worker again"),
+            }
+        }
+    }
+
+    /// The error for a request that failed with `err` while doing `what`
+    /// (which names the job and queue).
+    pub fn error(&self, what: &str, err: &zk::Error) -> Error {
+        match err {
+            zk::Error::BadArguments(_) | zk::Error::InvalidAcl => {
+                Error::invalid(format!("{what}: zookeeper refused the request: {err}"))
+            }
+            zk::Error::NoAuth | zk::Error::AuthFailed => Error::unavailable(format!(
+                "{what}: zookeeper at {} refused access: {err}",
+                self.hosts
+            )),
+            _ => Error::unavailable(format!(
+                "{what}: zookeeper at {} is unavailable: {err}",
+                self.hosts
+            )),
+        }
+    }
+}
+
+/// Connects a new session on the session thread's runtime.
+async fn connect_on(runtime: &tokio::runtime::Handle, hosts: &str, timeout: Duration) -> Result<zk::Client> {
+    let connect = hosts.to_owned();
+    let started = Instant::now();
+    let task = runtime.spawn(async move {
+        zk::Client::connector()
+            .with_session_timeout(timeout)
+            .with_fail_eagerly()
+            .connect(&connect)
+            .await
+    });
+    match task.await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(Error::unavailable(format!(
+            "cannot connect to zookeeper at {hosts} (after {:?}): {e}",
+            started.elapsed()
+        ))),
+        Err(e) => Err(Error::unavailable(format!(
+            "cannot connect to zookeeper at {hosts}: the session thread failed: {e}"
+        ))),
+    }
+}
+
+/// True for errors that say what the server did (the request was applied
+/// or refused as a whole); any other error leaves the outcome of a write
+/// unknown.
+pub(crate) fn is_definite(err: &zk::Error) -> bool {
+    matches!(
+        err,
+        zk::Error::NoNode
+            | zk::Error::NodeExists
+            | zk::Error::BadVersion
+            | zk::Error::NotEmpty
+            | zk::Error::NoChildrenForEphemerals
+            | zk::Error::NoAuth
+            | zk::Error::InvalidAcl
+            | zk::Error::BadArguments(_)
+            | zk::Error::NotReadOnly
+            | zk::Error::QuotaExceeded
+    )
+}
+
+/// The failed operation of a multi-op transaction, when the server said
+/// which one.
+pub(crate) fn failed_op(err: &zk::MultiWriteError) -> Option<(usize, &zk::Error)> {
+    match err {
+        zk::MultiWriteError::OperationFailed { index, source } => Some((*index, source)),
+        zk::MultiWriteError::RequestFailed { .. } => None,
+    }
+}
+
+/// The error inside a transaction error.
+pub(crate) fn source(err: &zk::MultiWriteError) -> &zk::Error {
+    match err {
+        zk::MultiWriteError::OperationFailed { source, .. } | zk::MultiWriteError::RequestFailed { source } => {
+            source
+        }
+    }
+}
