@@ -1,6 +1,7 @@
 -- cancel.lua: cancels jobs that have not finished (ready, scheduled,
--- waiting or claimed). A claimed job's lease goes with it: its worker's
--- next heartbeat is refused and the handler is stopped.
+-- waiting or claimed). A claimed job's lease goes with it, and its owner
+-- hears of it on <prefix>:cancel:<owner> and stops the handler (a worker
+-- that misses it learns at its next heartbeat, which is refused).
 --
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 '1' to cancel jobs that
@@ -35,6 +36,9 @@ local _, _, now_ms = now()
 local out = {'ok'}
 for i = 5, #ARGV do
   local id = ARGV[i]
+  local owner = redis.call('GET', owned_key(id))
+  -- Its worker stops the handler at once (see RedisBoard::cancels_of).
+  if owner then redis.call('PUBLISH', EVENTS .. ':cancel:' .. owner, id) end
   redis.call('HDEL', K_LISTINGS, id)
   redis.call('DEL', owned_key(id), modified_key(id), dependents_key(id))
   for _, k in ipairs({K_READY, K_SCHEDULED, K_LEASES, K_WAITING}) do redis.call('ZREM', k, id) end

@@ -116,12 +116,13 @@ async fn a_pipeline_step_completes_into_the_next_queue() {
     drop(sup);
 }
 
-/// Cancelling a running job stops its handler (at the next heartbeat) and
-/// the job never runs again.
+/// Cancelling a running job stops its handler at once (the worker hears
+/// of it on pub/sub; the heartbeat, every 10 s here, is not what stops it)
+/// and the job never runs again.
 #[tokio::test(flavor = "multi_thread")]
 async fn cancelling_a_running_job_stops_its_handler() {
     let (_serial, board, q, key) = setup("e2e-cancel").await;
-    let sup = Supervisor::start(&q, &["--workers", "1", "--expiry", "1.5"]);
+    let sup = Supervisor::start(&q, &["--workers", "1", "--expiry", "30"]);
     let id = post(&board, &q, &script(Action::Sleep, 60_000, &key), 3).await;
     wait_state(&board, &q, &id, JobState::Claimed, 30).await;
     let cancelled_at = Instant::now();
@@ -129,7 +130,7 @@ async fn cancelling_a_running_job_stops_its_handler() {
     wait_until(
         "the worker to stop the cancelled handler",
         Duration::from_secs(10),
-        || async { sup.log().contains("lease lost") },
+        || async { sup.log().contains("the job was cancelled") },
     )
     .await;
     let stopped_in = cancelled_at.elapsed();
@@ -143,7 +144,7 @@ async fn cancelling_a_running_job_stops_its_handler() {
         "the cancelled job ran once"
     );
     assert!(
-        stopped_in < Duration::from_secs(3),
+        stopped_in < Duration::from_secs(2),
         "handler stopped after {stopped_in:?}"
     );
     let events: Vec<String> = board
@@ -153,10 +154,7 @@ async fn cancelling_a_running_job_stops_its_handler() {
         .iter()
         .map(|e| e["event"].as_str().unwrap_or("").to_owned())
         .collect();
-    assert!(
-        events.contains(&"cancelled".to_owned()) && events.contains(&"lease_lost".to_owned()),
-        "{events:?}"
-    );
+    assert!(events.contains(&"cancelled".to_owned()), "{events:?}");
     drop(sup);
 }
 

@@ -204,4 +204,18 @@ impl RedisBoard {
         }
         Ok(())
     }
+
+    /// The ids of jobs held by `owner` that get cancelled, as `cancel`
+    /// announces them (so a worker can stop their handlers at once rather
+    /// than at its next heartbeat).
+    pub async fn cancels_of(&self, owner: &str) -> Result<impl futures_util::Stream<Item = String> + Unpin> {
+        use futures_util::StreamExt;
+        let mut pubsub = self.conn.client.get_async_pubsub().await?;
+        pubsub
+            .subscribe(format!("{}:cancel:{owner}", self.options().prefix))
+            .await?;
+        Ok(pubsub
+            .into_on_message()
+            .filter_map(|msg| std::future::ready(msg.get_payload::<String>().ok())))
+    }
 }

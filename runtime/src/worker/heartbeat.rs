@@ -11,6 +11,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::board::Board;
+use futures_util::StreamExt;
+
 use crate::board::{AnyBoard, BoardSpec};
 use crate::error::{Error, Result};
 use crate::job::{JobId, Lease};
@@ -123,6 +125,8 @@ fn beat_thread(
     let beat = expiry / 3;
     rt.block_on(async move {
         let mut board: Option<AnyBoard> = None;
+        // Cancels of this worker's jobs, announced by `cancel` (Redis).
+        let mut cancels = None;
         let backend = spec.backend();
         while !stop.load(Ordering::SeqCst) {
             if board.is_none() {
@@ -174,10 +178,33 @@ fn beat_thread(
                     tracing::debug!(error = %e, "cannot record worker presence");
                 }
             }
+            if cancels.is_none() {
+                if let Some(b) = board.as_ref().and_then(AnyBoard::as_redis) {
+                    cancels = b.cancels_of(&info.owner).await.ok();
+                }
+            }
             let mut slept = Duration::ZERO;
             while slept < beat && !stop.load(Ordering::SeqCst) {
-                tokio::time::sleep(STOP_POLL).await;
-                slept += STOP_POLL;
+                let Some(stream) = cancels.as_mut() else {
+                    tokio::time::sleep(STOP_POLL).await;
+                    slept += STOP_POLL;
+                    continue;
+                };
+                let started = Instant::now();
+                match tokio::time::timeout(STOP_POLL, stream.next()).await {
+                    Ok(Some(job)) => {
+                        let keys: Vec<LeaseKey> = held
+                            .lock()
+                            .map(|h| h.keys().filter(|k| k.0 .0 == job).cloned().collect())
+                            .unwrap_or_default();
+                        for key in keys {
+                            report_lost(&held, &key, "the job was cancelled", &lost);
+                        }
+                    }
+                    Ok(None) => cancels = None,
+                    Err(_) => {}
+                }
+                slept += started.elapsed();
             }
         }
         if let Some(b) = &board {

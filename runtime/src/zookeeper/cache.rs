@@ -1,0 +1,416 @@
+//! What one board knows about a queue's job znodes: the immutable postings
+//! (cached by znode name, so a claim does not read every posting again),
+//! the uuid → znode index, and the lease deadlines seen in lock bodies.
+//!
+//! Postings are never rewritten, so a cached one stays true until its znode
+//! disappears from a listing. Jobs posted by taskflow are indexed the first
+//! time a listing shows them. A znode taskflow cannot read either is moved
+//! aside to the quarantine (see [`ZooKeeperBoard::quarantine`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zookeeper_client as zk;
+
+use crate::error::Result;
+use crate::job::Priority;
+use crate::zookeeper::paths::{self, QueuePaths};
+use crate::zookeeper::posting;
+use crate::zookeeper::record::{JobRecord, LockBody};
+use crate::zookeeper::session::PERSISTENT;
+use crate::zookeeper::ZooKeeperBoard;
+
+/// Reads per multi-read request (keeps replies well under ZooKeeper's 1 MB
+/// packet limit for ordinary postings).
+pub(crate) const READ_BATCH: usize = 64;
+/// A lock body without a deadline (taskflow's claim) is read again after
+/// this long, in case the lock was replaced by a jobworker lease.
+const UNTIMED_LOCK_RECHECK: Duration = Duration::from_secs(5);
+
+/// A job znode jobworker can run.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Known {
+    /// The znode name (`jobNNNNNNNNNN`).
+    pub znode: String,
+    /// The job id (the posting's uuid).
+    pub uuid: String,
+    /// The job name (selects the handler).
+    pub name: String,
+    /// The exact priority (from jobworker's record for `VERY_*` postings).
+    pub priority: Priority,
+    /// The taskflow sequence number.
+    pub seq: i64,
+    /// The znode's data version (taskflow's claim checks it).
+    pub version: i32,
+    /// The znode's ctime (ms), for `created_on`.
+    pub ctime_ms: i64,
+    /// The posting's `details`.
+    pub details: rmpv::Value,
+}
+
+/// A cached job znode.
+#[derive(Debug, Clone)]
+enum Seen {
+    Usable(Arc<Known>),
+    /// Readable by taskflow but not by jobworker (e.g. a non-string uuid):
+    /// left alone.
+    Unusable,
+}
+
+/// A lease deadline read from a lock body.
+#[derive(Debug, Clone, Copy)]
+struct LockSeen {
+    deadline_ms: Option<i64>,
+    read_at: Instant,
+}
+
+#[derive(Debug, Default)]
+struct QueueCache {
+    postings: HashMap<String, Seen>,
+    by_uuid: HashMap<String, String>,
+    locks: HashMap<String, LockSeen>,
+}
+
+/// The caches of all queues of a board.
+#[derive(Debug, Default)]
+pub(crate) struct Caches {
+    queues: Mutex<HashMap<String, QueueCache>>,
+}
+
+impl Caches {
+    fn with<T>(&self, queue: &str, f: impl FnOnce(&mut QueueCache) -> T) -> T {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        f(queues.entry(queue.to_owned()).or_default())
+    }
+
+    /// The znode name of job `uuid`, when known.
+    pub fn znode_of(&self, queue: &str, uuid: &str) -> Option<String> {
+        self.with(queue, |c| c.by_uuid.get(uuid).cloned())
+    }
+
+    /// The cached posting of znode `znode`.
+    pub fn known(&self, queue: &str, znode: &str) -> Option<Arc<Known>> {
+        self.with(queue, |c| match c.postings.get(znode) {
+            Some(Seen::Usable(k)) => Some(k.clone()),
+            _ => None,
+        })
+    }
+
+    /// Caches a posting (e.g. one this board just posted).
+    pub fn insert(&self, queue: &str, known: Known) {
+        self.with(queue, |c| {
+            c.by_uuid.insert(known.uuid.clone(), known.znode.clone());
+            c.postings.insert(known.znode.clone(), Seen::Usable(Arc::new(known)));
+        });
+    }
+
+    /// Forgets a znode that is gone.
+    pub fn forget(&self, queue: &str, znode: &str) {
+        self.with(queue, |c| {
+            if let Some(Seen::Usable(k)) = c.postings.remove(znode) {
+                c.by_uuid.remove(&k.uuid);
+            }
+            c.locks.remove(znode);
+        });
+    }
+
+    /// The lease deadline last read for `znode`'s lock: `Some(None)` for a
+    /// lock without deadline read recently, `None` when it must be read.
+    fn lock_deadline(&self, queue: &str, znode: &str, now_ms: i64) -> Option<Option<i64>> {
+        self.with(queue, |c| match c.locks.get(znode) {
+            Some(LockSeen {
+                deadline_ms: Some(d), ..
+            }) if *d > now_ms => Some(Some(*d)),
+            Some(LockSeen {
+                deadline_ms: None,
+                read_at,
+            }) if read_at.elapsed() < UNTIMED_LOCK_RECHECK => Some(None),
+            _ => None,
+        })
+    }
+
+    /// Remembers a lock's deadline.
+    pub fn saw_lock(&self, queue: &str, znode: &str, deadline_ms: Option<i64>) {
+        self.with(queue, |c| {
+            c.locks.insert(
+                znode.to_owned(),
+                LockSeen {
+                    deadline_ms,
+                    read_at: Instant::now(),
+                },
+            );
+        });
+    }
+}
+
+/// One listing of a queue: job znodes, which are locked, and the delayed
+/// entries.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Snapshot {
+    /// Job znode names.
+    pub jobs: Vec<String>,
+    /// Job znodes with a `.lock` sibling.
+    pub locked: HashSet<String>,
+    /// Delayed entries: uuid → (due time, entry names).
+    pub delayed: HashMap<String, (i64, Vec<String>)>,
+}
+
+impl Snapshot {
+    /// The time job `uuid` falls due, when it is not due by `now_ms`.
+    pub fn scheduled_until(&self, uuid: &str, now_ms: i64) -> Option<i64> {
+        self.delayed.get(uuid).map(|(at, _)| *at).filter(|at| *at > now_ms)
+    }
+}
+
+/// Lock bodies read for a set of locked jobs.
+pub(crate) struct LockView {
+    /// Job znode → (lock body, lock stat).
+    pub locks: HashMap<String, (LockBody, zk::Stat)>,
+}
+
+impl ZooKeeperBoard {
+    /// Lists `paths.jobs` then the delayed entries (in this order, so a job
+    /// posted with a delay in between is never taken for ready), with a
+    /// child watch on the jobs path when `watch`. A queue never posted to
+    /// lists empty.
+    pub(crate) async fn snapshot(
+        &self,
+        paths: &QueuePaths,
+        watch: bool,
+    ) -> Result<(Snapshot, Option<zk::OneshotWatcher>)> {
+        let what = format!("cannot list queue {}", paths.queue);
+        let (children, delayed, watcher) = self
+            .read(&what, |client| {
+                let jobs_path = paths.jobs.clone();
+                let delayed_path = paths.delayed.clone();
+                async move {
+                    let (children, watcher) = if watch {
+                        match client.list_and_watch_children(&jobs_path).await {
+                            Ok((c, w)) => (c, Some(w)),
+                            Err(zk::Error::NoNode) => {
+                                // Wake when the queue is made.
+                                let (_, w) = client.check_and_watch_stat(&jobs_path).await?;
+                                (Vec::new(), Some(w))
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    } else {
+                        match client.list_children(&jobs_path).await {
+                            Ok(c) => (c, None),
+                            Err(zk::Error::NoNode) => (Vec::new(), None),
+                            Err(e) => return Err(e),
+                        }
+                    };
+                    let delayed = match client.list_children(&delayed_path).await {
+                        Ok(d) => d,
+                        Err(zk::Error::NoNode) => Vec::new(),
+                        Err(e) => return Err(e),
+                    };
+                    Ok((children, delayed, watcher))
+                }
+            })
+            .await?
+            .map_err(|e| self.session().error(&what, &e))?;
+        let mut snap = Snapshot::default();
+        for child in &children {
+            if let Some(job) = paths::locked_job(child) {
+                snap.locked.insert(job.to_owned());
+            } else if paths::is_job_name(child) {
+                snap.jobs.push(child.clone());
+            }
+        }
+        for entry in delayed {
+            if let Some((uuid, at)) = paths::parse_delayed(&entry) {
+                let slot = snap.delayed.entry(uuid.to_owned()).or_insert((at, Vec::new()));
+                slot.0 = slot.0.max(at);
+                slot.1.push(entry);
+            }
+        }
+        snap.jobs.sort_by_key(|n| (paths::sequence_of(n).unwrap_or(i64::MAX), n.clone()));
+        Ok((snap, watcher))
+    }
+
+    /// The usable postings of `snap`'s jobs, reading (in batches) those not
+    /// cached yet; forgets cached znodes the listing no longer shows, and
+    /// quarantines znodes taskflow cannot read either.
+    pub(crate) async fn known(&self, paths: &QueuePaths, snap: &Snapshot) -> Result<Vec<Arc<Known>>> {
+        let q = &paths.queue;
+        let listed: HashSet<&String> = snap.jobs.iter().collect();
+        let missing: Vec<String> = self.inner.cache.with(q, |c| {
+            let gone: Vec<String> = c.postings.keys().filter(|n| !listed.contains(n)).cloned().collect();
+            for name in gone {
+                if let Some(Seen::Usable(k)) = c.postings.remove(&name) {
+                    c.by_uuid.remove(&k.uuid);
+                }
+                c.locks.remove(&name);
+            }
+            snap.jobs
+                .iter()
+                .filter(|n| !c.postings.contains_key(*n))
+                .cloned()
+                .collect()
+        });
+        if !missing.is_empty() {
+            self.fetch_postings(paths, &missing, &snap.locked).await?;
+        }
+        Ok(self.inner.cache.with(q, |c| {
+            snap.jobs
+                .iter()
+                .filter_map(|n| match c.postings.get(n) {
+                    Some(Seen::Usable(k)) => Some(k.clone()),
+                    _ => None,
+                })
+                .collect()
+        }))
+    }
+
+    /// Reads and caches the postings `names`.
+    async fn fetch_postings(&self, paths: &QueuePaths, names: &[String], locked: &HashSet<String>) -> Result<()> {
+        let q = &paths.queue;
+        let what = format!("cannot read the jobs of queue {q}");
+        let read = self.read_many(&what, names.iter().map(|n| paths.job(n)).collect()).await?;
+        let mut fresh = Vec::new();
+        let mut extremes = Vec::new();
+        for (name, result) in names.iter().zip(read) {
+            let Some((data, stat)) = result else { continue };
+            let seq = paths::sequence_of(name);
+            let decoded = match seq {
+                None => Err(posting::Undecodable {
+                    reason: format!("znode name {name} has no sequence number"),
+                    taskflow_rejects: true,
+                }),
+                Some(_) => posting::decode(&data),
+            };
+            match decoded {
+                Ok(p) => {
+                    let known = Known {
+                        znode: name.clone(),
+                        uuid: p.uuid,
+                        name: p.name,
+                        priority: p.priority,
+                        seq: seq.unwrap_or(0),
+                        version: stat.version,
+                        ctime_ms: stat.ctime,
+                        details: p.details,
+                    };
+                    if matches!(p.priority, Priority::VERY_HIGH | Priority::VERY_LOW) {
+                        extremes.push(fresh.len());
+                    }
+                    fresh.push(known);
+                }
+                Err(e) if e.taskflow_rejects && !locked.contains(name) => {
+                    self.quarantine(paths, name, &data, stat.version, &e.reason).await?;
+                }
+                Err(e) => {
+                    tracing::warn!(queue = %q, znode = %name, reason = %e.reason, "ignoring a job jobworker cannot read");
+                    self.inner
+                        .cache
+                        .with(q, |c| c.postings.insert(name.clone(), Seen::Unusable));
+                }
+            }
+        }
+        // The exact priority of jobs posted by jobworker beyond ±2.
+        if !extremes.is_empty() {
+            let records = extremes.iter().map(|i| paths.record(&fresh[*i].uuid)).collect();
+            let read = self.read_many(&what, records).await?;
+            for (i, result) in extremes.iter().zip(read) {
+                if let Some(rec) = result.and_then(|(data, _)| JobRecord::from_bytes(&data)) {
+                    if rec.job.as_deref().is_none_or(|j| j == fresh[*i].znode) {
+                        fresh[*i].priority = Priority(rec.priority);
+                    }
+                }
+            }
+        }
+        for known in fresh {
+            self.inner.cache.insert(q, known);
+        }
+        Ok(())
+    }
+
+    /// Reads many znodes in batched multi-reads; `None` for missing ones.
+    pub(crate) async fn read_many(&self, what: &str, paths: Vec<String>) -> Result<Vec<Option<(Vec<u8>, zk::Stat)>>> {
+        let mut out = Vec::with_capacity(paths.len());
+        for chunk in paths.chunks(READ_BATCH) {
+            let results = self
+                .read(what, |client| async move {
+                    let mut reader = client.new_multi_reader();
+                    for p in chunk {
+                        reader.add_get_data(p)?;
+                    }
+                    reader.commit().await
+                })
+                .await?
+                .map_err(|e| self.session().error(what, &e))?;
+            for r in results {
+                out.push(match r {
+                    zk::MultiReadResult::Data { data, stat } => Some((data, stat)),
+                    _ => None,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads the lock bodies of `snap`'s locked jobs whose deadline is not
+    /// cached as still ahead of `now_ms` (so a lock is read about once per
+    /// lease); returns those read.
+    pub(crate) async fn lock_view(&self, paths: &QueuePaths, snap: &Snapshot, now_ms: i64) -> Result<LockView> {
+        let q = &paths.queue;
+        let stale: Vec<String> = snap
+            .locked
+            .iter()
+            .filter(|n| self.inner.cache.lock_deadline(q, n, now_ms).is_none())
+            .cloned()
+            .collect();
+        let what = format!("cannot read the claims of queue {q}");
+        let read = self.read_many(&what, stale.iter().map(|n| paths.lock(n)).collect()).await?;
+        let mut locks = HashMap::new();
+        for (name, result) in stale.into_iter().zip(read) {
+            if let Some((data, stat)) = result {
+                let body = LockBody::parse(&data);
+                self.inner.cache.saw_lock(q, &name, body.deadline_ms);
+                locks.insert(name, (body, stat));
+            }
+        }
+        Ok(LockView { locks })
+    }
+
+    /// The earliest cached lease deadline among `snap`'s locks.
+    pub(crate) fn next_deadline(&self, paths: &QueuePaths, snap: &Snapshot, now_ms: i64) -> Option<i64> {
+        snap.locked
+            .iter()
+            .filter_map(|n| self.inner.cache.lock_deadline(&paths.queue, n, now_ms).flatten())
+            .min()
+    }
+
+    /// Moves an undecodable job znode aside: its bytes to
+    /// `.jw/quarantine/<name>` and the reason beside it, the znode deleted,
+    /// in one transaction (nothing is lost).
+    pub(crate) async fn quarantine(
+        &self,
+        paths: &QueuePaths,
+        name: &str,
+        data: &[u8],
+        version: i32,
+        reason: &str,
+    ) -> Result<()> {
+        tracing::warn!(queue = %paths.queue, znode = name, reason, "quarantining an undecodable job znode");
+        let what = format!("cannot quarantine znode {name} of queue {}", paths.queue);
+        let client = self.client().await?;
+        let _ = client.mkdir(&paths.quarantine, PERSISTENT).await;
+        let mut w = client.new_multi_writer();
+        w.add_create(&paths.quarantined(name), data, PERSISTENT)
+            .and_then(|_| w.add_create(&paths.quarantine_reason(name), reason.as_bytes(), PERSISTENT))
+            .and_then(|_| w.add_delete(&paths.job(name), Some(version)))
+            .map_err(|e| self.session().error(&what, &e))?;
+        match w.commit().await {
+            Ok(_) => {}
+            // Someone else moved or removed it first.
+            Err(e) if crate::zookeeper::session::is_definite(crate::zookeeper::session::source(&e)) => {}
+            Err(e) => tracing::warn!(queue = %paths.queue, znode = name, error = %e, "{what}"),
+        }
+        self.inner.cache.forget(&paths.queue, name);
+        Ok(())
+    }
+}

@@ -1,0 +1,65 @@
+//! Options of a ZooKeeper board.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::job::DEFAULT_MAX_ATTEMPTS;
+use crate::zookeeper::paths;
+
+/// Default session timeout (kazoo's default too).
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Completed jobs kept per queue by default (as on Redis).
+pub const DEFAULT_HISTORY_COUNT: usize = 50_000;
+/// How long completed jobs are kept by default (as on Redis).
+pub const DEFAULT_HISTORY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Options of a ZooKeeper board.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZooKeeperOptions {
+    /// `host:port[,host:port…]/root`: the servers and the root path under
+    /// which queue `Q` lives at `<root>/<Q>/jobs` (taskflow's `path`).
+    pub connect: String,
+    /// Session timeout. Claims made through a session end with it (as in
+    /// taskflow) at the latest; the server clamps it to its
+    /// `[min,max]SessionTimeout`.
+    pub session_timeout: Duration,
+    /// Tries allowed for jobs posted by taskflow (which has no such field).
+    pub default_max_attempts: u32,
+    /// Completed jobs kept per queue (0 keeps none).
+    pub history_count: usize,
+    /// How long completed jobs are kept.
+    pub history_age: Duration,
+}
+
+impl ZooKeeperOptions {
+    /// Defaults for `connect`.
+    pub fn new(connect: impl Into<String>) -> Self {
+        ZooKeeperOptions {
+            connect: connect.into(),
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            default_max_attempts: DEFAULT_MAX_ATTEMPTS,
+            history_count: DEFAULT_HISTORY_COUNT,
+            history_age: DEFAULT_HISTORY_AGE,
+        }
+    }
+
+    /// The server list and the root path (`""` for the ZooKeeper root).
+    pub fn split(&self) -> Result<(String, String)> {
+        paths::split_connect(&self.connect)
+    }
+
+    /// Checks the options.
+    pub fn validate(&self) -> Result<()> {
+        self.split()?;
+        if self.session_timeout < Duration::from_millis(100) {
+            return Err(Error::invalid(format!(
+                "zookeeper session timeout {:?} is too short (at least 100 ms)",
+                self.session_timeout
+            )));
+        }
+        if self.default_max_attempts == 0 {
+            return Err(Error::invalid("default_max_attempts must be at least 1"));
+        }
+        Ok(())
+    }
+}
