@@ -13,7 +13,8 @@ use clap::Parser;
 
 pub use args::{Cli, Command, LogFormat, RunArgs};
 
-/// Exit code for bad input (usage, invalid values).
+/// Exit code for bad input (usage, invalid values, a feature the board
+/// does not offer).
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code when the board refused a verb (not found, not owner, claimed).
 pub const EXIT_REFUSED: i32 = 3;
@@ -76,7 +77,7 @@ pub fn hostname() -> String {
 }
 
 fn exit_code(e: &crate::Error) -> i32 {
-    if e.is_invalid() {
+    if e.is_invalid() || e.is_unsupported() {
         EXIT_USAGE
     } else if e.is_not_found()
         || e.is_not_owner()

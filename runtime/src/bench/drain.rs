@@ -94,7 +94,7 @@ pub(crate) fn pss_mib(pid: u32) -> f64 {
 }
 
 async fn worker_pids(board: &RedisBoard, queue: &str) -> Result<Vec<u32>> {
-    let live = crate::worker::list_workers(board).await?;
+    let live = crate::worker::list_workers(&crate::board::AnyBoard::Redis(board.clone())).await?;
     Ok(live
         .into_iter()
         .filter(|w| w.queues == [queue.to_owned()])

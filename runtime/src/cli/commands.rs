@@ -283,11 +283,6 @@ pub(crate) fn handlers(json: bool) -> Result<()> {
 }
 
 async fn workers(board: &AnyBoard, json: bool) -> Result<()> {
-    let Some(board) = board.as_redis() else {
-        return Err(Error::unsupported(
-            "`jobworker workers` is not supported on ZooKeeper yet",
-        ));
-    };
     let list = crate::worker::list_workers(board).await?;
     if json {
         output::json(&serde_json::to_value(&list).map_err(|e| Error::codec(e.to_string()))?);

@@ -175,6 +175,10 @@ impl Supervisor {
                 slot.owner = owner_of(parent, index, child);
                 slot.respawn_at = None;
                 tracing::info!(slot = index, pid = child.as_raw(), owner = %slot.owner, "worker started");
+                if self.board.is_none() {
+                    // Handed to the child (see `WorkerConfig::recover`).
+                    self.pending.clear();
+                }
             }
             Ok(ForkResult::Child) => {
                 // Never unwind into the supervisor's frames (they own the
@@ -205,6 +209,9 @@ impl Supervisor {
         // which forwards it in order.
         let _ = setpgid(Pid::from_raw(0), Pid::from_raw(0));
         let mut cfg = self.cfg.worker.clone();
+        if self.board.is_none() {
+            cfg.recover = self.pending.clone();
+        }
         cfg.slot = index;
         cfg.owner = owner_of(parent, index, getpid());
         match run_worker(self.cfg.board.clone(), cfg, self.registry.clone()) {
@@ -359,11 +366,9 @@ impl Supervisor {
     /// done now (Redis unreachable) stays pending for the next tick.
     fn recover_pending(&mut self) {
         let Some(board) = self.board.as_mut() else {
-            // ZooKeeper: the dead worker's locks go with its session (at its
-            // session timeout) or at their lease deadline, whichever first.
-            for (owner, _) in self.pending.drain(..) {
-                tracing::warn!(owner, "a worker died; its claims end with its ZooKeeper session");
-            }
+            // ZooKeeper: the next worker forked gives the claims back
+            // (`WorkerConfig::recover`); failing that they end with the dead
+            // worker's session or lease deadline, whichever comes first.
             return;
         };
         let mut failed = Vec::new();

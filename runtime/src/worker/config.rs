@@ -41,6 +41,10 @@ pub struct WorkerConfig {
     /// Change into the sandbox directory (only when concurrency is 1; the
     /// working directory is per process).
     pub chdir: bool,
+    /// Dead workers whose claims this worker gives back before it starts,
+    /// as (owner, reason): the supervisor's crash recovery on boards it
+    /// cannot reach itself (ZooKeeper; it runs no async client).
+    pub recover: Vec<(String, String)>,
 }
 
 impl WorkerConfig {
@@ -58,6 +62,7 @@ impl WorkerConfig {
             default_timeout: None,
             backoff: Backoff::default(),
             chdir: true,
+            recover: Vec::new(),
         }
     }
 

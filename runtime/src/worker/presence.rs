@@ -1,7 +1,7 @@
 //! The worker registry: each worker records who and where it is, what it
-//! runs and when it last beat, in `<prefix>:workers` on Redis; stale
-//! entries are dropped when listed. (On ZooKeeper workers are not
-//! registered yet.)
+//! runs and when it last beat: in `<prefix>:workers` on Redis (stale
+//! entries are dropped when listed), as taskflow's ephemeral conductor
+//! entities on ZooKeeper (gone with the worker's session).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -44,8 +44,13 @@ pub fn now_ms() -> u64 {
 
 /// Writes (or refreshes) a worker's entry.
 pub(crate) async fn record(board: &AnyBoard, info: &WorkerInfo) -> Result<()> {
-    let Some(board) = board.as_redis() else {
-        return Ok(());
+    let board = match board {
+        AnyBoard::Redis(b) => b,
+        AnyBoard::ZooKeeper(zk) => {
+            let queues: Vec<&str> = info.queues.iter().map(String::as_str).collect();
+            let metadata = serde_json::to_value(info).map_err(|e| Error::codec(e.to_string()))?;
+            return zk.register_worker_for(&queues, &info.owner, metadata).await;
+        }
     };
     let json = serde_json::to_string(info).map_err(|e| Error::codec(e.to_string()))?;
     board
@@ -61,8 +66,9 @@ pub(crate) async fn record(board: &AnyBoard, info: &WorkerInfo) -> Result<()> {
 
 /// Removes a worker's entry.
 pub(crate) async fn remove(board: &AnyBoard, owner: &str) -> Result<()> {
-    let Some(board) = board.as_redis() else {
-        return Ok(());
+    let board = match board {
+        AnyBoard::Redis(b) => b,
+        AnyBoard::ZooKeeper(zk) => return zk.unregister_worker(owner).await,
     };
     board
         .conn
@@ -70,8 +76,25 @@ pub(crate) async fn remove(board: &AnyBoard, owner: &str) -> Result<()> {
         .await
 }
 
-/// The live workers, sorted by owner; stale entries are deleted.
-pub async fn list_workers(board: &RedisBoard) -> Result<Vec<WorkerInfo>> {
+/// The live workers, sorted by owner.
+pub async fn list_workers(board: &AnyBoard) -> Result<Vec<WorkerInfo>> {
+    match board {
+        AnyBoard::Redis(b) => list_redis_workers(b).await,
+        AnyBoard::ZooKeeper(zk) => {
+            let mut live: Vec<WorkerInfo> = zk
+                .list_workers()
+                .await?
+                .into_iter()
+                .filter_map(|entity| serde_json::from_value(entity["metadata"].clone()).ok())
+                .collect();
+            live.sort_by(|a, b| a.owner.cmp(&b.owner));
+            Ok(live)
+        }
+    }
+}
+
+/// The live workers on Redis, sorted by owner; stale entries are deleted.
+async fn list_redis_workers(board: &RedisBoard) -> Result<Vec<WorkerInfo>> {
     let key = board.options().workers_key();
     let all: Vec<(String, String)> = board.conn.query(redis::cmd("HGETALL").arg(&key)).await?;
     let now = now_ms();

@@ -159,6 +159,21 @@ impl Worker {
         handlers: tokio::runtime::Handle,
     ) -> Result<Worker> {
         let board = spec.connect().await?;
+        if let AnyBoard::ZooKeeper(zk) = &board {
+            for (owner, reason) in &cfg.recover {
+                for queue in &cfg.queues {
+                    match zk.recover_owner(queue, owner, reason).await {
+                        Ok((0, 0)) => {}
+                        Ok((back, trashed)) => {
+                            tracing::warn!(queue = %queue, owner, back, trashed, "recovered the claims of a dead worker")
+                        }
+                        Err(e) => {
+                            tracing::error!(queue = %queue, owner, error = %e, "cannot recover the claims of a dead worker")
+                        }
+                    }
+                }
+            }
+        }
         let sandbox = Sandbox::create(&cfg.workdir, cfg.slot, cfg.concurrency)?;
         if cfg.chdir && cfg.concurrency == 1 {
             std::env::set_current_dir(sandbox.root())

@@ -58,6 +58,20 @@ enum Seen {
     Unusable,
 }
 
+/// What a board knows of a lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LockState {
+    /// Never read (or a taskflow lock read a while ago).
+    Unknown,
+    /// A lease deadline still ahead.
+    Ahead(i64),
+    /// A lease deadline that passed when last read (it may have been
+    /// extended since).
+    Passed,
+    /// No deadline (taskflow's claim), read recently.
+    Untimed,
+}
+
 /// A lease deadline read from a lock body.
 #[derive(Debug, Clone, Copy)]
 struct LockSeen {
@@ -70,7 +84,17 @@ struct QueueCache {
     postings: HashMap<String, Seen>,
     by_uuid: HashMap<String, String>,
     locks: HashMap<String, LockSeen>,
+    /// Znodes whose record this board has checked (reap's indexing).
+    indexed: HashSet<String>,
+    /// When a claim last looked for expired leases.
+    recovered_at: Option<Instant>,
+    /// uuid → znode learnt from job records (a heartbeat board never lists
+    /// the queue); bounded by [`LOCATED_MAX`].
+    located: HashMap<String, String>,
 }
+
+/// Most uuid → znode entries learnt from records kept per queue.
+const LOCATED_MAX: usize = 10_000;
 
 /// The caches of all queues of a board.
 #[derive(Debug, Default)]
@@ -86,7 +110,24 @@ impl Caches {
 
     /// The znode name of job `uuid`, when known.
     pub fn znode_of(&self, queue: &str, uuid: &str) -> Option<String> {
-        self.with(queue, |c| c.by_uuid.get(uuid).cloned())
+        self.with(queue, |c| {
+            c.by_uuid.get(uuid).or_else(|| c.located.get(uuid)).cloned()
+        })
+    }
+
+    /// Forgets where job `uuid` was (it is gone).
+    pub fn unlocate(&self, queue: &str, uuid: &str) {
+        self.with(queue, |c| c.located.remove(uuid));
+    }
+
+    /// Remembers the znode of job `uuid` (read from its record).
+    pub fn located(&self, queue: &str, uuid: &str, znode: &str) {
+        self.with(queue, |c| {
+            if c.located.len() >= LOCATED_MAX {
+                c.located.clear();
+            }
+            c.located.insert(uuid.to_owned(), znode.to_owned());
+        });
     }
 
     /// The cached posting of znode `znode`.
@@ -101,32 +142,60 @@ impl Caches {
     pub fn insert(&self, queue: &str, known: Known) {
         self.with(queue, |c| {
             c.by_uuid.insert(known.uuid.clone(), known.znode.clone());
-            c.postings.insert(known.znode.clone(), Seen::Usable(Arc::new(known)));
+            c.postings
+                .insert(known.znode.clone(), Seen::Usable(Arc::new(known)));
         });
     }
 
-    /// Forgets a znode that is gone.
+    /// Forgets a znode that is gone (job `uuid`'s, when known).
     pub fn forget(&self, queue: &str, znode: &str) {
         self.with(queue, |c| {
             if let Some(Seen::Usable(k)) = c.postings.remove(znode) {
                 c.by_uuid.remove(&k.uuid);
+                c.located.remove(&k.uuid);
             }
             c.locks.remove(znode);
+            c.indexed.remove(znode);
         });
     }
 
-    /// The lease deadline last read for `znode`'s lock: `Some(None)` for a
-    /// lock without deadline read recently, `None` when it must be read.
-    fn lock_deadline(&self, queue: &str, znode: &str, now_ms: i64) -> Option<Option<i64>> {
+    /// True (and remembered) when a claim should look for expired leases:
+    /// at most once per `every` (reading the bodies of new locks costs a
+    /// read each).
+    pub fn recovery_due(&self, queue: &str, every: Duration) -> bool {
+        self.with(queue, |c| match c.recovered_at {
+            Some(at) if at.elapsed() < every => false,
+            _ => {
+                c.recovered_at = Some(Instant::now());
+                true
+            }
+        })
+    }
+
+    /// True when the record of `znode` was checked by reap's indexing.
+    pub fn indexed(&self, queue: &str, znode: &str) -> bool {
+        self.with(queue, |c| c.indexed.contains(znode))
+    }
+
+    /// Remembers that the record of `znode` exists.
+    pub fn mark_indexed(&self, queue: &str, znode: &str) {
+        self.with(queue, |c| c.indexed.insert(znode.to_owned()));
+    }
+
+    /// What the board knows of `znode`'s lock at `now_ms`.
+    fn lock_state(&self, queue: &str, znode: &str, now_ms: i64) -> LockState {
         self.with(queue, |c| match c.locks.get(znode) {
             Some(LockSeen {
                 deadline_ms: Some(d), ..
-            }) if *d > now_ms => Some(Some(*d)),
+            }) if *d > now_ms => LockState::Ahead(*d),
+            Some(LockSeen {
+                deadline_ms: Some(_), ..
+            }) => LockState::Passed,
             Some(LockSeen {
                 deadline_ms: None,
                 read_at,
-            }) if read_at.elapsed() < UNTIMED_LOCK_RECHECK => Some(None),
-            _ => None,
+            }) if read_at.elapsed() < UNTIMED_LOCK_RECHECK => LockState::Untimed,
+            _ => LockState::Unknown,
         })
     }
 
@@ -148,7 +217,7 @@ impl Caches {
 /// entries.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Snapshot {
-    /// Job znode names.
+    /// Job znode names (in no particular order).
     pub jobs: Vec<String>,
     /// Job znodes with a `.lock` sibling.
     pub locked: HashSet<String>,
@@ -159,7 +228,10 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// The time job `uuid` falls due, when it is not due by `now_ms`.
     pub fn scheduled_until(&self, uuid: &str, now_ms: i64) -> Option<i64> {
-        self.delayed.get(uuid).map(|(at, _)| *at).filter(|at| *at > now_ms)
+        self.delayed
+            .get(uuid)
+            .map(|(at, _)| *at)
+            .filter(|at| *at > now_ms)
     }
 }
 
@@ -227,7 +299,6 @@ impl ZooKeeperBoard {
                 slot.1.push(entry);
             }
         }
-        snap.jobs.sort_by_key(|n| (paths::sequence_of(n).unwrap_or(i64::MAX), n.clone()));
         Ok((snap, watcher))
     }
 
@@ -238,12 +309,18 @@ impl ZooKeeperBoard {
         let q = &paths.queue;
         let listed: HashSet<&String> = snap.jobs.iter().collect();
         let missing: Vec<String> = self.inner.cache.with(q, |c| {
-            let gone: Vec<String> = c.postings.keys().filter(|n| !listed.contains(n)).cloned().collect();
+            let gone: Vec<String> = c
+                .postings
+                .keys()
+                .filter(|n| !listed.contains(n))
+                .cloned()
+                .collect();
             for name in gone {
                 if let Some(Seen::Usable(k)) = c.postings.remove(&name) {
                     c.by_uuid.remove(&k.uuid);
                 }
                 c.locks.remove(&name);
+                c.indexed.remove(&name);
             }
             snap.jobs
                 .iter()
@@ -266,10 +343,17 @@ impl ZooKeeperBoard {
     }
 
     /// Reads and caches the postings `names`.
-    async fn fetch_postings(&self, paths: &QueuePaths, names: &[String], locked: &HashSet<String>) -> Result<()> {
+    async fn fetch_postings(
+        &self,
+        paths: &QueuePaths,
+        names: &[String],
+        locked: &HashSet<String>,
+    ) -> Result<()> {
         let q = &paths.queue;
         let what = format!("cannot read the jobs of queue {q}");
-        let read = self.read_many(&what, names.iter().map(|n| paths.job(n)).collect()).await?;
+        let read = self
+            .read_many(&what, names.iter().map(|n| paths.job(n)).collect())
+            .await?;
         let mut fresh = Vec::new();
         let mut extremes = Vec::new();
         for (name, result) in names.iter().zip(read) {
@@ -300,7 +384,8 @@ impl ZooKeeperBoard {
                     fresh.push(known);
                 }
                 Err(e) if e.taskflow_rejects && !locked.contains(name) => {
-                    self.quarantine(paths, name, &data, stat.version, &e.reason).await?;
+                    self.quarantine(paths, name, &data, stat.version, &e.reason)
+                        .await?;
                 }
                 Err(e) => {
                     tracing::warn!(queue = %q, znode = %name, reason = %e.reason, "ignoring a job jobworker cannot read");
@@ -328,20 +413,25 @@ impl ZooKeeperBoard {
         Ok(())
     }
 
-    /// Reads many znodes in batched multi-reads; `None` for missing ones.
-    pub(crate) async fn read_many(&self, what: &str, paths: Vec<String>) -> Result<Vec<Option<(Vec<u8>, zk::Stat)>>> {
+    /// Reads many znodes in batched multi-reads (all batches in flight at
+    /// once); `None` for missing ones.
+    pub(crate) async fn read_many(
+        &self,
+        what: &str,
+        paths: Vec<String>,
+    ) -> Result<Vec<Option<(Vec<u8>, zk::Stat)>>> {
+        let batches = paths.chunks(READ_BATCH).map(|chunk| {
+            self.read(what, move |client| async move {
+                let mut reader = client.new_multi_reader();
+                for p in chunk {
+                    reader.add_get_data(p)?;
+                }
+                reader.commit().await
+            })
+        });
         let mut out = Vec::with_capacity(paths.len());
-        for chunk in paths.chunks(READ_BATCH) {
-            let results = self
-                .read(what, |client| async move {
-                    let mut reader = client.new_multi_reader();
-                    for p in chunk {
-                        reader.add_get_data(p)?;
-                    }
-                    reader.commit().await
-                })
-                .await?
-                .map_err(|e| self.session().error(what, &e))?;
+        for results in futures_util::future::join_all(batches).await {
+            let results = results?.map_err(|e| self.session().error(what, &e))?;
             for r in results {
                 out.push(match r {
                     zk::MultiReadResult::Data { data, stat } => Some((data, stat)),
@@ -352,19 +442,31 @@ impl ZooKeeperBoard {
         Ok(out)
     }
 
-    /// Reads the lock bodies of `snap`'s locked jobs whose deadline is not
-    /// cached as still ahead of `now_ms` (so a lock is read about once per
-    /// lease); returns those read.
-    pub(crate) async fn lock_view(&self, paths: &QueuePaths, snap: &Snapshot, now_ms: i64) -> Result<LockView> {
+    /// Reads the lock bodies of `snap`'s locked jobs whose deadline was
+    /// seen passing, and (when `unknown`) of those never read, so a lock is
+    /// read about once per lease; returns those read.
+    pub(crate) async fn lock_view(
+        &self,
+        paths: &QueuePaths,
+        snap: &Snapshot,
+        now_ms: i64,
+        unknown: bool,
+    ) -> Result<LockView> {
         let q = &paths.queue;
         let stale: Vec<String> = snap
             .locked
             .iter()
-            .filter(|n| self.inner.cache.lock_deadline(q, n, now_ms).is_none())
+            .filter(|n| match self.inner.cache.lock_state(q, n, now_ms) {
+                LockState::Passed => true,
+                LockState::Unknown => unknown,
+                LockState::Ahead(_) | LockState::Untimed => false,
+            })
             .cloned()
             .collect();
         let what = format!("cannot read the claims of queue {q}");
-        let read = self.read_many(&what, stale.iter().map(|n| paths.lock(n)).collect()).await?;
+        let read = self
+            .read_many(&what, stale.iter().map(|n| paths.lock(n)).collect())
+            .await?;
         let mut locks = HashMap::new();
         for (name, result) in stale.into_iter().zip(read) {
             if let Some((data, stat)) = result {
@@ -380,7 +482,10 @@ impl ZooKeeperBoard {
     pub(crate) fn next_deadline(&self, paths: &QueuePaths, snap: &Snapshot, now_ms: i64) -> Option<i64> {
         snap.locked
             .iter()
-            .filter_map(|n| self.inner.cache.lock_deadline(&paths.queue, n, now_ms).flatten())
+            .filter_map(|n| match self.inner.cache.lock_state(&paths.queue, n, now_ms) {
+                LockState::Ahead(d) => Some(d),
+                _ => None,
+            })
             .min()
     }
 
@@ -397,7 +502,7 @@ impl ZooKeeperBoard {
     ) -> Result<()> {
         tracing::warn!(queue = %paths.queue, znode = name, reason, "quarantining an undecodable job znode");
         let what = format!("cannot quarantine znode {name} of queue {}", paths.queue);
-        let client = self.client().await?;
+        let client = self.client(&what).await?;
         let _ = client.mkdir(&paths.quarantine, PERSISTENT).await;
         let mut w = client.new_multi_writer();
         w.add_create(&paths.quarantined(name), data, PERSISTENT)

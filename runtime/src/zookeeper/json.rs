@@ -200,7 +200,9 @@ impl Reader<'_> {
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, String> {
-        let depth = depth.checked_sub(1).ok_or_else(|| self.err("nested too deeply"))?;
+        let depth = depth
+            .checked_sub(1)
+            .ok_or_else(|| self.err("nested too deeply"))?;
         match self.peek() {
             Some(b'{') => self.object(depth),
             Some(b'[') => self.array(depth),
@@ -477,13 +479,19 @@ mod tests {
             dumps(&Value::from(text)).unwrap(),
             r#""a\"b\\c\n\r\t\b\f\u0001\u007f \u00e9\u6f22\ud83d\ude00/""#
         );
-        assert_eq!(loads(dumps(&Value::from(text)).unwrap().as_bytes()).unwrap(), Value::from(text));
+        assert_eq!(
+            loads(dumps(&Value::from(text)).unwrap().as_bytes()).unwrap(),
+            Value::from(text)
+        );
     }
 
     #[test]
     fn containers_use_python_separators_and_key_conversion() {
         let v = map(vec![
-            ("a", Value::Array(vec![Value::from(1), Value::Nil, Value::Boolean(true)])),
+            (
+                "a",
+                Value::Array(vec![Value::from(1), Value::Nil, Value::Boolean(true)]),
+            ),
             ("b", Value::Map(vec![])),
             ("c", Value::Array(vec![])),
         ]);
@@ -515,8 +523,10 @@ mod tests {
 
     #[test]
     fn reader_accepts_what_python_accepts() {
-        let v = loads(br#" {"a": [1, -2, 3.5, 1e3, 2E-2, -0, 18446744073709551615, 99999999999999999999],
-            "b": NaN, "c": -Infinity, "d": Infinity, "e": "\u00e9\ud83d\ude00\ud800x\/", "a": null} "#)
+        let v = loads(
+            br#" {"a": [1, -2, 3.5, 1e3, 2E-2, -0, 18446744073709551615, 99999999999999999999],
+            "b": NaN, "c": -Infinity, "d": Infinity, "e": "\u00e9\ud83d\ude00\ud800x\/", "a": null} "#,
+        )
         .unwrap();
         let Value::Map(entries) = &v else { panic!("{v:?}") };
         assert_eq!(entries.len(), 5, "a duplicate key keeps one entry");
@@ -562,7 +572,11 @@ mod tests {
             b".5",
         ];
         for bytes in bad {
-            assert!(loads(bytes).is_err(), "{:?} should be refused", String::from_utf8_lossy(bytes));
+            assert!(
+                loads(bytes).is_err(),
+                "{:?} should be refused",
+                String::from_utf8_lossy(bytes)
+            );
         }
         let mut deep = "[".repeat(MAX_DEPTH + 1);
         deep.push_str(&"]".repeat(MAX_DEPTH + 1));

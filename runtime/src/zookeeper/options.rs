@@ -63,3 +63,25 @@ impl ZooKeeperOptions {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_validated() {
+        let opts = ZooKeeperOptions::new("127.0.0.1:2181,127.0.0.1:2182/jw");
+        assert_eq!(
+            opts.split().unwrap(),
+            ("127.0.0.1:2181,127.0.0.1:2182".into(), "/jw".into())
+        );
+        assert!(opts.validate().is_ok());
+        let mut short = opts.clone();
+        short.session_timeout = Duration::from_millis(10);
+        assert!(short.validate().unwrap_err().is_invalid());
+        let mut none = opts.clone();
+        none.default_max_attempts = 0;
+        assert!(none.validate().unwrap_err().is_invalid());
+        assert!(ZooKeeperOptions::new("").validate().unwrap_err().is_invalid());
+    }
+}

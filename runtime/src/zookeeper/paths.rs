@@ -147,7 +147,9 @@ pub(crate) fn is_job_name(child: &str) -> bool {
 
 /// The job name of a lock znode name.
 pub(crate) fn locked_job(child: &str) -> Option<&str> {
-    child.strip_suffix(LOCK_POSTFIX).filter(|n| n.starts_with(JOB_PREFIX))
+    child
+        .strip_suffix(LOCK_POSTFIX)
+        .filter(|n| n.starts_with(JOB_PREFIX))
 }
 
 /// The sequence number of a job znode name (`job0000000012` → 12), as

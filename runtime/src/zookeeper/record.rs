@@ -77,7 +77,10 @@ impl JobRecord {
 
     /// Decodes a record; `None` when it is not one.
     pub fn from_bytes(bytes: &[u8]) -> Option<JobRecord> {
-        serde_json::from_slice(bytes).ok()
+        match serde_json::from_slice::<serde_json::Value>(bytes).ok()? {
+            v @ serde_json::Value::Object(_) => serde_json::from_value(v).ok(),
+            _ => None,
+        }
     }
 
     /// Records a failure `reason` (and its group).

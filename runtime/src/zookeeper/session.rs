@@ -115,15 +115,21 @@ impl Drop for Session {
 impl Session {
     /// Starts the session thread and connects to `hosts`.
     pub async fn connect(hosts: &str, timeout: Duration) -> Result<Session> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::io("cannot start the zookeeper session runtime", e))?;
-        let handle = runtime.handle().clone();
+        let (handle_tx, handle_rx) = tokio::sync::oneshot::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<zk::Client>();
+        // The runtime is made and dropped on its own thread (dropping one
+        // inside the caller's async context would panic).
         std::thread::Builder::new()
             .name("jobworker-zookeeper".into())
             .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = handle_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = handle_tx.send(Ok(runtime.handle().clone()));
                 runtime.block_on(async move {
                     if let Ok(client) = stop_rx.await {
                         let mut states = client.state_watcher();
@@ -138,6 +144,10 @@ impl Session {
                 });
             })
             .map_err(|e| Error::io("cannot start the zookeeper session thread", e))?;
+        let handle = handle_rx
+            .await
+            .map_err(|_| Error::unavailable("the zookeeper session thread ended at start"))?
+            .map_err(|e| Error::io("cannot start the zookeeper session runtime", e))?;
         let client = connect_on(&handle, hosts, timeout).await?;
         Ok(Session {
             hosts: hosts.to_owned(),
@@ -214,6 +224,14 @@ impl Session {
         if let Ok(mut e) = self.ephemerals.lock() {
             e.insert(path.to_owned(), body.to_vec());
         }
+    }
+
+    /// The kept ephemeral znodes whose path ends with `suffix`.
+    pub fn kept_ephemerals(&self, suffix: &str) -> Vec<String> {
+        self.ephemerals
+            .lock()
+            .map(|e| e.keys().filter(|p| p.ends_with(suffix)).cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Forgets an ephemeral znode.
@@ -311,8 +329,7 @@ pub(crate) fn failed_op(err: &zk::MultiWriteError) -> Option<(usize, &zk::Error)
 /// The error inside a transaction error.
 pub(crate) fn source(err: &zk::MultiWriteError) -> &zk::Error {
     match err {
-        zk::MultiWriteError::OperationFailed { source, .. } | zk::MultiWriteError::RequestFailed { source } => {
-            source
-        }
+        zk::MultiWriteError::OperationFailed { source, .. }
+        | zk::MultiWriteError::RequestFailed { source } => source,
     }
 }

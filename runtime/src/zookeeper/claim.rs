@@ -1,0 +1,266 @@
+//! claim and claim_job: taskflow's claim transaction (check the job
+//! znode's version, create the ephemeral `.lock`) with jobworker's lease in
+//! the lock body.
+//!
+//! A claim lists the queue, promotes due delayed jobs, recovers expired
+//! leases, then takes jobs in order (higher priority first, then FIFO by
+//! sequence), skipping locked and scheduled ones. Several jobs are tried
+//! at once (pipelined transactions); a job someone else locked first is
+//! skipped. The fencing token is the lock znode's creation zxid, which
+//! ZooKeeper makes larger for every later claim of the job.
+
+use std::cmp::Reverse;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::error::{Error, Result};
+use crate::job::{Claimed, JobId, Lease};
+use crate::zookeeper::cache::Known;
+use crate::zookeeper::paths::{self, QueuePaths};
+use crate::zookeeper::posting::{self, args_of};
+use crate::zookeeper::record::{JobRecord, LockBody};
+use crate::zookeeper::session::{failed_op, is_definite, local_ms, source, EPHEMERAL};
+use crate::zookeeper::ZooKeeperBoard;
+
+/// How often one board's claims read the locks it has never read, to find
+/// expired leases (reap always does; locks seen expiring are read by every
+/// claim).
+const RECOVERY_INTERVAL: Duration = Duration::from_millis(200);
+
+/// What one claim transaction did.
+pub(crate) enum Attempt {
+    /// The job is ours.
+    Claimed(Box<Claimed>),
+    /// Someone holds it.
+    Taken,
+    /// The job znode is gone (consumed, trashed) or was replaced.
+    Gone,
+}
+
+/// A random claim id (recognises our own lock after a lost reply).
+fn claim_id() -> String {
+    JobId::random().0.replace('-', "")
+}
+
+impl ZooKeeperBoard {
+    /// Claims up to `count` jobs of one queue.
+    pub(crate) async fn claim_queue(
+        &self,
+        queue: &str,
+        who: &str,
+        expiry: Duration,
+        count: usize,
+    ) -> Result<Vec<Claimed>> {
+        let paths = self.paths(queue)?;
+        let (snap, _) = self.snapshot(&paths, false).await?;
+        if snap.jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.now_ms();
+        self.promote_due(&paths, &snap, now).await?;
+        let known = self.known(&paths, &snap).await?;
+        // Locks seen expiring are checked at every claim; locks never read
+        // (other claimers' new ones) at most every RECOVERY_INTERVAL.
+        let unknown = self.inner.cache.recovery_due(queue, RECOVERY_INTERVAL);
+        let recovered = self.recover_expired(&paths, &snap, &known, now, unknown).await?;
+        let mut candidates: Vec<Arc<Known>> = known
+            .into_iter()
+            .filter(|k| !snap.locked.contains(&k.znode) || recovered.freed.contains(&k.znode))
+            .filter(|k| snap.scheduled_until(&k.uuid, now).is_none())
+            .collect();
+        candidates.sort_by_key(|k| (Reverse(k.priority), k.seq));
+        let mut claimed = Vec::new();
+        let mut next = 0;
+        while claimed.len() < count && next < candidates.len() {
+            let end = (next + count - claimed.len()).min(candidates.len());
+            let batch = &candidates[next..end];
+            next = end;
+            let tries =
+                futures_util::future::join_all(batch.iter().map(|k| self.try_claim(&paths, k, who, expiry)))
+                    .await;
+            for attempt in tries {
+                match attempt {
+                    Ok(Attempt::Claimed(c)) => claimed.push(*c),
+                    Ok(Attempt::Taken | Attempt::Gone) => {}
+                    Err(e) if claimed.is_empty() => return Err(e),
+                    Err(e) => {
+                        // Keep what we hold; the next claim tries again.
+                        tracing::warn!(queue, error = %e, "claim stopped early");
+                        return Ok(claimed);
+                    }
+                }
+            }
+        }
+        Ok(claimed)
+    }
+
+    /// Claims job `uuid` by name (taskflow's claim), whatever its place in
+    /// the order; an expired lease on it is recovered first.
+    pub(crate) async fn claim_named(
+        &self,
+        queue: &str,
+        uuid: &str,
+        who: &str,
+        expiry: Duration,
+    ) -> Result<Claimed> {
+        let paths = self.paths(queue)?;
+        let not_found = || Error::not_found(queue, uuid);
+        for _ in 0..3 {
+            let znode = self.locate(&paths, uuid).await?.ok_or_else(not_found)?;
+            let known = self.known_one(&paths, &znode).await?.ok_or_else(not_found)?;
+            match self.try_claim(&paths, &known, who, expiry).await? {
+                Attempt::Claimed(c) => return Ok(*c),
+                Attempt::Gone => self.inner.cache.forget(queue, &znode),
+                Attempt::Taken => {
+                    let what = format!("cannot claim job {uuid} in queue {queue}");
+                    let lock = paths.lock(&znode);
+                    let read = self
+                        .read(&what, |client| {
+                            let lock = lock.clone();
+                            async move { client.get_data(&lock).await }
+                        })
+                        .await?;
+                    let (data, stat) = match read {
+                        Ok(found) => found,
+                        // Released meanwhile: try again.
+                        Err(zk::Error::NoNode) => continue,
+                        Err(e) => return Err(self.session().error(&what, &e)),
+                    };
+                    let body = LockBody::parse(&data);
+                    if body.deadline_ms.is_some_and(|d| d <= self.now_ms()) {
+                        self.stall(&paths, &known, &body, &stat).await?;
+                        continue;
+                    }
+                    let owner = body.owner.unwrap_or_else(|| "an unnamed owner".into());
+                    return Err(Error::already_claimed(queue, uuid, &owner));
+                }
+            }
+        }
+        Err(Error::unavailable(format!(
+            "cannot claim job {uuid} in queue {queue}: it keeps changing under us"
+        )))
+    }
+
+    /// The posting of znode `znode`, from the cache or read now; `None`
+    /// when it is gone or cannot be run by jobworker.
+    pub(crate) async fn known_one(&self, paths: &QueuePaths, znode: &str) -> Result<Option<Arc<Known>>> {
+        if let Some(k) = self.inner.cache.known(&paths.queue, znode) {
+            return Ok(Some(k));
+        }
+        let what = format!("cannot read job {znode} of queue {}", paths.queue);
+        let read = self.read_many(&what, vec![paths.job(znode)]).await?;
+        let Some(Some((data, stat))) = read.into_iter().next() else {
+            return Ok(None);
+        };
+        let Ok(p) = posting::decode(&data) else {
+            return Ok(None);
+        };
+        let mut priority = p.priority;
+        if let Some((record, _)) = self.read_record(paths, &p.uuid).await? {
+            priority = crate::job::Priority(record.priority);
+        }
+        let known = Known {
+            znode: znode.to_owned(),
+            uuid: p.uuid,
+            name: p.name,
+            priority,
+            seq: paths::sequence_of(znode).unwrap_or(0),
+            version: stat.version,
+            ctime_ms: stat.ctime,
+            details: p.details,
+        };
+        self.inner.cache.insert(&paths.queue, known);
+        Ok(self.inner.cache.known(&paths.queue, znode))
+    }
+
+    /// One claim transaction on `k`, with the lock and the job's record
+    /// read in the same round trip.
+    pub(crate) async fn try_claim(
+        &self,
+        paths: &QueuePaths,
+        k: &Known,
+        who: &str,
+        expiry: Duration,
+    ) -> Result<Attempt> {
+        let what = format!("cannot claim job {} in queue {}", k.uuid, paths.queue);
+        let client = self.client(&what).await?;
+        let lease_ms = (expiry.as_millis() as i64).max(1);
+        let id = claim_id();
+        let body = LockBody::lease(who, self.now_ms() + lease_ms, lease_ms, &id);
+        let lock = paths.lock(&k.znode);
+        let sent = local_ms();
+        let mut w = client.new_multi_writer();
+        w.add_check_version(&paths.job(&k.znode), k.version)
+            .and_then(|_| w.add_create(&lock, &body.to_bytes(), EPHEMERAL))
+            .map_err(|e| self.session().error(&what, &e))?;
+        let commit = w.commit();
+        let lock_read = client.get_data(&lock);
+        let record_read = client.get_data(&paths.record(&k.uuid));
+        let (committed, lock_read, record_read) = futures_util::join!(commit, lock_read, record_read);
+        let received = local_ms();
+        match committed {
+            Ok(_) => {}
+            Err(e) => match failed_op(&e) {
+                Some((1, zk::Error::NodeExists)) => return Ok(Attempt::Taken),
+                Some((0, zk::Error::NoNode | zk::Error::BadVersion)) => return Ok(Attempt::Gone),
+                _ if is_definite(source(&e)) => return Err(self.session().error(&what, source(&e))),
+                _ => {
+                    tracing::warn!(job = %k.uuid, queue = %paths.queue, error = %e, "claim outcome unknown; checking");
+                }
+            },
+        }
+        // Ours only if the lock carries our claim id (also after a lost reply).
+        let (lock_data, lock_stat, record) = match (lock_read, record_read) {
+            (Ok((data, stat)), record) if LockBody::parse(&data).claim_id.as_deref() == Some(&id) => {
+                self.session().clock.sample(stat.ctime, sent, received);
+                let record = match record {
+                    Ok((data, _)) => JobRecord::from_bytes(&data),
+                    // Posted by taskflow: no record yet.
+                    Err(zk::Error::NoNode) => None,
+                    Err(_) => self.read_record(paths, &k.uuid).await?.map(|(r, _)| r),
+                };
+                (data, stat, record)
+            }
+            _ => {
+                let again = self
+                    .read(&what, |client| {
+                        let lock = lock.clone();
+                        async move { client.get_data(&lock).await }
+                    })
+                    .await?;
+                match again {
+                    Ok((data, stat)) if LockBody::parse(&data).claim_id.as_deref() == Some(&id) => {
+                        let record = self.read_record(paths, &k.uuid).await?.map(|(r, _)| r);
+                        (data, stat, record)
+                    }
+                    _ => return Ok(Attempt::Taken),
+                }
+            }
+        };
+        let held = LockBody::parse(&lock_data);
+        self.inner
+            .cache
+            .saw_lock(&paths.queue, &k.znode, held.deadline_ms);
+        let record = record.unwrap_or_default();
+        let max_attempts = match record.max_attempts {
+            0 => self.inner.opts.default_max_attempts,
+            n => n,
+        };
+        Ok(Attempt::Claimed(Box::new(Claimed {
+            lease: Lease {
+                queue: paths.queue.clone(),
+                job: JobId(k.uuid.clone()),
+                owner: who.to_owned(),
+                token: lock_stat.czxid as u64,
+            },
+            name: k.name.clone(),
+            args: args_of(&k.details),
+            attempt: record.attempts + 1,
+            max_attempts,
+            priority: k.priority,
+            suspect: false,
+        })))
+    }
+}

@@ -1,0 +1,454 @@
+//! extend, consume, abandon and trash: the verbs that take a [`Lease`].
+//!
+//! Each first checks the lease against the lock znode, as taskflow checks
+//! the owner: the lock must exist, name the lease's owner, be the very
+//! lock of that claim (its creation zxid is the fencing token; token 0
+//! skips this check, for claims made by taskflow), not have passed its
+//! lease deadline, and not belong to a session this board lost. Then one
+//! transaction deletes the lock at the version checked (see `finish`), so
+//! a lease that changes in between is refused, never half-applied.
+
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::job::{Abandon, JobState, Lease};
+use crate::zookeeper::finish::{Failed, Finish, How};
+use crate::zookeeper::paths::QueuePaths;
+use crate::zookeeper::posting;
+use crate::zookeeper::record::{Ending, JobRecord, LockBody};
+use crate::zookeeper::recover::hour_of;
+use crate::zookeeper::session::{is_definite, local_ms, PERSISTENT};
+use crate::zookeeper::ZooKeeperBoard;
+
+/// Tries of a verb whose transaction lost a race (each re-checks the lease).
+const TRIES: usize = 4;
+
+/// A lease found held, with what the ending transactions need.
+pub(crate) struct Held {
+    /// The job id.
+    pub uuid: String,
+    /// The job znode name.
+    pub znode: String,
+    /// The lock body.
+    pub lock: LockBody,
+    /// The lock's stat (version, creation zxid = token).
+    pub lock_stat: zk::Stat,
+    /// The posting bytes.
+    pub posting: Vec<u8>,
+    /// The job znode's stat.
+    pub job_stat: zk::Stat,
+    /// The job's record and its version, when it has one.
+    pub record: Option<(JobRecord, i32)>,
+}
+
+impl Held {
+    /// The job's record (a new one for a job posted by taskflow) and the
+    /// version to write it at (`None`: create).
+    fn record(&self, default_max_attempts: u32) -> (JobRecord, Option<i32>) {
+        match &self.record {
+            Some((r, v)) => (r.clone(), Some(*v)),
+            None => {
+                let p = posting::decode(&self.posting).ok();
+                let record = JobRecord {
+                    job: Some(self.znode.clone()),
+                    name: p.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
+                    priority: p.map(|p| p.priority.0).unwrap_or(0),
+                    max_attempts: default_max_attempts,
+                    posted_ms: self.job_stat.ctime,
+                    ..JobRecord::default()
+                };
+                (record, None)
+            }
+        }
+    }
+}
+
+fn refused(lease: &Lease, why: String) -> Error {
+    Error::new(
+        ErrorKind::NotOwner { owner: None },
+        format!(
+            "lease on job {} in queue {} is not held by {}: {why}",
+            lease.job, lease.queue, lease.owner
+        ),
+    )
+}
+
+impl ZooKeeperBoard {
+    /// Checks that `lease` is held (see the module docs).
+    pub(crate) async fn held(&self, paths: &QueuePaths, lease: &Lease) -> Result<Held> {
+        let (q, uuid, who) = (&paths.queue, lease.job.as_str(), lease.owner.as_str());
+        // The queue may have been made by taskflow, without jobworker's dirs.
+        self.ensure_queue(paths).await?;
+        let znode = self
+            .locate(paths, uuid)
+            .await?
+            .ok_or_else(|| Error::not_found(q, uuid))?;
+        let what = format!("cannot check the lease on job {uuid} in queue {q}");
+        let mut reads = self
+            .read_many(
+                &what,
+                vec![paths.lock(&znode), paths.job(&znode), paths.record(uuid)],
+            )
+            .await?
+            .into_iter();
+        let (lock, job, record) = (
+            reads.next().flatten(),
+            reads.next().flatten(),
+            reads.next().flatten(),
+        );
+        // A record naming a znode of another job (the jobs path was made
+        // again since) does not count.
+        let ours = |data: &[u8]| posting::decode(data).map(|p| p.uuid == uuid).unwrap_or(true);
+        let Some((posting, job_stat)) = job.filter(|(data, _)| ours(data)) else {
+            self.inner.cache.forget(q, &znode);
+            self.inner.cache.unlocate(q, uuid);
+            return Err(Error::not_found(q, uuid));
+        };
+        let Some((lock_data, lock_stat)) = lock else {
+            return Err(Error::not_owner(q, uuid, who, None));
+        };
+        let body = LockBody::parse(&lock_data);
+        if body.owner.as_deref() != Some(who) {
+            return Err(Error::not_owner(q, uuid, who, body.owner.as_deref()));
+        }
+        if lease.token != 0 && lock_stat.czxid as u64 != lease.token {
+            return Err(Error::new(
+                ErrorKind::NotOwner {
+                    owner: body.owner.clone(),
+                },
+                format!(
+                    "lease on job {uuid} in queue {q} is stale: token {} was replaced by a newer claim \
+                     (token {}) of {who}",
+                    lease.token, lock_stat.czxid
+                ),
+            ));
+        }
+        if self.session().was_lost(lock_stat.ephemeral_owner) {
+            return Err(refused(
+                lease,
+                "the zookeeper session that claimed it has ended".into(),
+            ));
+        }
+        let now = self.now_ms();
+        if let Some(deadline) = body.deadline_ms.filter(|d| *d <= now) {
+            return Err(refused(lease, format!("it expired {} ms ago", now - deadline)));
+        }
+        let record = record.and_then(|(data, stat)| JobRecord::from_bytes(&data).map(|r| (r, stat.version)));
+        Ok(Held {
+            uuid: uuid.to_owned(),
+            znode,
+            lock: body,
+            lock_stat,
+            posting,
+            job_stat,
+            record,
+        })
+    }
+
+    /// extend: moves the lease deadline in the lock body (version-checked).
+    pub(crate) async fn extend_lease(&self, lease: &Lease, expiry: Duration) -> Result<()> {
+        let paths = self.paths(&lease.queue)?;
+        let what = format!(
+            "cannot extend the lease on job {} in queue {}",
+            lease.job, lease.queue
+        );
+        for _ in 0..TRIES {
+            let held = self.held(&paths, lease).await?;
+            let lease_ms = (expiry.as_millis() as i64).max(1);
+            let mut body = held.lock.clone();
+            body.deadline_ms = Some(self.now_ms() + lease_ms);
+            body.lease_ms = Some(lease_ms);
+            let client = self.client(&what).await?;
+            let sent = local_ms();
+            let set = client.set_data(
+                &paths.lock(&held.znode),
+                &body.to_bytes(),
+                Some(held.lock_stat.version),
+            );
+            match set.await {
+                Ok(stat) => {
+                    self.session().clock.sample(stat.mtime, sent, local_ms());
+                    self.inner
+                        .cache
+                        .saw_lock(&paths.queue, &held.znode, body.deadline_ms);
+                    return Ok(());
+                }
+                // Changed meanwhile: the next check tells whether it is ours.
+                Err(zk::Error::BadVersion | zk::Error::NoNode) => continue,
+                Err(e) if is_definite(&e) => return Err(self.session().error(&what, &e)),
+                // Unknown outcome: check and extend again (idempotent).
+                Err(e) => {
+                    tracing::warn!(job = %lease.job, queue = %lease.queue, error = %e, "extend outcome unknown")
+                }
+            }
+        }
+        Err(self.keeps_changing(&what))
+    }
+
+    /// consume: deletes lock and job; the record says completed (with a
+    /// history entry) or goes when no history is kept.
+    pub(crate) async fn consume_lease(&self, lease: &Lease) -> Result<()> {
+        let paths = self.paths(&lease.queue)?;
+        let what = format!("cannot consume job {} in queue {}", lease.job, lease.queue);
+        let keep = self.inner.opts.history_count > 0;
+        let mut history = keep;
+        for _ in 0..TRIES {
+            let held = self.held(&paths, lease).await?;
+            let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
+            let now = self.now_ms();
+            record.job = Some(held.znode.clone());
+            record.ending = Ending::Completed;
+            record.finished_ms = Some(now);
+            record.token = held.lock_stat.czxid as u64;
+            record.run_at_ms = 0;
+            let hour = hour_of(now);
+            let finish = Finish {
+                paths: &paths,
+                znode: &held.znode,
+                uuid: lease.job.as_str(),
+                lock_version: held.lock_stat.version,
+                job_version: held.job_stat.version,
+                record,
+                record_version,
+                drop_record: !keep,
+            };
+            let how = How::Consume {
+                history: history.then_some(hour),
+            };
+            let client = self.client(&what).await?;
+            match self.finish(&client, &finish, &how).await {
+                Ok(()) => {
+                    self.inner.cache.forget(&paths.queue, &held.znode);
+                    self.drop_stale_delay(&paths, &held, None);
+                    return Ok(());
+                }
+                Err(Failed::NoBucket) => {
+                    let bucket = paths.history_bucket(hour);
+                    if let Err(e) = client.mkdir(&bucket, PERSISTENT).await {
+                        return Err(self.session().error(&what, &e));
+                    }
+                }
+                // The id was consumed before within the hour (posted again).
+                Err(Failed::HistoryTaken) => history = false,
+                Err(Failed::NoParent) => self.remake(&paths).await?,
+                Err(Failed::Refused(e)) => return Err(self.session().error(&what, &e)),
+                Err(Failed::Unknown(e)) => {
+                    tracing::warn!(job = %lease.job, queue = %lease.queue, error = %e, "consume outcome unknown; checking");
+                    if self.lock_gone(&paths, &held).await? {
+                        self.inner.cache.forget(&paths.queue, &held.znode);
+                        return Ok(());
+                    }
+                }
+                // Raced: the next check tells.
+                Err(_) => {}
+            }
+        }
+        Err(self.keeps_changing(&what))
+    }
+
+    /// abandon: the lock goes; a counted retry updates the record and
+    /// schedules the job, or trashes it once its attempts are used up.
+    pub(crate) async fn abandon_lease(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
+        let paths = self.paths(&lease.queue)?;
+        let what = format!("cannot abandon job {} in queue {}", lease.job, lease.queue);
+        let mut trash_suffix = false;
+        for _ in 0..TRIES {
+            let held = self.held(&paths, lease).await?;
+            let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
+            record.job = Some(held.znode.clone());
+            record.token = held.lock_stat.czxid as u64;
+            let now = self.now_ms();
+            let (ending, state) = match &how {
+                Abandon::Release => (How::Release { delayed: None }, JobState::Ready),
+                Abandon::Retry { delay, error } => {
+                    record.attempts += 1;
+                    record.fail(error);
+                    let max = match record.max_attempts {
+                        0 => self.inner.opts.default_max_attempts,
+                        n => n,
+                    };
+                    if record.attempts >= max {
+                        record.ending = Ending::Trashed;
+                        record.finished_ms = Some(now);
+                        record.fail(&format!(
+                            "{error} (attempts exhausted: {} of {max})",
+                            record.attempts
+                        ));
+                        let trash_name = trash_name(&held, trash_suffix);
+                        (
+                            How::Trash {
+                                posting: held.posting.clone(),
+                                trash_name,
+                            },
+                            JobState::Trashed,
+                        )
+                    } else if delay.is_zero() {
+                        record.run_at_ms = 0;
+                        (How::Release { delayed: None }, JobState::Ready)
+                    } else {
+                        let at = now + (delay.as_millis() as i64).max(1);
+                        record.run_at_ms = at;
+                        (How::Release { delayed: Some(at) }, JobState::Scheduled)
+                    }
+                }
+            };
+            match self
+                .end_claim(&paths, &held, record, record_version, &ending, &what)
+                .await?
+            {
+                Ended::Done => return Ok(state),
+                Ended::TrashTaken => trash_suffix = true,
+                Ended::Retry => {}
+            }
+        }
+        Err(self.keeps_changing(&what))
+    }
+
+    /// trash: the posting moves to the trash, with `reason` in the record.
+    pub(crate) async fn trash_lease(&self, lease: &Lease, reason: &str) -> Result<()> {
+        let paths = self.paths(&lease.queue)?;
+        let what = format!("cannot trash job {} in queue {}", lease.job, lease.queue);
+        let mut suffix = false;
+        for _ in 0..TRIES {
+            let held = self.held(&paths, lease).await?;
+            let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
+            record.job = Some(held.znode.clone());
+            record.token = held.lock_stat.czxid as u64;
+            record.ending = Ending::Trashed;
+            record.finished_ms = Some(self.now_ms());
+            record.fail(reason);
+            let how = How::Trash {
+                posting: held.posting.clone(),
+                trash_name: trash_name(&held, suffix),
+            };
+            match self
+                .end_claim(&paths, &held, record, record_version, &how, &what)
+                .await?
+            {
+                Ended::Done => return Ok(()),
+                Ended::TrashTaken => suffix = true,
+                Ended::Retry => {}
+            }
+        }
+        Err(self.keeps_changing(&what))
+    }
+
+    /// Commits the end of a held claim.
+    async fn end_claim(
+        &self,
+        paths: &QueuePaths,
+        held: &Held,
+        record: JobRecord,
+        record_version: Option<i32>,
+        how: &How,
+        what: &str,
+    ) -> Result<Ended> {
+        let finish = Finish {
+            paths,
+            znode: &held.znode,
+            uuid: &held.uuid,
+            lock_version: held.lock_stat.version,
+            job_version: held.job_stat.version,
+            record,
+            record_version,
+            drop_record: false,
+        };
+        let client = self.client(what).await?;
+        match self.finish(&client, &finish, how).await {
+            Ok(()) => {}
+            Err(Failed::Refused(e)) => return Err(self.session().error(what, &e)),
+            Err(Failed::DelayedTaken) => {
+                // An entry for this very time exists: the job is scheduled
+                // then anyway; drop it and write ours again.
+                if let How::Release { delayed: Some(at) } = how {
+                    let _ = client.delete(&paths.delayed_entry(finish.uuid, *at), None).await;
+                }
+                return Ok(Ended::Retry);
+            }
+            Err(Failed::TrashTaken) => return Ok(Ended::TrashTaken),
+            Err(Failed::NoParent) => {
+                self.remake(paths).await?;
+                return Ok(Ended::Retry);
+            }
+            Err(Failed::Unknown(e)) => {
+                tracing::warn!(job = %held.uuid, queue = %paths.queue, error = %e, "{what}: outcome unknown; checking");
+                if !self.lock_gone(paths, held).await? {
+                    return Ok(Ended::Retry);
+                }
+            }
+            Err(_) => return Ok(Ended::Retry),
+        }
+        match how {
+            How::Release { delayed } => {
+                self.inner.cache.saw_lock(&paths.queue, &held.znode, None);
+                self.drop_stale_delay(paths, held, *delayed);
+            }
+            _ => {
+                self.inner.cache.forget(&paths.queue, &held.znode);
+                self.drop_stale_delay(paths, held, None);
+            }
+        }
+        Ok(Ended::Done)
+    }
+
+    /// A job claimed by name while scheduled still has its delayed entry:
+    /// once its claim ended, the entry goes unless it is the new one
+    /// (`keep`), in the background (a stale entry only delays the job until
+    /// its time).
+    fn drop_stale_delay(&self, paths: &QueuePaths, held: &Held, keep: Option<i64>) {
+        let old = held.record.as_ref().map(|(r, _)| r.run_at_ms);
+        let Some(at) = old.filter(|at| *at > self.now_ms() && Some(*at) != keep) else {
+            return;
+        };
+        if let Some(client) = self.session().current() {
+            let delete = client.delete(&paths.delayed_entry(&held.uuid, at), None);
+            self.session().runtime().spawn(async move {
+                let _ = delete.await;
+            });
+        }
+    }
+
+    /// After an unknown outcome: true when the lock checked in `held` is
+    /// gone (so the transaction that deleted it landed).
+    async fn lock_gone(&self, paths: &QueuePaths, held: &Held) -> Result<bool> {
+        let what = format!("cannot check job {} of queue {}", held.znode, paths.queue);
+        let lock = paths.lock(&held.znode);
+        let read = self
+            .read(&what, |client| {
+                let lock = lock.clone();
+                async move { client.get_data(&lock).await }
+            })
+            .await?;
+        match read {
+            Ok((_, stat)) => Ok(stat.czxid != held.lock_stat.czxid),
+            Err(zk::Error::NoNode) => Ok(true),
+            Err(e) => Err(self.session().error(&what, &e)),
+        }
+    }
+
+    fn keeps_changing(&self, what: &str) -> Error {
+        Error::unavailable(format!("{what}: the job keeps changing under us; try again"))
+    }
+}
+
+/// What committing the end of a claim did.
+enum Ended {
+    /// Committed.
+    Done,
+    /// Check the lease again and retry.
+    Retry,
+    /// The trash copy's name is taken: retry with another.
+    TrashTaken,
+}
+
+/// The trash copy's name: the job znode's, or with the lock's zxid when a
+/// copy of that name is already there (the jobs path was made again).
+fn trash_name(held: &Held, suffixed: bool) -> String {
+    if suffixed {
+        format!("{}-{}", held.znode, held.lock_stat.czxid)
+    } else {
+        held.znode.clone()
+    }
+}

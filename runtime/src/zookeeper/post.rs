@@ -1,0 +1,215 @@
+//! post: one transaction creates jobworker's record of the job (which
+//! refuses a duplicate id), its delayed entry when it runs later, and the
+//! persistent sequential job znode with taskflow's JSON posting.
+
+use std::time::UNIX_EPOCH;
+
+use zookeeper_client as zk;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::job::{JobId, NewJob, RunAt};
+use crate::zookeeper::cache::Known;
+use crate::zookeeper::paths::{self, QueuePaths};
+use crate::zookeeper::posting::{self, details_of};
+use crate::zookeeper::record::JobRecord;
+use crate::zookeeper::session::{failed_op, is_definite, source, PERSISTENT, SEQUENTIAL};
+use crate::zookeeper::ZooKeeperBoard;
+
+/// Tries of one post (a retry only follows a post known not to have landed).
+const POST_TRIES: usize = 3;
+
+/// Refuses what the ZooKeeper board does not offer.
+fn check_supported(job: &NewJob, queue: &str) -> Result<()> {
+    let what = if !job.depends.is_empty() {
+        "dependencies"
+    } else if job.unique.is_some() {
+        "unique keys"
+    } else if job.track {
+        "tracking"
+    } else {
+        return Ok(());
+    };
+    Err(Error::unsupported(format!(
+        "cannot post job {} to queue {queue}: {what} are not supported on ZooKeeper",
+        job.name
+    )))
+}
+
+impl ZooKeeperBoard {
+    /// Posts `job` to `queue` (see the module docs).
+    pub(crate) async fn post_job(&self, queue: &str, job: NewJob) -> Result<JobId> {
+        job.validate()?;
+        let paths = self.paths(queue)?;
+        check_supported(&job, queue)?;
+        let id = job.id.clone().unwrap_or_else(JobId::random);
+        paths::validate_job_id(id.as_str())?;
+        let details = details_of(&job.args);
+        let bytes = posting::encode(id.as_str(), &job.name, job.priority, &details, None).map_err(|e| {
+            Error::invalid(format!(
+                "cannot post job {id} to queue {queue}: its arguments cannot be written as json \
+                 (zookeeper stores taskflow's json postings): {e}"
+            ))
+        })?;
+        self.ensure_queue(&paths).await?;
+        let now = self.now_ms();
+        let run_at = match job.run_at {
+            RunAt::Now => 0,
+            RunAt::After(d) => now.saturating_add(d.as_millis() as i64),
+            RunAt::At(t) => t
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0),
+        };
+        let record = JobRecord {
+            name: job.name.clone(),
+            priority: job.priority.0,
+            max_attempts: job.max_attempts,
+            run_at_ms: if run_at > now { run_at } else { 0 },
+            tags: job.tags.clone(),
+            posted_ms: now,
+            nonce: JobId::random().0,
+            ..JobRecord::default()
+        };
+        for _ in 0..POST_TRIES {
+            match self.post_once(&paths, id.as_str(), &record, &bytes).await? {
+                Posted::Done(znode) => {
+                    if let Some(znode) = znode {
+                        self.posted(&paths, id.as_str(), &znode, &job, details.clone(), &record);
+                    }
+                    return Ok(id);
+                }
+                Posted::Retry => continue,
+            }
+        }
+        Err(Error::unavailable(format!(
+            "cannot post job {id} to queue {queue}: zookeeper at {} keeps failing",
+            self.session().hosts()
+        )))
+    }
+
+    /// One try of the post transaction.
+    async fn post_once(
+        &self,
+        paths: &QueuePaths,
+        id: &str,
+        record: &JobRecord,
+        bytes: &[u8],
+    ) -> Result<Posted> {
+        let what = format!("cannot post job {id} to queue {}", paths.queue);
+        let client = self.client(&what).await?;
+        let delayed = (record.run_at_ms > 0).then(|| paths.delayed_entry(id, record.run_at_ms));
+        let mut w = client.new_multi_writer();
+        let staged = w
+            .add_create(&paths.record(id), &record.to_bytes(), PERSISTENT)
+            .and_then(|_| match &delayed {
+                Some(entry) => w.add_create(entry, b"", PERSISTENT),
+                None => Ok(()),
+            })
+            .and_then(|_| {
+                w.add_create(
+                    &format!("{}/{}", paths.jobs, paths::JOB_PREFIX),
+                    bytes,
+                    SEQUENTIAL,
+                )
+            });
+        staged.map_err(|e| self.session().error(&what, &e))?;
+        match w.commit().await {
+            Ok(results) => {
+                let znode = results.into_iter().rev().find_map(|r| match r {
+                    zk::MultiWriteResult::Create { path, .. } => path
+                        .rsplit('/')
+                        .next()
+                        .map(str::to_owned)
+                        .filter(|n| paths::is_job_name(n)),
+                    _ => None,
+                });
+                Ok(Posted::Done(znode))
+            }
+            Err(e) => match failed_op(&e) {
+                Some((0, zk::Error::NodeExists)) => self.landed_or_exists(paths, id, record).await,
+                Some((1, zk::Error::NodeExists)) if delayed.is_some() => {
+                    // A stale entry of an earlier job with this id.
+                    if let Some(entry) = &delayed {
+                        let _ = client.delete(entry, None).await;
+                    }
+                    Ok(Posted::Retry)
+                }
+                Some((_, zk::Error::NoNode)) => {
+                    // The queue's directories were removed meanwhile.
+                    self.unmade(&paths.queue);
+                    self.ensure_queue(paths).await?;
+                    Ok(Posted::Retry)
+                }
+                _ if is_definite(source(&e)) => Err(self.session().error(&what, source(&e))),
+                // The outcome is unknown: the transaction is atomic, so the
+                // record tells whether it landed.
+                _ => {
+                    tracing::warn!(job = id, queue = %paths.queue, error = %e, "post outcome unknown; checking");
+                    match self.read_record(paths, id).await? {
+                        Some(_) => self.landed_or_exists(paths, id, record).await,
+                        None => Ok(Posted::Retry),
+                    }
+                }
+            },
+        }
+    }
+
+    /// The record of `id` exists: our own post (whose reply was lost) or
+    /// another job with the same id.
+    async fn landed_or_exists(&self, paths: &QueuePaths, id: &str, record: &JobRecord) -> Result<Posted> {
+        match self.read_record(paths, id).await? {
+            Some((found, _)) if found.nonce == record.nonce => Ok(Posted::Done(found.job)),
+            Some(_) => Err(Error::new(
+                ErrorKind::Exists,
+                format!("job {id} already exists in queue {}", paths.queue),
+            )),
+            None => Ok(Posted::Retry),
+        }
+    }
+
+    /// Caches the posted job and records its znode name in its record (in
+    /// the background; a lost update only costs a later lookup a scan).
+    fn posted(
+        &self,
+        paths: &QueuePaths,
+        id: &str,
+        znode: &str,
+        job: &NewJob,
+        details: rmpv::Value,
+        record: &JobRecord,
+    ) {
+        self.inner.cache.insert(
+            &paths.queue,
+            Known {
+                znode: znode.to_owned(),
+                uuid: id.to_owned(),
+                name: job.name.clone(),
+                priority: job.priority,
+                seq: paths::sequence_of(znode).unwrap_or(0),
+                version: 0,
+                ctime_ms: record.posted_ms,
+                details,
+            },
+        );
+        let mut named = record.clone();
+        named.job = Some(znode.to_owned());
+        let Some(client) = self.session().current() else {
+            return;
+        };
+        let update = client.set_data(&paths.record(id), &named.to_bytes(), Some(0));
+        let (job, queue) = (id.to_owned(), paths.queue.clone());
+        self.session().runtime().spawn(async move {
+            if let Err(e) = update.await {
+                tracing::debug!(job, queue, error = %e, "cannot record the job's znode name");
+            }
+        });
+    }
+}
+
+/// What one try of a post did.
+enum Posted {
+    /// Posted (the znode name when known).
+    Done(Option<String>),
+    /// Did not land; try again.
+    Retry,
+}

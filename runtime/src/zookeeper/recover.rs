@@ -1,0 +1,461 @@
+//! reap and what claims do first: promote due delayed jobs, recover
+//! expired leases (an attempt counted, the job trashed once its attempts
+//! are used up), index jobs posted by taskflow, and prune the completed
+//! history.
+//!
+//! Only locks whose body carries a jobworker lease deadline are ever
+//! recovered; taskflow's own claims (no deadline) last as long as their
+//! session, as in taskflow.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zookeeper_client as zk;
+
+use crate::board::ReapReport;
+use crate::error::Result;
+use crate::zookeeper::cache::{Known, Snapshot, READ_BATCH};
+use crate::zookeeper::finish::{Failed, Finish, How};
+use crate::zookeeper::paths::QueuePaths;
+use crate::zookeeper::record::{Ending, JobRecord, LockBody};
+use crate::zookeeper::session::{is_definite, source, PERSISTENT};
+use crate::zookeeper::ZooKeeperBoard;
+
+/// How often one board prunes a queue's history (from reap).
+const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+/// One hour in ms: the width of a history bucket.
+pub(crate) const HOUR_MS: i64 = 3_600_000;
+/// Tries of a transaction that lost a race on the job's record.
+const RECORD_TRIES: usize = 4;
+
+/// Leases recovered by one pass.
+#[derive(Debug, Default)]
+pub(crate) struct Recovered {
+    /// Leases recovered (attempt counted).
+    pub stalled: usize,
+    /// Job znodes unlocked and back to ready.
+    pub freed: HashSet<String>,
+}
+
+/// What recovering one expired lease did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stall {
+    /// Back to ready.
+    Back,
+    /// Attempts used up: trashed.
+    Trashed,
+    /// Someone else extended, released or recovered it first.
+    Skipped,
+}
+
+/// A record for a job that has none yet (posted by taskflow).
+pub(crate) fn fresh_record(k: &Known, default_max_attempts: u32) -> JobRecord {
+    JobRecord {
+        job: Some(k.znode.clone()),
+        name: k.name.clone(),
+        priority: k.priority.0,
+        max_attempts: default_max_attempts,
+        posted_ms: k.ctime_ms,
+        ..JobRecord::default()
+    }
+}
+
+impl ZooKeeperBoard {
+    /// Deletes delayed entries that fell due; returns how many jobs became
+    /// ready.
+    pub(crate) async fn promote_due(
+        &self,
+        paths: &QueuePaths,
+        snap: &Snapshot,
+        now_ms: i64,
+    ) -> Result<usize> {
+        let due: Vec<&String> = snap
+            .delayed
+            .values()
+            .filter(|(at, _)| *at <= now_ms)
+            .flat_map(|(_, entries)| entries)
+            .collect();
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let what = format!("cannot promote the delayed jobs of queue {}", paths.queue);
+        let client = self.client(&what).await?;
+        let deletes = due
+            .iter()
+            .map(|entry| client.delete(&format!("{}/{entry}", paths.delayed), None));
+        let results = futures_util::future::join_all(deletes).await;
+        Ok(results.iter().filter(|r| r.is_ok()).count())
+    }
+
+    /// Recovers the expired jobworker leases among `snap`'s locks: those
+    /// seen expiring, and (when `unknown`) those never read.
+    pub(crate) async fn recover_expired(
+        &self,
+        paths: &QueuePaths,
+        snap: &Snapshot,
+        known: &[Arc<Known>],
+        now_ms: i64,
+        unknown: bool,
+    ) -> Result<Recovered> {
+        let mut out = Recovered::default();
+        if snap.locked.is_empty() {
+            return Ok(out);
+        }
+        let view = self.lock_view(paths, snap, now_ms, unknown).await?;
+        for (znode, (body, stat)) in &view.locks {
+            if body.deadline_ms.is_none_or(|d| d > now_ms) {
+                continue;
+            }
+            let Some(k) = known.iter().find(|k| &k.znode == znode) else {
+                continue;
+            };
+            match self.stall(paths, k, body, stat).await? {
+                Stall::Back => {
+                    out.stalled += 1;
+                    out.freed.insert(znode.clone());
+                }
+                Stall::Trashed => out.stalled += 1,
+                Stall::Skipped => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// Recovers one expired lease: deletes the lock (if it is still the one
+    /// read, `lock_stat`) and counts an attempt, or trashes the job when its
+    /// attempts are used up, in one transaction.
+    pub(crate) async fn stall(
+        &self,
+        paths: &QueuePaths,
+        k: &Known,
+        body: &LockBody,
+        lock_stat: &zk::Stat,
+    ) -> Result<Stall> {
+        let owner = body.owner.as_deref().unwrap_or("an unnamed owner");
+        let reason = format!("stalled: lease of {owner} expired");
+        tracing::warn!(job = %k.uuid, queue = %paths.queue, owner, "recovering an expired lease");
+        self.take_back(paths, k, lock_stat, &reason).await
+    }
+
+    /// Gives back every claim `owner` holds in `queue` (a dead worker's),
+    /// at once instead of at their lease deadline or session end, counting
+    /// an attempt on each with reason `crashed: <reason>`; a job whose
+    /// attempts are used up is trashed. Claims made by taskflow are given
+    /// back too (ownership is the owner string, as in taskflow). Returns
+    /// (back to ready, trashed).
+    pub async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<(usize, usize)> {
+        let paths = self.paths(queue)?;
+        let (snap, _) = self.snapshot(&paths, false).await?;
+        let known = self.known(&paths, &snap).await?;
+        let what = format!("cannot recover the claims of {owner} in queue {queue}");
+        let locked: Vec<&Arc<Known>> = known.iter().filter(|k| snap.locked.contains(&k.znode)).collect();
+        let locks = self
+            .read_many(&what, locked.iter().map(|k| paths.lock(&k.znode)).collect())
+            .await?;
+        let reason = format!("crashed: {reason}");
+        let (mut back, mut trashed) = (0, 0);
+        for (k, lock) in locked.into_iter().zip(locks) {
+            let Some((data, stat)) = lock else { continue };
+            if LockBody::parse(&data).owner.as_deref() != Some(owner) {
+                continue;
+            }
+            match self.take_back(&paths, k, &stat, &reason).await? {
+                Stall::Back => back += 1,
+                Stall::Trashed => trashed += 1,
+                Stall::Skipped => {}
+            }
+        }
+        Ok((back, trashed))
+    }
+
+    /// Deletes the lock of `k` (if it is still the one read, `lock_stat`)
+    /// and counts an attempt with `reason`, or trashes the job when its
+    /// attempts are used up, in one transaction.
+    async fn take_back(
+        &self,
+        paths: &QueuePaths,
+        k: &Known,
+        lock_stat: &zk::Stat,
+        reason: &str,
+    ) -> Result<Stall> {
+        let what = format!(
+            "cannot recover the lease on job {} in queue {}",
+            k.uuid, paths.queue
+        );
+        self.ensure_queue(paths).await?;
+        let mut trash_name = k.znode.clone();
+        for _ in 0..RECORD_TRIES {
+            let (mut record, record_version) = match self.read_record(paths, &k.uuid).await? {
+                Some((r, v)) => (r, Some(v)),
+                None => (fresh_record(k, self.inner.opts.default_max_attempts), None),
+            };
+            record.job = Some(k.znode.clone());
+            record.attempts += 1;
+            record.token = lock_stat.czxid as u64;
+            record.fail(reason);
+            let max = match record.max_attempts {
+                0 => self.inner.opts.default_max_attempts,
+                n => n,
+            };
+            let client = self.client(&what).await?;
+            let how = if record.attempts >= max {
+                let posting = match client.get_data(&paths.job(&k.znode)).await {
+                    Ok((data, _)) => data,
+                    Err(zk::Error::NoNode) => return Ok(Stall::Skipped),
+                    Err(e) => return Err(self.session().error(&what, &e)),
+                };
+                record.ending = Ending::Trashed;
+                record.finished_ms = Some(self.now_ms());
+                record.fail(&format!(
+                    "{reason} (attempts exhausted: {} of {max})",
+                    record.attempts
+                ));
+                How::Trash {
+                    posting,
+                    trash_name: trash_name.clone(),
+                }
+            } else {
+                How::Release { delayed: None }
+            };
+            let finish = Finish {
+                paths,
+                znode: &k.znode,
+                uuid: &k.uuid,
+                lock_version: lock_stat.version,
+                job_version: k.version,
+                record,
+                record_version,
+                drop_record: false,
+            };
+            let done = if matches!(how, How::Trash { .. }) {
+                Stall::Trashed
+            } else {
+                Stall::Back
+            };
+            match self.finish(&client, &finish, &how).await {
+                Ok(()) => {
+                    self.inner.cache.saw_lock(&paths.queue, &k.znode, None);
+                    if done == Stall::Trashed {
+                        self.inner.cache.forget(&paths.queue, &k.znode);
+                    }
+                    return Ok(done);
+                }
+                // The lock changed (extended, released, recovered) or the
+                // job went meanwhile.
+                Err(Failed::Lock | Failed::Job) => return Ok(Stall::Skipped),
+                Err(Failed::TrashTaken) => trash_name = format!("{}-{}", k.znode, lock_stat.czxid),
+                Err(Failed::NoParent) => self.remake(paths).await?,
+                Err(Failed::Record | Failed::NoBucket | Failed::HistoryTaken | Failed::DelayedTaken) => {}
+                Err(Failed::Refused(e)) => return Err(self.session().error(&what, &e)),
+                Err(Failed::Unknown(e)) => {
+                    tracing::warn!(job = %k.uuid, queue = %paths.queue, error = %e, "recovery outcome unknown; checking");
+                    let lock = paths.lock(&k.znode);
+                    match self.client(&what).await?.get_data(&lock).await {
+                        Ok((_, stat))
+                            if stat.czxid == lock_stat.czxid && stat.version == lock_stat.version => {}
+                        Ok(_) | Err(zk::Error::NoNode) => return Ok(done),
+                        Err(e) => return Err(self.session().error(&what, &e)),
+                    }
+                }
+            }
+        }
+        Ok(Stall::Skipped)
+    }
+
+    /// Promotes due jobs, recovers expired leases, indexes jobs posted by
+    /// taskflow and (at most once a minute) prunes the completed history.
+    pub(crate) async fn reap_queue(&self, queue: &str) -> Result<ReapReport> {
+        let paths = self.paths(queue)?;
+        let (snap, _) = self.snapshot(&paths, false).await?;
+        let now = self.now_ms();
+        let promoted = self.promote_due(&paths, &snap, now).await?;
+        let known = self.known(&paths, &snap).await?;
+        let recovered = self.recover_expired(&paths, &snap, &known, now, true).await?;
+        let indexed = self.index_foreign(&paths, &known).await?;
+        if self.prune_due(queue) {
+            if let Err(e) = self.prune_history(&paths).await {
+                tracing::warn!(queue, error = %e, "cannot prune the completed history");
+            }
+        }
+        Ok(ReapReport {
+            promoted,
+            stalled: recovered.stalled,
+            indexed,
+        })
+    }
+
+    /// Gives jobs that have no record (posted by taskflow) one, and records
+    /// the znode name where a post's own update was lost; returns how many
+    /// records it made.
+    async fn index_foreign(&self, paths: &QueuePaths, known: &[Arc<Known>]) -> Result<usize> {
+        if !known.is_empty() {
+            self.ensure_queue(paths).await?;
+        }
+        let unchecked: Vec<&Arc<Known>> = known
+            .iter()
+            .filter(|k| !self.inner.cache.indexed(&paths.queue, &k.znode))
+            .collect();
+        let what = format!("cannot index the jobs of queue {}", paths.queue);
+        let mut made = 0;
+        for chunk in unchecked.chunks(READ_BATCH) {
+            let records = self
+                .read_many(&what, chunk.iter().map(|k| paths.record(&k.uuid)).collect())
+                .await?;
+            let client = self.client(&what).await?;
+            for (k, found) in chunk.iter().zip(records) {
+                let path = paths.record(&k.uuid);
+                let written = match found.map(|(data, stat)| (JobRecord::from_bytes(&data), stat.version)) {
+                    None => {
+                        let record = fresh_record(k, self.inner.opts.default_max_attempts);
+                        client
+                            .create(&path, &record.to_bytes(), PERSISTENT)
+                            .await
+                            .map(|_| 1)
+                    }
+                    Some((Some(mut record), version))
+                        if record.job.is_none() && record.ending == Ending::Live =>
+                    {
+                        record.job = Some(k.znode.clone());
+                        client
+                            .set_data(&path, &record.to_bytes(), Some(version))
+                            .await
+                            .map(|_| 0)
+                    }
+                    _ => Ok(0),
+                };
+                match written {
+                    Ok(n) => {
+                        made += n;
+                        self.inner.cache.mark_indexed(&paths.queue, &k.znode);
+                    }
+                    Err(zk::Error::NodeExists | zk::Error::BadVersion) => {}
+                    Err(zk::Error::NoNode) => self.unmade(&paths.queue),
+                    Err(e) => return Err(self.session().error(&what, &e)),
+                }
+            }
+        }
+        Ok(made)
+    }
+
+    /// True (and remembered) when the queue's history is due for pruning.
+    fn prune_due(&self, queue: &str) -> bool {
+        let Ok(mut pruned) = self.inner.pruned.lock() else {
+            return false;
+        };
+        match pruned.get(queue) {
+            Some(at) if at.elapsed() < PRUNE_INTERVAL => false,
+            _ => {
+                pruned.insert(queue.to_owned(), Instant::now());
+                true
+            }
+        }
+    }
+
+    /// Keeps the completed history within `history_count` jobs and
+    /// `history_age`: drops the oldest hourly buckets (and the records of
+    /// the jobs in them that are still completed).
+    pub(crate) async fn prune_history(&self, paths: &QueuePaths) -> Result<usize> {
+        let what = format!("cannot prune the history of queue {}", paths.queue);
+        let history = paths.history.clone();
+        let listed = self
+            .read(&what, |client| {
+                let history = history.clone();
+                async move { client.list_children(&history).await }
+            })
+            .await?;
+        let mut hours: Vec<i64> = match listed {
+            Ok(children) => children.iter().filter_map(|c| c.parse().ok()).collect(),
+            Err(zk::Error::NoNode) => return Ok(0),
+            Err(e) => return Err(self.session().error(&what, &e)),
+        };
+        hours.sort_unstable();
+        let stats = self
+            .read_many(&what, hours.iter().map(|h| paths.history_bucket(*h)).collect())
+            .await?;
+        let sizes: Vec<usize> = stats
+            .iter()
+            .map(|s| {
+                s.as_ref()
+                    .map_or(0, |(_, stat)| stat.num_children.max(0) as usize)
+            })
+            .collect();
+        let total: usize = sizes.iter().sum();
+        let mut excess = total.saturating_sub(self.inner.opts.history_count);
+        let cutoff = self.now_ms() - self.inner.opts.history_age.as_millis() as i64;
+        let mut removed = 0;
+        for (hour, size) in hours.iter().zip(sizes) {
+            let expired = (hour + 1) * HOUR_MS <= cutoff;
+            if !expired && excess == 0 {
+                break;
+            }
+            let take = if expired { size } else { excess.min(size) };
+            let n = self.drop_bucket_entries(paths, *hour, take).await?;
+            removed += n;
+            excess = excess.saturating_sub(n);
+        }
+        Ok(removed)
+    }
+
+    /// Drops up to `take` entries of one history bucket (and the bucket when
+    /// it empties).
+    async fn drop_bucket_entries(&self, paths: &QueuePaths, hour: i64, take: usize) -> Result<usize> {
+        let what = format!("cannot prune the history of queue {}", paths.queue);
+        let client = self.client(&what).await?;
+        let bucket = paths.history_bucket(hour);
+        let uuids = match client.list_children(&bucket).await {
+            Ok(c) => c,
+            Err(zk::Error::NoNode) => return Ok(0),
+            Err(e) => return Err(self.session().error(&what, &e)),
+        };
+        let all = uuids.len();
+        let records = self
+            .read_many(&what, uuids.iter().map(|u| paths.record(u)).collect())
+            .await?;
+        // Oldest first: (finished, uuid, record version if still completed).
+        let mut entries: Vec<(i64, String, Option<i32>)> = uuids
+            .into_iter()
+            .zip(records)
+            .map(|(uuid, found)| {
+                let record = found.and_then(|(d, stat)| JobRecord::from_bytes(&d).map(|r| (r, stat.version)));
+                match record {
+                    Some((r, v)) if r.ending == Ending::Completed => {
+                        (r.finished_ms.unwrap_or(0), uuid, Some(v))
+                    }
+                    _ => (0, uuid, None),
+                }
+            })
+            .collect();
+        entries.sort();
+        entries.truncate(take);
+        let mut dropped = 0;
+        for chunk in entries.chunks(READ_BATCH) {
+            let mut ops = Vec::new();
+            for (_, uuid, version) in chunk {
+                let mut w = client.new_multi_writer();
+                let mut staged = w.add_delete(&paths.history_entry(hour, uuid), None);
+                if let Some(v) = version {
+                    staged = staged.and_then(|_| w.add_delete(&paths.record(uuid), Some(*v)));
+                }
+                staged.map_err(|e| self.session().error(&what, &e))?;
+                ops.push(w.commit());
+            }
+            for result in futures_util::future::join_all(ops).await {
+                match result {
+                    Ok(_) => dropped += 1,
+                    Err(e) if is_definite(source(&e)) => {}
+                    Err(e) => return Err(self.session().error(&what, source(&e))),
+                }
+            }
+        }
+        if dropped >= all {
+            let _ = client.delete(&bucket, None).await;
+        }
+        Ok(dropped)
+    }
+}
+
+/// The history bucket (hour since the epoch) of a time in ms.
+pub(crate) fn hour_of(ms: i64) -> i64 {
+    ms.div_euclid(HOUR_MS)
+}

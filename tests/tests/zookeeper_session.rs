@@ -1,0 +1,206 @@
+//! Session loss and server restarts on the ZooKeeper board, against real
+//! servers: private ones that are killed (SIGKILL) and restarted on the
+//! same port and data dir, and the shared one.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
+use jobworker::{Board, JobId, JobState, NewJob};
+use jobworker_tests::{shared_zookeeper, unique_queue, wait_until, ZooKeeperServer};
+
+const LONG: Duration = Duration::from_secs(120);
+
+async fn board_on(connect: &str, session: Duration) -> ZooKeeperBoard {
+    let mut opts = ZooKeeperOptions::new(connect);
+    opts.session_timeout = session;
+    ZooKeeperBoard::connect(opts)
+        .await
+        .expect("connect to the test ZooKeeper")
+}
+
+fn private_server() -> ZooKeeperServer {
+    ZooKeeperServer::start(Default::default()).expect("start a private ZooKeeper")
+}
+
+/// A board whose session expires while the server is down gets
+/// `is_unavailable` meanwhile and `is_not_owner` for its old leases once
+/// back; another board claims its jobs as soon as the server drops the old
+/// session, and the first board keeps working in a new session.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_session_loses_its_claims_to_other_boards() {
+    let mut server = tokio::task::spawn_blocking(private_server).await.unwrap();
+    let connect = format!("{}/jw", server.connect_string());
+    let a = board_on(&connect, Duration::from_secs(1)).await;
+    let q = unique_queue("expire");
+    let mut posted = Vec::new();
+    for _ in 0..2 {
+        posted.push(a.post(&q, NewJob::new("s")).await.unwrap());
+    }
+    let held = a.claim(&[&q], "worker-a", LONG, 2).await.unwrap();
+    assert_eq!(held.len(), 2);
+    let first_session = a.session_id();
+
+    server.kill().unwrap();
+    // The client gives the session up 1.4 session timeouts after the last
+    // reply; until then requests wait, then fail as unavailable.
+    let started = Instant::now();
+    let down = a.extend(&held[0].lease, LONG).await.unwrap_err();
+    assert!(down.is_unavailable(), "{down}");
+    assert!(
+        down.message().contains(&server.connect_string()) && down.message().contains(&q),
+        "{down}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let server = tokio::task::spawn_blocking(move || {
+        server.restart().unwrap();
+        server
+    })
+    .await
+    .unwrap();
+    // Back: a new session; the old one's locks are not ours any more.
+    let lost = a.extend(&held[0].lease, LONG).await.unwrap_err();
+    assert!(lost.is_not_owner(), "{lost}");
+    assert_ne!(a.session_id(), first_session);
+    assert_eq!(a.sessions_replaced(), 1);
+
+    // The server drops the old session one session timeout after its
+    // restart, and with it the locks: another board claims the jobs.
+    let b = board_on(&connect, Duration::from_secs(10)).await;
+    let taken: Arc<Mutex<Vec<JobId>>> = Arc::default();
+    wait_until(
+        "the other board to claim both jobs",
+        Duration::from_secs(15),
+        || {
+            let (b, q, taken) = (b.clone(), q.clone(), taken.clone());
+            async move {
+                for c in b.claim(&[&q], "worker-b", LONG, 2).await.unwrap() {
+                    assert_eq!(c.attempt, 1, "a lost session counts no attempt");
+                    taken.lock().unwrap().push(c.lease.job);
+                }
+                taken.lock().unwrap().len() == 2
+            }
+        },
+    )
+    .await;
+    let mut taken = taken.lock().unwrap().clone();
+    taken.sort();
+    posted.sort();
+    assert_eq!(taken, posted);
+    for c in &held {
+        let e = a.consume(&c.lease).await.unwrap_err();
+        assert!(e.is_not_owner(), "{e}");
+    }
+    // The first board keeps working in its new session.
+    let id = a.post(&q, NewJob::new("after")).await.unwrap();
+    let c = a.claim(&[&q], "worker-a", LONG, 1).await.unwrap().remove(0);
+    assert_eq!(c.lease.job, id);
+    a.consume(&c.lease).await.unwrap();
+    assert_eq!(a.state(&q, &id).await.unwrap(), JobState::Completed);
+    drop(server);
+}
+
+/// kill -9 and restart of the server within the session timeout: the same
+/// board object keeps its session, its claims and its waiters.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_restart_is_survived() {
+    let mut server = tokio::task::spawn_blocking(private_server).await.unwrap();
+    let connect = format!("{}/jw", server.connect_string());
+    let board = board_on(&connect, Duration::from_secs(10)).await;
+    let poster = board_on(&connect, Duration::from_secs(10)).await;
+    let (q, idle) = (unique_queue("restart"), unique_queue("restart-idle"));
+    let first = board.post(&q, NewJob::new("r")).await.unwrap();
+    let c = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
+    let session = board.session_id();
+    let waiter = {
+        let (board, idle) = (board.clone(), idle.clone());
+        tokio::spawn(async move { board.wait(&[&idle], Duration::from_secs(30)).await })
+    };
+
+    let restarted = Instant::now();
+    server = tokio::task::spawn_blocking(move || {
+        server.kill().unwrap();
+        server.restart().unwrap();
+        server
+    })
+    .await
+    .unwrap();
+
+    // The claim survived with the session; the board goes on.
+    board.extend(&c.lease, LONG).await.unwrap();
+    assert_eq!(board.find_owner(&q, &first).await.unwrap().as_deref(), Some("w"));
+    board.consume(&c.lease).await.unwrap();
+    let second = board.post(&q, NewJob::new("r")).await.unwrap();
+    let again = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
+    assert_eq!(again.lease.job, second);
+    assert!(
+        again.lease.token > c.lease.token,
+        "tokens keep growing across a restart"
+    );
+    board.consume(&again.lease).await.unwrap();
+    assert_eq!((board.session_id(), board.sessions_replaced()), (session, 0));
+
+    // The watch of the waiter was set again on reconnect: a post wakes it.
+    assert!(!waiter.is_finished(), "the waiter woke without work");
+    poster.post(&idle, NewJob::new("wake")).await.unwrap();
+    let woke = tokio::time::timeout(Duration::from_secs(10), waiter).await;
+    assert!(woke.expect("the waiter to wake").unwrap().unwrap());
+    assert!(restarted.elapsed() < Duration::from_secs(20));
+    drop(server);
+}
+
+/// Closing a board (its last clone dropped) ends its session: its claims go
+/// at once, as taskflow's do; a heartbeat from another board is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_session_releases_its_claims_at_once() {
+    let connect = format!("{}/jw-close", shared_zookeeper().connect_string());
+    let claimer = board_on(&connect, Duration::from_secs(10)).await;
+    let heartbeat = board_on(&connect, Duration::from_secs(10)).await;
+    let q = unique_queue("close");
+    let id = claimer.post(&q, NewJob::new("c")).await.unwrap();
+    let lease = claimer.claim(&[&q], "w1", LONG, 1).await.unwrap().remove(0).lease;
+    // Ownership is the owner string: another session may extend it.
+    heartbeat.extend(&lease, LONG).await.unwrap();
+    drop(claimer);
+    wait_until(
+        "the lock to go with the session",
+        Duration::from_secs(5),
+        || async { heartbeat.find_owner(&q, &id).await.unwrap().is_none() },
+    )
+    .await;
+    let e = heartbeat.extend(&lease, LONG).await.unwrap_err();
+    assert!(e.is_not_owner(), "{e}");
+    let c = heartbeat.claim(&[&q], "w2", LONG, 1).await.unwrap().remove(0);
+    assert_eq!((c.lease.job, c.attempt), (id, 1));
+}
+
+/// No server: a clear `is_unavailable` error at once, naming the address.
+#[tokio::test]
+async fn connecting_to_no_server_is_unavailable() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let connect = format!("127.0.0.1:{port}/jw");
+    let started = Instant::now();
+    let e = ZooKeeperBoard::connect(ZooKeeperOptions::new(&connect))
+        .await
+        .unwrap_err();
+    assert!(e.is_unavailable(), "{e}");
+    assert!(e.message().contains(&format!("127.0.0.1:{port}")), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let bad = ZooKeeperBoard::connect(ZooKeeperOptions::new("/no-hosts"))
+        .await
+        .unwrap_err();
+    assert!(bad.is_invalid(), "{bad}");
+}

@@ -1,0 +1,295 @@
+//! The worker runtime on the ZooKeeper board, end to end: the real
+//! `jobworker --zookeeper …` binary with forked workers against a real
+//! ZooKeeper. The scripted handler logs `start <id>` and `done <id>` lines
+//! to a file, which works on any board.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{serial, Supervisor};
+use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
+use jobworker::{Board, JobId, ListFilter, NewJob, Page};
+use jobworker_examples::scripted::{Action, Script};
+use jobworker_tests::{shared_zookeeper, unique_queue, wait_until};
+
+/// `host:port/root` of a fresh root on the shared ZooKeeper.
+fn fresh_root(name: &str) -> String {
+    format!("{}/{}", shared_zookeeper().connect_string(), unique_queue(name))
+}
+
+async fn board(connect: &str) -> ZooKeeperBoard {
+    ZooKeeperBoard::connect(ZooKeeperOptions::new(connect))
+        .await
+        .expect("connect to the test ZooKeeper")
+}
+
+fn logged(action: Action, millis: u64, log: &Path) -> Script {
+    Script {
+        action,
+        millis,
+        until_attempt: 0,
+        count_key: None,
+        sandbox_key: None,
+        next_queue: None,
+        log_file: Some(log.to_str().unwrap().to_owned()),
+    }
+}
+
+/// How many `start` and `done` lines each job has in `log`.
+fn tally(log: &Path) -> HashMap<String, (usize, usize)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut out: HashMap<String, (usize, usize)> = HashMap::new();
+    for line in text.lines() {
+        match line.split_once(' ') {
+            Some(("start", id)) => out.entry(id.to_owned()).or_default().0 += 1,
+            Some(("done", id)) => out.entry(id.to_owned()).or_default().1 += 1,
+            _ => panic!("bad log line {line:?}"),
+        }
+    }
+    out
+}
+
+fn done_count(log: &Path) -> usize {
+    tally(log).values().map(|(_, d)| d).sum()
+}
+
+async fn post_all(board: &ZooKeeperBoard, q: &str, s: &Script, n: usize) -> Vec<JobId> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        ids.push(
+            board
+                .post(q, NewJob::new("scripted").args(s).unwrap())
+                .await
+                .unwrap(),
+        );
+    }
+    ids
+}
+
+/// Must-show: 2,000 jobs end to end on ZooKeeper with `--workers 2`.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_thousand_jobs_run_once_on_zookeeper_with_two_workers() {
+    let _serial = serial().await;
+    let connect = fresh_root("zk-e2e");
+    let board = board(&connect).await;
+    let q = unique_queue("zk-2000");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let ids = post_all(&board, &q, &logged(Action::Ok, 0, &log), 2000).await;
+    let started = Instant::now();
+    let mut sup = Supervisor::start_on(
+        &["--zookeeper", &connect],
+        &q,
+        &["--workers", "2", "--concurrency", "8"],
+        None,
+    );
+    wait_until("2,000 jobs done", Duration::from_secs(240), || async {
+        done_count(&log) >= 2000
+    })
+    .await;
+    // Workers are registered as taskflow's entities while they run.
+    let (code, workers, err) = cli(&connect, &["--json", "workers"]);
+    assert_eq!(code, 0, "{err}");
+    let workers: Vec<serde_json::Value> = serde_json::from_str(&workers).unwrap();
+    let serving = workers.iter().filter(|w| w["queues"][0] == q.as_str()).count();
+    assert_eq!(serving, 2, "{workers:?}");
+    let elapsed = started.elapsed();
+    wait_until("the queue to be empty", Duration::from_secs(30), || async {
+        board.job_count(&q).await.unwrap() == 0
+    })
+    .await;
+    sup.signal(libc::SIGTERM);
+    assert!(sup.wait_exit(Duration::from_secs(30)).success(), "{}", sup.log());
+    let runs = tally(&log);
+    println!("2,000 jobs on ZooKeeper with 2 workers in {elapsed:?}");
+    assert_eq!(runs.len(), 2000);
+    for id in &ids {
+        assert_eq!(
+            runs.get(id.as_str()),
+            Some(&(1, 1)),
+            "job {id} ran other than once"
+        );
+    }
+}
+
+/// Must-show: kill -9 of a worker holding ZooKeeper claims; its jobs are
+/// completed exactly once, by the other workers. With 30 s leases and 10 s
+/// sessions, they come back within seconds only because the worker forked
+/// in the dead one's place gives its claims back first.
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_of_a_killed_worker_complete_exactly_once_elsewhere() {
+    let _serial = serial().await;
+    let connect = fresh_root("zk-kill");
+    let board = board(&connect).await;
+    let q = unique_queue("zk-kill");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let ids = post_all(&board, &q, &logged(Action::Sleep, 1500, &log), 12).await;
+    let mut sup = Supervisor::start_on(
+        &["--zookeeper", &connect],
+        &q,
+        &["--workers", "2", "--concurrency", "3", "--expiry", "30"],
+        None,
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let owner = loop {
+        let live = board.list(&q, ListFilter::Live, Page::default()).await.unwrap();
+        if let Some(owner) = live.iter().find_map(|j| j.owner.clone()) {
+            break owner;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no worker claimed a job; log:\n{}",
+            sup.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let pid: i32 = owner
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("owner ends with the pid");
+    let held: Vec<JobId> = board
+        .list(&q, ListFilter::Live, Page::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|j| j.owner.as_deref() == Some(owner.as_str()))
+        .map(|j| JobId(j.id))
+        .collect();
+    // SAFETY: killing a worker process of the supervisor we started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let killed = Instant::now();
+    wait_until("all 12 jobs done", Duration::from_secs(60), || async {
+        done_count(&log) >= 12
+    })
+    .await;
+    println!(
+        "{} claims of the killed worker; all jobs done {:?} after the kill",
+        held.len(),
+        killed.elapsed()
+    );
+    let runs = tally(&log);
+    for id in &ids {
+        assert_eq!(
+            runs.get(id.as_str()).map(|r| r.1),
+            Some(1),
+            "job {id} completed other than once: {runs:?}"
+        );
+    }
+    assert!(!held.is_empty(), "the killed worker held no claims");
+    for id in &held {
+        assert!(
+            runs[id.as_str()].0 >= 2,
+            "job {id} of the killed worker was not run again"
+        );
+    }
+    wait_until("the queue to be empty", Duration::from_secs(30), || async {
+        board.job_count(&q).await.unwrap() == 0
+    })
+    .await;
+    sup.signal(libc::SIGTERM);
+    assert!(sup.wait_exit(Duration::from_secs(30)).success(), "{}", sup.log());
+}
+
+/// Runs the `jobworker` command line on `connect`; returns (exit code,
+/// stdout, stderr).
+fn cli(connect: &str, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobworker"))
+        .args(["--zookeeper", connect])
+        .args(args)
+        .env_remove("JOBWORKER_REDIS_URL")
+        .output()
+        .expect("run jobworker");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+/// The board verbs of the command line work on ZooKeeper; the Redis-only
+/// features say so.
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_verbs_work_on_zookeeper() {
+    let connect = fresh_root("zk-cli");
+    let q = unique_queue("zk-cli");
+    let (code, id, err) = cli(&connect, &["post", "resize", "-q", &q, "--args", r#"{"w":640}"#]);
+    assert_eq!(code, 0, "{err}");
+    let id = id.trim().to_owned();
+    let (_, listed, _) = cli(&connect, &["--json", "list", "-q", &q]);
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed[0]["id"], id.as_str());
+    assert_eq!(listed[0]["args"]["w"], 640);
+    let (code, count, _) = cli(&connect, &["count", "-q", &q]);
+    assert_eq!((code, count.trim()), (0, "1"));
+    // A claim held by a live session is settled from the command line by
+    // its owner string and token (ownership is the owner string).
+    let board = board(&connect).await;
+    let held = board
+        .claim(&[&q], "cli-1", Duration::from_secs(30), 1)
+        .await
+        .unwrap()
+        .remove(0);
+    let token = held.lease.token.to_string();
+    let (_, shown, _) = cli(&connect, &["--json", "show", &id, "-q", &q]);
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(
+        (shown["state"].as_str(), shown["owner"].as_str()),
+        (Some("claimed"), Some("cli-1"))
+    );
+    let (code, _, err) = cli(
+        &connect,
+        &[
+            "consume",
+            &id,
+            "-q",
+            &q,
+            "--owner",
+            "someone-else",
+            "--token",
+            &token,
+        ],
+    );
+    assert_eq!(code, 3, "a stale owner is refused: {err}");
+    let (code, _, err) = cli(
+        &connect,
+        &["extend", &id, "-q", &q, "--owner", "cli-1", "--token", &token],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = cli(
+        &connect,
+        &["consume", &id, "-q", &q, "--owner", "cli-1", "--token", &token],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, count, _) = cli(&connect, &["count", "-q", &q]);
+    assert_eq!(count.trim(), "0");
+    let (code, workers, err) = cli(&connect, &["--json", "workers"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(workers.trim().starts_with('['), "{workers}");
+    // `jobworker claim` takes a job like any claimer; its claim lives with
+    // the command's session (taskflow's rule), so it ends after the command
+    // exits, at the latest when the session times out.
+    let (code, other, err) = cli(&connect, &["post", "resize", "-q", &q]);
+    assert_eq!(code, 0, "{err}");
+    let (code, claimed, err) = cli(
+        &connect,
+        &["--json", "claim", "-q", &q, "--owner", "cli-2", "--expiry", "30"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let claimed: serde_json::Value = serde_json::from_str(&claimed).unwrap();
+    assert_eq!(claimed[0]["id"], other.trim());
+    assert_eq!(claimed[0]["owner"], "cli-2");
+    let (code, _, err) = cli(&connect, &["tag", "find", "x", "-q", &q]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not supported on ZooKeeper"), "{err}");
+    let (code, _, err) = cli(&connect, &["post", "x", "-q", &q, "--depends", "some-id"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not supported on ZooKeeper"), "{err}");
+    let (code, _, err) = cli("127.0.0.1:1/nowhere", &["count", "-q", &q]);
+    assert_eq!(code, 4, "an unreachable ZooKeeper is 'unavailable': {err}");
+}
