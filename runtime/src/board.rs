@@ -173,6 +173,16 @@ impl BoardSpec {
         }
     }
 
+    /// How long a lease of length `expiry` can be trusted without a
+    /// confirmed extend: `expiry`, and on ZooKeeper at most the session
+    /// timeout (a claim also ends with the session that made it).
+    pub fn lease_horizon(&self, expiry: Duration) -> Duration {
+        match self {
+            BoardSpec::Redis(_) => expiry,
+            BoardSpec::ZooKeeper(o) => expiry.min(o.session_timeout),
+        }
+    }
+
     /// The backend's name, for messages.
     pub fn backend(&self) -> &'static str {
         match self {

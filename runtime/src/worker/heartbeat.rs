@@ -1,6 +1,7 @@
-//! The heartbeat: a thread of its own, with its own runtime and Redis
-//! connection, extends every held lease each `expiry / 3`. A busy or
-//! blocking handler cannot starve it. A lease it finds lost, or cannot
+//! The heartbeat: a thread of its own, with its own runtime and board
+//! connection, extends every held lease each third of its horizon (the
+//! expiry; on ZooKeeper at most the session timeout). A busy or blocking
+//! handler cannot starve it. A lease it finds lost, or cannot
 //! extend before it would expire, is reported to the worker loop, which
 //! stops that handler and drops its result.
 
@@ -122,7 +123,11 @@ fn beat_thread(
             return;
         }
     };
-    let beat = expiry / 3;
+    // How long a lease can be trusted without a confirmed extend: its
+    // expiry, and on ZooKeeper at most the session timeout (the lock dies
+    // with the claiming session).
+    let horizon = spec.lease_horizon(expiry);
+    let beat = horizon / 3;
     rt.block_on(async move {
         let mut board: Option<AnyBoard> = None;
         // Cancels of this worker's jobs, announced by `cancel` (Redis).
@@ -163,7 +168,7 @@ fn beat_thread(
                     failed => {
                         // Unconfirmed: once the lease may have run out on the
                         // server, someone else may hold the job.
-                        if confirmed.elapsed() + beat / 2 >= expiry {
+                        if confirmed.elapsed() + beat / 2 >= horizon {
                             report_lost(&held, key, "could not extend it in time", &lost);
                         } else if let Some(Err(e)) = failed {
                             tracing::warn!(job = %lease.job, error = %e, "cannot extend lease; will retry");
