@@ -123,7 +123,9 @@ mod zookeeper_only {
                 kept
             }
         };
-        assert_eq!(all(&board).await.len(), 4);
+        // Claims may have pruned already (in the background); never below
+        // the limit.
+        assert!((2..=4).contains(&all(&board).await.len()));
         board.reap(&q).await.unwrap();
         let mut newest = vec![ids[2].0.clone(), ids[3].0.clone()];
         newest.sort();

@@ -42,8 +42,9 @@ pub(crate) struct Inner {
     pub cache: Caches,
     /// Queues whose directories this board has made sure exist.
     pub made: Mutex<HashSet<String>>,
-    /// When each queue's history was last pruned.
-    pub pruned: Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// When each queue's history was last pruned, and the jobs this board
+    /// consumed since.
+    pub pruned: Mutex<std::collections::HashMap<String, crate::zookeeper::recover::Pruned>>,
 }
 
 impl std::fmt::Debug for ZooKeeperBoard {
@@ -262,10 +263,16 @@ impl Board for ZooKeeperBoard {
             if claimed.len() >= count {
                 break;
             }
-            claimed.extend(
-                self.claim_queue(queue, who, expiry, count - claimed.len())
-                    .await?,
-            );
+            match self.claim_queue(queue, who, expiry, count - claimed.len()).await {
+                Ok(more) => claimed.extend(more),
+                Err(e) if claimed.is_empty() => return Err(e),
+                Err(e) => {
+                    // Hand back what the earlier queues gave; the next claim
+                    // tries this queue again.
+                    tracing::warn!(queue, error = %e, "claim stopped early");
+                    break;
+                }
+            }
         }
         Ok(claimed)
     }

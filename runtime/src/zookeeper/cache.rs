@@ -88,6 +88,9 @@ struct QueueCache {
     indexed: HashSet<String>,
     /// When a claim last looked for expired leases.
     recovered_at: Option<Instant>,
+    /// Znodes whose claim failed or whose expired lease could not be
+    /// recovered, and until when `wait` does not count them as work.
+    stuck: HashMap<String, Instant>,
     /// uuid → znode learnt from job records (a heartbeat board never lists
     /// the queue); bounded by [`LOCATED_MAX`].
     located: HashMap<String, String>,
@@ -95,6 +98,10 @@ struct QueueCache {
 
 /// Most uuid → znode entries learnt from records kept per queue.
 const LOCATED_MAX: usize = 10_000;
+
+/// How long `wait` ignores a job whose claim (or lease recovery) just
+/// failed, so a job that cannot be claimed does not make it spin.
+const STUCK_BACKOFF: Duration = Duration::from_secs(1);
 
 /// The caches of all queues of a board.
 #[derive(Debug, Default)]
@@ -156,7 +163,32 @@ impl Caches {
             }
             c.locks.remove(znode);
             c.indexed.remove(znode);
+            c.stuck.remove(znode);
         });
+    }
+
+    /// Remembers that claiming `znode` (or recovering its expired lease)
+    /// failed just now.
+    pub fn stuck(&self, queue: &str, znode: &str) {
+        self.with(queue, |c| {
+            c.stuck.insert(znode.to_owned(), Instant::now() + STUCK_BACKOFF)
+        });
+    }
+
+    /// Forgets that claiming `znode` failed (it was claimed).
+    pub fn unstuck(&self, queue: &str, znode: &str) {
+        self.with(queue, |c| c.stuck.remove(znode));
+    }
+
+    /// How long `wait` still ignores `znode` (see [`Caches::stuck`]).
+    pub fn stuck_for(&self, queue: &str, znode: &str) -> Option<Duration> {
+        self.with(queue, |c| {
+            let left = c.stuck.get(znode)?.checked_duration_since(Instant::now());
+            if left.is_none() {
+                c.stuck.remove(znode);
+            }
+            left
+        })
     }
 
     /// True (and remembered) when a claim should look for expired leases:
@@ -197,6 +229,11 @@ impl Caches {
             }) if read_at.elapsed() < UNTIMED_LOCK_RECHECK => LockState::Untimed,
             _ => LockState::Unknown,
         })
+    }
+
+    /// Forgets what was read of `znode`'s lock (it is gone).
+    pub fn unlock(&self, queue: &str, znode: &str) {
+        self.with(queue, |c| c.locks.remove(znode));
     }
 
     /// Remembers a lock's deadline.
@@ -321,6 +358,7 @@ impl ZooKeeperBoard {
                 }
                 c.locks.remove(&name);
                 c.indexed.remove(&name);
+                c.stuck.remove(&name);
             }
             snap.jobs
                 .iter()

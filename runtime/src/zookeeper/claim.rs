@@ -54,6 +54,7 @@ impl ZooKeeperBoard {
         count: usize,
     ) -> Result<Vec<Claimed>> {
         let paths = self.paths(queue)?;
+        self.prune_from_claim(&paths);
         let (snap, _) = self.snapshot(&paths, false).await?;
         if snap.jobs.is_empty() {
             return Ok(Vec::new());
@@ -80,17 +81,31 @@ impl ZooKeeperBoard {
             let tries =
                 futures_util::future::join_all(batch.iter().map(|k| self.try_claim(&paths, k, who, expiry)))
                     .await;
-            for attempt in tries {
+            // Every result first: a failure must not drop the claims the
+            // same batch made.
+            let mut failed = None;
+            for (k, attempt) in batch.iter().zip(tries) {
                 match attempt {
-                    Ok(Attempt::Claimed(c)) => claimed.push(*c),
-                    Ok(Attempt::Taken | Attempt::Gone) => {}
-                    Err(e) if claimed.is_empty() => return Err(e),
+                    Ok(Attempt::Claimed(c)) => {
+                        self.inner.cache.unstuck(queue, &k.znode);
+                        claimed.push(*c)
+                    }
+                    Ok(Attempt::Taken) => {}
+                    Ok(Attempt::Gone) => self.inner.cache.forget(queue, &k.znode),
                     Err(e) => {
-                        // Keep what we hold; the next claim tries again.
-                        tracing::warn!(queue, error = %e, "claim stopped early");
-                        return Ok(claimed);
+                        // `wait` does not count it as work for a while.
+                        self.inner.cache.stuck(queue, &k.znode);
+                        failed = failed.or(Some(e))
                     }
                 }
+            }
+            if let Some(e) = failed {
+                if claimed.is_empty() {
+                    return Err(e);
+                }
+                // Keep what we hold; the next claim tries again.
+                tracing::warn!(queue, error = %e, "claim stopped early");
+                break;
             }
         }
         Ok(claimed)
@@ -211,17 +226,13 @@ impl ZooKeeperBoard {
                 }
             },
         }
-        // Ours only if the lock carries our claim id (also after a lost reply).
-        let (lock_data, lock_stat, record) = match (lock_read, record_read) {
-            (Ok((data, stat)), record) if LockBody::parse(&data).claim_id.as_deref() == Some(&id) => {
+        // Ours only if the lock carries our claim id (also after a lost
+        // reply) and was not made in a session this board lost since.
+        let carries_id = |data: &[u8]| LockBody::parse(data).claim_id.as_deref() == Some(id.as_str());
+        let (lock_data, lock_stat, record_read) = match lock_read {
+            Ok((data, stat)) if carries_id(&data) && !self.session().was_lost(stat.ephemeral_owner) => {
                 self.session().clock.sample(stat.ctime, sent, received);
-                let record = match record {
-                    Ok((data, _)) => JobRecord::from_bytes(&data),
-                    // Posted by taskflow: no record yet.
-                    Err(zk::Error::NoNode) => None,
-                    Err(_) => self.read_record(paths, &k.uuid).await?.map(|(r, _)| r),
-                };
-                (data, stat, record)
+                (data, stat, Some(record_read))
             }
             _ => {
                 let again = self
@@ -231,12 +242,31 @@ impl ZooKeeperBoard {
                     })
                     .await?;
                 match again {
-                    Ok((data, stat)) if LockBody::parse(&data).claim_id.as_deref() == Some(&id) => {
-                        let record = self.read_record(paths, &k.uuid).await?.map(|(r, _)| r);
-                        (data, stat, record)
+                    Ok((data, stat)) if carries_id(&data) => {
+                        if self.session().was_lost(stat.ephemeral_owner) {
+                            // Ours, but dying with the lost session: free the
+                            // job now rather than at the server's expiry.
+                            self.release_lock(paths, k, &stat).await;
+                            return Ok(Attempt::Taken);
+                        }
+                        (data, stat, None)
                     }
                     _ => return Ok(Attempt::Taken),
                 }
+            }
+        };
+        let record = match record_read {
+            Some(Ok((data, _))) => Ok(JobRecord::from_bytes(&data)),
+            // Posted by taskflow: no record yet.
+            Some(Err(zk::Error::NoNode)) => Ok(None),
+            _ => self.read_record(paths, &k.uuid).await.map(|r| r.map(|(r, _)| r)),
+        };
+        let record = match record {
+            Ok(record) => record,
+            Err(e) => {
+                // We hold the lock but cannot hand the claim back: let go.
+                self.release_lock(paths, k, &lock_stat).await;
+                return Err(e);
             }
         };
         let held = LockBody::parse(&lock_data);
@@ -262,5 +292,30 @@ impl ZooKeeperBoard {
             priority: k.priority,
             suspect: false,
         })))
+    }
+
+    /// Deletes the lock `stat` of our own claim on `k` that cannot be handed
+    /// back (at its version, so a lock made since is left alone). A failure
+    /// is logged: the lock still ends at its lease deadline or with its
+    /// session.
+    async fn release_lock(&self, paths: &QueuePaths, k: &Known, stat: &zk::Stat) {
+        let lock = paths.lock(&k.znode);
+        let what = format!(
+            "cannot release the claim on job {} in queue {}",
+            k.uuid, paths.queue
+        );
+        let deleted = self
+            .read(&what, |client| {
+                let lock = lock.clone();
+                async move { client.delete(&lock, Some(stat.version)).await }
+            })
+            .await;
+        match deleted {
+            Ok(Ok(()) | Err(zk::Error::NoNode | zk::Error::BadVersion)) => {
+                self.inner.cache.unlock(&paths.queue, &k.znode);
+            }
+            Ok(Err(e)) => tracing::warn!(job = %k.uuid, queue = %paths.queue, error = %e, "{what}"),
+            Err(e) => tracing::warn!(job = %k.uuid, queue = %paths.queue, error = %e, "{what}"),
+        }
     }
 }

@@ -13,7 +13,7 @@ use rmpv::Value;
 
 /// How deeply arrays and objects may nest when reading or writing (Python
 /// gives up near its recursion limit of 1000).
-const MAX_DEPTH: usize = 512;
+const MAX_DEPTH: usize = 1000;
 
 /// Writes `value` as Python's `json.dumps` would write the Python value it
 /// stands for. Fails on what has no JSON form: binary, ext values, strings

@@ -222,6 +222,9 @@ impl ZooKeeperBoard {
                 Ok(()) => {
                     self.inner.cache.forget(&paths.queue, &held.znode);
                     self.drop_stale_delay(&paths, &held, None);
+                    if history {
+                        self.count_consumed(&paths.queue);
+                    }
                     return Ok(());
                 }
                 Err(Failed::NoBucket) => {
@@ -236,7 +239,7 @@ impl ZooKeeperBoard {
                 Err(Failed::Refused(e)) => return Err(self.session().error(&what, &e)),
                 Err(Failed::Unknown(e)) => {
                     tracing::warn!(job = %lease.job, queue = %lease.queue, error = %e, "consume outcome unknown; checking");
-                    if self.lock_gone(&paths, &held).await? {
+                    if self.landed(&finish, &held, &how).await? {
                         self.inner.cache.forget(&paths.queue, &held.znode);
                         return Ok(());
                     }
@@ -261,7 +264,12 @@ impl ZooKeeperBoard {
             record.token = held.lock_stat.czxid as u64;
             let now = self.now_ms();
             let (ending, state) = match &how {
-                Abandon::Release => (How::Release { delayed: None }, JobState::Ready),
+                Abandon::Release => {
+                    // Claimable at once: a retry time left from an earlier
+                    // try must not make it show as scheduled.
+                    record.run_at_ms = 0;
+                    (How::Release { delayed: None }, JobState::Ready)
+                }
                 Abandon::Retry { delay, error } => {
                     record.attempts += 1;
                     record.fail(error);
@@ -374,7 +382,7 @@ impl ZooKeeperBoard {
             }
             Err(Failed::Unknown(e)) => {
                 tracing::warn!(job = %held.uuid, queue = %paths.queue, error = %e, "{what}: outcome unknown; checking");
-                if !self.lock_gone(paths, held).await? {
+                if !self.landed(&finish, held, how).await? {
                     return Ok(Ended::Retry);
                 }
             }
@@ -410,22 +418,42 @@ impl ZooKeeperBoard {
         }
     }
 
-    /// After an unknown outcome: true when the lock checked in `held` is
-    /// gone (so the transaction that deleted it landed).
-    async fn lock_gone(&self, paths: &QueuePaths, held: &Held) -> Result<bool> {
-        let what = format!("cannot check job {} of queue {}", held.znode, paths.queue);
-        let lock = paths.lock(&held.znode);
-        let read = self
-            .read(&what, |client| {
-                let lock = lock.clone();
-                async move { client.get_data(&lock).await }
-            })
-            .await?;
-        match read {
-            Ok((_, stat)) => Ok(stat.czxid != held.lock_stat.czxid),
-            Err(zk::Error::NoNode) => Ok(true),
-            Err(e) => Err(self.session().error(&what, &e)),
+    /// After an unknown outcome: true when the transaction `f` (ending
+    /// the claim checked in `held`, `how`) landed. The lock checked must be
+    /// gone, the record must read as `f` wrote it (or be gone when `f`
+    /// dropped it), and a consume or trash must have deleted the job znode.
+    /// A missing lock alone proves nothing (the lease may have expired and
+    /// been recovered, or the session lost): when this says false, the
+    /// caller checks the lease again, which reports how it was lost.
+    async fn landed(&self, f: &Finish<'_>, held: &Held, how: &How) -> Result<bool> {
+        let paths = f.paths;
+        let what = format!("cannot check job {} of queue {}", held.uuid, paths.queue);
+        let mut reads = self
+            .read_many(
+                &what,
+                vec![
+                    paths.lock(&held.znode),
+                    paths.job(&held.znode),
+                    paths.record(&held.uuid),
+                ],
+            )
+            .await?
+            .into_iter();
+        let (lock, job, record) = (
+            reads.next().flatten(),
+            reads.next().flatten(),
+            reads.next().flatten(),
+        );
+        if lock.is_some_and(|(_, stat)| stat.czxid == held.lock_stat.czxid) {
+            return Ok(false);
         }
+        if !matches!(how, How::Release { .. }) && job.is_some() {
+            return Ok(false);
+        }
+        Ok(match record {
+            None => f.drop_record,
+            Some((data, _)) => !f.drop_record && JobRecord::from_bytes(&data).as_ref() == Some(&f.record),
+        })
     }
 
     fn keeps_changing(&self, what: &str) -> Error {

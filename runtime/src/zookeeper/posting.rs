@@ -5,7 +5,7 @@
 use rmpv::Value;
 
 use crate::job::Priority;
-use crate::zookeeper::json;
+use crate::zookeeper::{json, paths};
 
 /// A decoded JSON posting.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +86,16 @@ pub(crate) fn encode(
     json::dumps(&Value::Map(entries)).map(String::into_bytes)
 }
 
+/// True when `uuid` can be a jobworker job id, and so a znode name in its
+/// paths (`.jw/ids/<uuid>`): the rules a post checks (1 to 255 characters,
+/// no whitespace or control characters, and [`paths::validate_job_id`]:
+/// no `/` or `@`, not `.` or `..`).
+pub(crate) fn usable_id(uuid: &str) -> bool {
+    (1..=255).contains(&uuid.len())
+        && !uuid.chars().any(|c| c.is_whitespace() || c.is_control())
+        && paths::validate_job_id(uuid).is_ok()
+}
+
 /// Reads a posting as taskflow's `_process_child` does: UTF-8 JSON whose
 /// root is an object with `uuid` and `name`; `priority` defaults to NORMAL
 /// and must be one of taskflow's names (any case); `details` defaults to
@@ -113,8 +123,16 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<JsonPosting, Undecodable> {
             taskflow_rejects: false,
         })
     };
+    let uuid = text(uuid, "uuid")?;
+    if !usable_id(&uuid) {
+        // Jobworker's znode paths are built from the uuid.
+        return Err(Undecodable {
+            reason: format!("the posting's uuid {uuid:?} cannot be a job id"),
+            taskflow_rejects: false,
+        });
+    }
     Ok(JsonPosting {
-        uuid: text(uuid, "uuid")?,
+        uuid,
         name: text(name, "name")?,
         priority,
         details: field("details").cloned().unwrap_or(Value::Map(Vec::new())),
@@ -197,8 +215,16 @@ mod tests {
             let e = decode(bytes).unwrap_err();
             assert!(e.taskflow_rejects, "{e:?}");
         }
-        let e = decode(b"{\"uuid\": 5, \"name\": \"n\"}").unwrap_err();
-        assert!(!e.taskflow_rejects, "{e:?}");
+        for bytes in [
+            &b"{\"uuid\": 5, \"name\": \"n\"}"[..],
+            b"{\"uuid\": \"\", \"name\": \"n\"}",
+            b"{\"uuid\": \"a/b\", \"name\": \"n\"}",
+            b"{\"uuid\": \"..\", \"name\": \"n\"}",
+            b"{\"uuid\": \"a b\", \"name\": \"n\"}",
+        ] {
+            let e = decode(bytes).unwrap_err();
+            assert!(!e.taskflow_rejects, "{e:?}");
+        }
         let p = decode(b"{\"name\": \"n\", \"uuid\": \"u\", \"priority\": \"very_low\"}").unwrap();
         assert_eq!((p.priority, p.details), (Priority::VERY_LOW, Value::Map(vec![])));
     }

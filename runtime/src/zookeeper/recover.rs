@@ -22,8 +22,12 @@ use crate::zookeeper::record::{Ending, JobRecord, LockBody};
 use crate::zookeeper::session::{is_definite, source, PERSISTENT};
 use crate::zookeeper::ZooKeeperBoard;
 
-/// How often one board prunes a queue's history (from reap).
+/// How often one board prunes a queue's history at least (from reap or a
+/// claim).
 const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+/// Least time between two prunes started by claims, however many jobs the
+/// board consumed meanwhile.
+const CLAIM_PRUNE_GAP: Duration = Duration::from_secs(1);
 /// One hour in ms: the width of a history bucket.
 pub(crate) const HOUR_MS: i64 = 3_600_000;
 /// Tries of a transaction that lost a race on the job's record.
@@ -36,6 +40,15 @@ pub(crate) struct Recovered {
     pub stalled: usize,
     /// Job znodes unlocked and back to ready.
     pub freed: HashSet<String>,
+}
+
+/// When a board last pruned a queue's history.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pruned {
+    /// When it last pruned it.
+    at: Instant,
+    /// Jobs it consumed (each adding a history entry) since.
+    consumed: usize,
 }
 
 /// What recovering one expired lease did.
@@ -108,15 +121,21 @@ impl ZooKeeperBoard {
                 continue;
             }
             let Some(k) = known.iter().find(|k| &k.znode == znode) else {
+                // A job jobworker cannot read: its lease is left alone.
+                self.inner.cache.stuck(&paths.queue, znode);
                 continue;
             };
-            match self.stall(paths, k, body, stat).await? {
-                Stall::Back => {
+            match self.stall(paths, k, body, stat).await {
+                Ok(Stall::Back) => {
                     out.stalled += 1;
                     out.freed.insert(znode.clone());
                 }
-                Stall::Trashed => out.stalled += 1,
-                Stall::Skipped => {}
+                Ok(Stall::Trashed) => out.stalled += 1,
+                Ok(Stall::Skipped) => self.inner.cache.stuck(&paths.queue, znode),
+                Err(e) => {
+                    self.inner.cache.stuck(&paths.queue, znode);
+                    return Err(e);
+                }
             }
         }
         Ok(out)
@@ -264,7 +283,8 @@ impl ZooKeeperBoard {
     }
 
     /// Promotes due jobs, recovers expired leases, indexes jobs posted by
-    /// taskflow and (at most once a minute) prunes the completed history.
+    /// taskflow and prunes the completed history (when this board consumed
+    /// jobs since it last did, or at least once a minute).
     pub(crate) async fn reap_queue(&self, queue: &str) -> Result<ReapReport> {
         let paths = self.paths(queue)?;
         let (snap, _) = self.snapshot(&paths, false).await?;
@@ -273,7 +293,7 @@ impl ZooKeeperBoard {
         let known = self.known(&paths, &snap).await?;
         let recovered = self.recover_expired(&paths, &snap, &known, now, true).await?;
         let indexed = self.index_foreign(&paths, &known).await?;
-        if self.prune_due(queue) {
+        if self.prune_due(queue, false) {
             if let Err(e) = self.prune_history(&paths).await {
                 tracing::warn!(queue, error = %e, "cannot prune the completed history");
             }
@@ -338,18 +358,58 @@ impl ZooKeeperBoard {
         Ok(made)
     }
 
-    /// True (and remembered) when the queue's history is due for pruning.
-    fn prune_due(&self, queue: &str) -> bool {
+    /// True (and remembered) when the queue's history is due for pruning:
+    /// the first time, then every [`PRUNE_INTERVAL`]; for reap also when
+    /// this board consumed a job since; for a claim also once this board
+    /// consumed a tenth of `history_count` jobs since (at most every
+    /// [`CLAIM_PRUNE_GAP`]), so the history of a queue whose workers never
+    /// reap stays near its limit.
+    pub(crate) fn prune_due(&self, queue: &str, from_claim: bool) -> bool {
         let Ok(mut pruned) = self.inner.pruned.lock() else {
             return false;
         };
-        match pruned.get(queue) {
-            Some(at) if at.elapsed() < PRUNE_INTERVAL => false,
-            _ => {
-                pruned.insert(queue.to_owned(), Instant::now());
-                true
+        let every = (self.inner.opts.history_count / 10).max(1);
+        let due = match pruned.get(queue) {
+            None => true,
+            Some(p) => {
+                let elapsed = p.at.elapsed();
+                let claim_due = p.consumed >= every && elapsed >= CLAIM_PRUNE_GAP;
+                elapsed >= PRUNE_INTERVAL || if from_claim { claim_due } else { p.consumed > 0 }
             }
+        };
+        if due {
+            let now = Pruned {
+                at: Instant::now(),
+                consumed: 0,
+            };
+            pruned.insert(queue.to_owned(), now);
         }
+        due
+    }
+
+    /// Counts a job this board consumed into `queue`'s history.
+    pub(crate) fn count_consumed(&self, queue: &str) {
+        if let Ok(mut pruned) = self.inner.pruned.lock() {
+            let p = pruned.entry(queue.to_owned()).or_insert(Pruned {
+                at: Instant::now(),
+                consumed: 0,
+            });
+            p.consumed += 1;
+        }
+    }
+
+    /// Prunes `queue`'s history in the background when it is due (see
+    /// [`ZooKeeperBoard::prune_due`]); claims call it.
+    pub(crate) fn prune_from_claim(&self, paths: &QueuePaths) {
+        if !self.prune_due(&paths.queue, true) {
+            return;
+        }
+        let (board, paths) = (self.clone(), paths.clone());
+        self.session().runtime().spawn(async move {
+            if let Err(e) = board.prune_history(&paths).await {
+                tracing::warn!(queue = %paths.queue, error = %e, "cannot prune the completed history");
+            }
+        });
     }
 
     /// Keeps the completed history within `history_count` jobs and

@@ -84,16 +84,31 @@ impl ZooKeeperBoard {
             }
             let now = self.now_ms();
             let known = self.known(paths, &snap).await?;
+            // A job whose claim or lease recovery just failed counts again
+            // once its backoff ends, so one that cannot be claimed does not
+            // make the caller spin.
+            let stuck = |znode: &str| {
+                let left = self.inner.cache.stuck_for(&paths.queue, znode)?;
+                Some(now + left.as_millis() as i64 + 1)
+            };
             for k in known.iter().filter(|k| !snap.locked.contains(&k.znode)) {
-                match snap.scheduled_until(&k.uuid, now) {
+                match snap.scheduled_until(&k.uuid, now).or_else(|| stuck(&k.znode)) {
                     None => return Ok(Round::Work),
                     Some(at) => soonest(at),
                 }
             }
             let view = self.lock_view(paths, &snap, now, true).await?;
-            let read = view.locks.values().filter_map(|(body, _)| body.deadline_ms);
-            let cached = self.next_deadline(paths, &snap, now);
-            for deadline in read.chain(cached) {
+            for (znode, (body, _)) in &view.locks {
+                match body.deadline_ms {
+                    Some(deadline) if deadline <= now => match stuck(znode) {
+                        None => return Ok(Round::Work),
+                        Some(at) => soonest(at),
+                    },
+                    Some(deadline) => soonest(deadline),
+                    None => {}
+                }
+            }
+            if let Some(deadline) = self.next_deadline(paths, &snap, now) {
                 if deadline <= now {
                     return Ok(Round::Work);
                 }
