@@ -146,6 +146,25 @@ pub trait Board: Sync {
     fn wait(&self, queues: &[&str], timeout: Duration) -> impl Future<Output = Result<bool>> + Send;
 }
 
+/// Most jobs one claim may take (on every backend).
+pub const MAX_CLAIM_COUNT: usize = 1000;
+
+/// Checks the arguments of a claim (every backend).
+pub(crate) fn validate_claim(who: &str, expiry: Duration, count: usize) -> Result<()> {
+    if who.is_empty() {
+        return Err(crate::Error::invalid("a claim needs a non-empty owner"));
+    }
+    if expiry < Duration::from_millis(1) {
+        return Err(crate::Error::invalid("a claim needs an expiry of at least 1 ms"));
+    }
+    if count == 0 || count > MAX_CLAIM_COUNT {
+        return Err(crate::Error::invalid(format!(
+            "claim count must be 1 to {MAX_CLAIM_COUNT}, not {count}"
+        )));
+    }
+    Ok(())
+}
+
 /// Where a board is: the options to connect to it. Workers and the CLI
 /// carry this (not a connection) across `fork`.
 #[derive(Debug, Clone, PartialEq)]
@@ -286,5 +305,25 @@ impl Board for AnyBoard {
     }
     async fn wait(&self, queues: &[&str], timeout: Duration) -> Result<bool> {
         dispatch!(self, b => b.wait(queues, timeout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_are_checked_before_any_request() {
+        assert!(validate_claim("", Duration::from_secs(1), 1)
+            .unwrap_err()
+            .is_invalid());
+        assert!(validate_claim("w", Duration::ZERO, 1).unwrap_err().is_invalid());
+        assert!(validate_claim("w", Duration::from_secs(1), 0)
+            .unwrap_err()
+            .is_invalid());
+        assert!(validate_claim("w", Duration::from_secs(1), MAX_CLAIM_COUNT + 1)
+            .unwrap_err()
+            .is_invalid());
+        assert!(validate_claim("w", Duration::from_secs(1), MAX_CLAIM_COUNT).is_ok());
     }
 }

@@ -516,3 +516,27 @@ mod tests {
         assert!(loads(&datetimes(most + 1)).is_err());
     }
 }
+
+/// The `details` a jobworker posting carries (both backends): `{"args":
+/// args}`, or `{}` for a job without arguments.
+pub(crate) fn details_of(args: &rmpv::Value) -> rmpv::Value {
+    if args.is_nil() {
+        rmpv::Value::Map(Vec::new())
+    } else {
+        rmpv::Value::Map(vec![(rmpv::Value::from("args"), args.clone())])
+    }
+}
+
+/// A job's arguments: `details["args"]` when present (jobworker's
+/// postings), the whole `details` otherwise (taskflow's), nil when empty.
+pub(crate) fn args_of(details: &rmpv::Value) -> rmpv::Value {
+    match details {
+        rmpv::Value::Map(entries) if entries.is_empty() => rmpv::Value::Nil,
+        rmpv::Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str() == Some("args"))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| details.clone()),
+        other => other.clone(),
+    }
+}

@@ -14,8 +14,9 @@ mod stats;
 mod sync;
 mod wait;
 
+pub use crate::board::MAX_CLAIM_COUNT;
 pub use admin::{FailureGroup, QueueSettings, CONFIG_KEYS};
-pub use board::{RedisBoard, RedisOptions, MAX_CLAIM_COUNT};
+pub use board::{RedisBoard, RedisOptions};
 pub use connect::MIN_REDIS_VERSION;
 pub use keys::{QueueKeys, DEFAULT_PREFIX};
 pub use recurring::{RecurringInfo, RecurringJob, DEFAULT_BACKLOG};

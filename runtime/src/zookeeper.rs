@@ -61,5 +61,5 @@ mod recover;
 mod session;
 mod wait;
 
-pub use board::{ZooKeeperBoard, MAX_CLAIM_COUNT};
+pub use board::ZooKeeperBoard;
 pub use options::{ZooKeeperOptions, DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_COUNT, DEFAULT_SESSION_TIMEOUT};

@@ -153,14 +153,19 @@ async fn expired_jobworker_claim_is_claimable_by_taskflow() {
     let board = board(&q, &ns).await;
     let id = board.post(&q, NewJob::new("slow")).await.unwrap();
     let lease = board
-        .claim(&[&q], "jw-1", Duration::from_millis(800), 1)
+        .claim(&[&q], "jw-1", Duration::from_secs(3), 1)
         .await
         .unwrap()
         .remove(0)
         .lease;
     let jobs = taskflow_jobs(&ns).await;
     assert_eq!(by_uuid(&jobs, id.as_str())["state"], "CLAIMED");
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // (3 s: the Python process above may take a while to start on a busy
+    // machine; the claim must still be held when it looks.)
+    jobworker_tests::wait_until("the lease to expire", Duration::from_secs(10), || async {
+        board.find_owner(&q, &id).await.unwrap().is_none()
+    })
+    .await;
     assert_eq!(
         taskflow(&ns, &["claim", id.as_str(), "tf-2", "30"]).await,
         json!({"ok": true})

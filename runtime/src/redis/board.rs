@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::board::{Board, ReapReport};
+use crate::board::{validate_claim, Board, ReapReport, MAX_CLAIM_COUNT};
+use crate::codec::args_of;
+use crate::codec::details_of;
 use crate::codec::{decode_posting, posting_parts, Posting};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{
@@ -22,8 +24,6 @@ use crate::redis::wait::Waiter;
 pub const DEFAULT_HISTORY_COUNT: usize = 50_000;
 /// How long completed jobs are kept by default.
 pub const DEFAULT_HISTORY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
-/// Most jobs one claim may take.
-pub const MAX_CLAIM_COUNT: usize = 1000;
 /// Listing entries examined per call when looking for jobs posted by
 /// taskflow that are not indexed yet.
 const INDEX_SCAN_BUDGET: usize = 2000;
@@ -564,45 +564,6 @@ fn post_extra(job: &NewJob, queue: &str) -> Result<String> {
         extra.insert("deps".into(), serde_json::json!(refs));
     }
     Ok(serde_json::Value::Object(extra).to_string())
-}
-
-/// The `details` a jobworker posting carries: `{"args": args}`, or `{}`
-/// for a job without arguments.
-pub(crate) fn details_of(args: &rmpv::Value) -> rmpv::Value {
-    if args.is_nil() {
-        rmpv::Value::Map(Vec::new())
-    } else {
-        rmpv::Value::Map(vec![(rmpv::Value::from("args"), args.clone())])
-    }
-}
-
-/// A job's arguments: `details["args"]` when present (jobworker's
-/// postings), the whole `details` otherwise (taskflow's), nil when empty.
-pub(crate) fn args_of(details: &rmpv::Value) -> rmpv::Value {
-    match details {
-        rmpv::Value::Map(entries) if entries.is_empty() => rmpv::Value::Nil,
-        rmpv::Value::Map(entries) => entries
-            .iter()
-            .find(|(k, _)| k.as_str() == Some("args"))
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| details.clone()),
-        other => other.clone(),
-    }
-}
-
-fn validate_claim(who: &str, expiry: Duration, count: usize) -> Result<()> {
-    if who.is_empty() {
-        return Err(Error::invalid("a claim needs a non-empty owner"));
-    }
-    if expiry < Duration::from_millis(1) {
-        return Err(Error::invalid("a claim needs an expiry of at least 1 ms"));
-    }
-    if count == 0 || count > MAX_CLAIM_COUNT {
-        return Err(Error::invalid(format!(
-            "claim count must be 1 to {MAX_CLAIM_COUNT}, not {count}"
-        )));
-    }
-    Ok(())
 }
 
 impl Board for RedisBoard {

@@ -3,10 +3,11 @@
 
 use std::collections::HashMap;
 
+use crate::codec::args_of;
 use crate::codec::{decode_posting, value_to_json, CreatedOn};
 use crate::error::{Error, Result};
 use crate::job::{JobInfo, JobState, ListFilter, Page};
-use crate::redis::board::{args_of, RedisBoard};
+use crate::redis::board::RedisBoard;
 use crate::redis::keys::QueueKeys;
 
 /// Raw facts about one job, read in one MULTI.

@@ -11,10 +11,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::codec::details_of;
 use crate::codec::posting_parts;
 use crate::error::{Error, Result};
 use crate::job::{validate_word, JobId, Priority, DEFAULT_MAX_ATTEMPTS};
-use crate::redis::board::{details_of, RedisBoard};
+use crate::redis::board::RedisBoard;
 use crate::redis::scripts::{self, SCRIPTS};
 use crate::schedule::{due_slots, Rule};
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use crate::board::{Board, ReapReport};
+use crate::board::{validate_claim, Board, ReapReport};
 use crate::error::{Error, Result};
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page};
 use crate::zookeeper::cache::Caches;
@@ -18,9 +18,6 @@ use crate::zookeeper::options::ZooKeeperOptions;
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::JobRecord;
 use crate::zookeeper::session::{is_definite, Session, PERSISTENT};
-
-/// Most jobs one claim may take (as on Redis).
-pub const MAX_CLAIM_COUNT: usize = 1000;
 
 /// A job board on ZooKeeper, wire-compatible with taskflow's
 /// `ZookeeperJobBoard` (see the [module docs](crate::zookeeper)).
@@ -229,22 +226,6 @@ impl ZooKeeperBoard {
     }
 }
 
-/// Checks the arguments of a claim.
-pub(crate) fn validate_claim(who: &str, expiry: Duration, count: usize) -> Result<()> {
-    if who.is_empty() {
-        return Err(Error::invalid("a claim needs a non-empty owner"));
-    }
-    if expiry < Duration::from_millis(1) {
-        return Err(Error::invalid("a claim needs an expiry of at least 1 ms"));
-    }
-    if count == 0 || count > MAX_CLAIM_COUNT {
-        return Err(Error::invalid(format!(
-            "claim count must be 1 to {MAX_CLAIM_COUNT}, not {count}"
-        )));
-    }
-    Ok(())
-}
-
 impl Board for ZooKeeperBoard {
     async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
         self.post_job(queue, job).await
@@ -330,20 +311,5 @@ mod tests {
     fn the_board_can_be_shared_across_tasks() {
         shareable::<ZooKeeperBoard>();
         shareable::<crate::AnyBoard>();
-    }
-
-    #[test]
-    fn claims_are_checked_before_any_request() {
-        assert!(validate_claim("", Duration::from_secs(1), 1)
-            .unwrap_err()
-            .is_invalid());
-        assert!(validate_claim("w", Duration::ZERO, 1).unwrap_err().is_invalid());
-        assert!(validate_claim("w", Duration::from_secs(1), 0)
-            .unwrap_err()
-            .is_invalid());
-        assert!(validate_claim("w", Duration::from_secs(1), MAX_CLAIM_COUNT + 1)
-            .unwrap_err()
-            .is_invalid());
-        assert!(validate_claim("w", Duration::from_secs(1), MAX_CLAIM_COUNT).is_ok());
     }
 }

@@ -15,11 +15,12 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
+use crate::codec::args_of;
 use crate::error::{Error, Result};
 use crate::job::{Claimed, JobId, Lease};
 use crate::zookeeper::cache::Known;
 use crate::zookeeper::paths::{self, QueuePaths};
-use crate::zookeeper::posting::{self, args_of};
+use crate::zookeeper::posting;
 use crate::zookeeper::record::{JobRecord, LockBody};
 use crate::zookeeper::session::{failed_op, is_definite, local_ms, source, EPHEMERAL};
 use crate::zookeeper::ZooKeeperBoard;

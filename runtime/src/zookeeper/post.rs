@@ -6,11 +6,12 @@ use std::time::UNIX_EPOCH;
 
 use zookeeper_client as zk;
 
+use crate::codec::details_of;
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob, RunAt};
 use crate::zookeeper::cache::Known;
 use crate::zookeeper::paths::{self, QueuePaths};
-use crate::zookeeper::posting::{self, details_of};
+use crate::zookeeper::posting;
 use crate::zookeeper::record::JobRecord;
 use crate::zookeeper::session::{failed_op, is_definite, source, PERSISTENT, SEQUENTIAL};
 use crate::zookeeper::ZooKeeperBoard;

@@ -41,29 +41,6 @@ impl Undecodable {
     }
 }
 
-/// The `details` a jobworker posting carries: `{"args": args}`, or `{}`
-/// for a job without arguments (as on Redis).
-pub(crate) fn details_of(args: &Value) -> Value {
-    if args.is_nil() {
-        Value::Map(Vec::new())
-    } else {
-        Value::Map(vec![(Value::from("args"), args.clone())])
-    }
-}
-
-/// A job's arguments: `details["args"]` when present (jobworker's
-/// postings), the whole `details` otherwise (taskflow's), nil when empty
-/// (as on Redis).
-pub(crate) fn args_of(details: &Value) -> Value {
-    match details {
-        Value::Map(entries) if entries.is_empty() => Value::Nil,
-        Value::Map(_) => json::get(details, "args")
-            .cloned()
-            .unwrap_or_else(|| details.clone()),
-        other => other.clone(),
-    }
-}
-
 /// The posting bytes of a jobworker job: `{"uuid": …, "name": …,
 /// "priority": …, "details": …}` in Python's format, `book` last when
 /// given. Fails when `details` has no JSON form (binary or ext values).

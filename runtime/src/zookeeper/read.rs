@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use zookeeper_client as zk;
 
+use crate::codec::args_of;
 use crate::codec::value_to_json;
 use crate::error::{Error, Result};
 use crate::job::{JobInfo, JobState, ListFilter, Page};
 use crate::zookeeper::cache::{Known, Snapshot};
 use crate::zookeeper::paths::{self, QueuePaths};
-use crate::zookeeper::posting::{self, args_of};
+use crate::zookeeper::posting;
 use crate::zookeeper::record::{Ending, JobRecord, LockBody};
 use crate::zookeeper::ZooKeeperBoard;
 
