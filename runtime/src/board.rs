@@ -99,11 +99,18 @@ pub trait Board: Sync {
         holding: usize,
     ) -> impl Future<Output = Result<(Vec<Result<()>>, Vec<Claimed>)>> + Send {
         async move {
+            validate_claim(who, expiry, count)?;
             let consumed = self.consume_many(done).await?;
-            Ok((
-                consumed,
-                self.claim_holding(queues, who, expiry, count, holding).await?,
-            ))
+            // The consumes are settled: a failed claim must not make the
+            // caller consume them again; it claims next time round.
+            let claimed = match self.claim_holding(queues, who, expiry, count, holding).await {
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claim after consume failed; retrying on the next round");
+                    Vec::new()
+                }
+            };
+            Ok((consumed, claimed))
         }
     }
 
