@@ -15,6 +15,7 @@
 pub mod conformance;
 
 mod support {
+    pub mod exit;
     pub mod fixtures;
     pub mod names;
     pub mod python;

@@ -9,21 +9,12 @@
 //! signal ends the server.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{mpsc, OnceLock};
 use std::thread;
-use std::time::{Duration, Instant};
 
 use jobworker::embedded::{RedisServer, ServerOptions};
 
-/// How long the `atexit` hook waits for the killed server to be gone.
-const EXIT_WAIT: Duration = Duration::from_secs(2);
-
 static SHARED: OnceLock<SharedRedis> = OnceLock::new();
-/// PID the `atexit` hook kills (0: none).
-static SHARED_PID: AtomicI32 = AtomicI32::new(0);
-/// Temp data dir the `atexit` hook removes.
-static SHARED_DIR: OnceLock<PathBuf> = OnceLock::new();
 
 /// The test binary's shared `redis-server` (see [`shared_redis`]).
 #[derive(Debug, Clone)]
@@ -92,7 +83,7 @@ fn start_shared() -> SharedRedis {
                 port: server.port().expect("a tcp server has a port"),
                 data_dir: server.data_dir().to_path_buf(),
             };
-            register_exit_hook(&shared);
+            super::exit::stop_at_exit(shared.pid, shared.data_dir.clone());
             let _ = tx.send(Ok(shared));
             // This thread owns the server and must never exit: its exit
             // would fire the server's parent-death signal.
@@ -105,41 +96,5 @@ fn start_shared() -> SharedRedis {
         Ok(Ok(shared)) => shared,
         Ok(Err(msg)) => panic!("cannot start the shared redis-server for this test binary: {msg}"),
         Err(_) => panic!("the shared-redis thread died before reporting"),
-    }
-}
-
-fn register_exit_hook(shared: &SharedRedis) {
-    let pid = i32::try_from(shared.pid).expect("pid fits in i32");
-    let _ = SHARED_DIR.set(shared.data_dir.clone());
-    SHARED_PID.store(pid, Ordering::SeqCst);
-    // SAFETY: `stop_shared_redis` is a plain `extern "C" fn()` that stays
-    // valid for the life of the process; `atexit` only records it.
-    let rc = unsafe { libc::atexit(stop_shared_redis) };
-    assert_eq!(rc, 0, "atexit failed to register the shared redis-server hook");
-}
-
-/// `atexit` hook: SIGKILL the shared server by PID, reap it, remove its dir.
-extern "C" fn stop_shared_redis() {
-    let pid = SHARED_PID.swap(0, Ordering::SeqCst);
-    if pid <= 0 {
-        return;
-    }
-    // SAFETY: `pid` is our own child, never reaped before (its `Child` lives
-    // in the parked thread and is never waited), so it cannot be a reused PID.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-    }
-    let deadline = Instant::now() + EXIT_WAIT;
-    loop {
-        // SAFETY: non-blocking wait for our own child; a null status pointer
-        // is allowed.
-        let rc = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-        if rc != 0 || Instant::now() >= deadline {
-            break;
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-    if let Some(dir) = SHARED_DIR.get() {
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -45,7 +45,6 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -91,8 +90,6 @@ const PROBE_IO_TIMEOUT: Duration = Duration::from_millis(250);
 const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Pause between two checks whether a signalled server has exited.
 const EXIT_POLL_INTERVAL: Duration = Duration::from_millis(10);
-/// How long the `atexit` hook waits for the killed shared server.
-const EXIT_WAIT: Duration = Duration::from_secs(2);
 /// Lines of the server log quoted in a start error.
 const LOG_TAIL_LINES: usize = 30;
 /// How to install what is missing.
@@ -100,10 +97,6 @@ const INSTALL_HINT: &str =
     "install it with `apt-get install -y zookeeper` (it pulls in a Java runtime) or `bash scripts/install-deps`";
 
 static SHARED: OnceLock<ZooKeeperServer> = OnceLock::new();
-/// PID the `atexit` hook kills (0: none).
-static SHARED_PID: AtomicI32 = AtomicI32::new(0);
-/// Temp dir the `atexit` hook removes.
-static SHARED_DIR: OnceLock<PathBuf> = OnceLock::new();
 
 /// How to start a [`ZooKeeperServer`].
 #[derive(Debug, Clone)]
@@ -472,47 +465,9 @@ pub fn shared_zookeeper() -> &'static ZooKeeperServer {
     SHARED.get_or_init(|| {
         let server = ZooKeeperServer::start(ZooKeeperOptions::default())
             .unwrap_or_else(|e| panic!("cannot start the shared ZooKeeper for this test binary: {e}"));
-        register_exit_hook(&server);
+        super::exit::stop_at_exit(server.pid, server.dir.clone());
         server
     })
-}
-
-fn register_exit_hook(server: &ZooKeeperServer) {
-    let pid = i32::try_from(server.pid).expect("pid fits in i32");
-    let _ = SHARED_DIR.set(server.dir.clone());
-    SHARED_PID.store(pid, Ordering::SeqCst);
-    // SAFETY: `stop_shared_zookeeper` is a plain `extern "C" fn()` that stays
-    // valid for the life of the process; `atexit` only records it.
-    let rc = unsafe { libc::atexit(stop_shared_zookeeper) };
-    assert_eq!(rc, 0, "atexit failed to register the shared ZooKeeper hook");
-}
-
-/// `atexit` hook: SIGKILL the shared server by PID, reap it, remove its dir.
-/// (Statics are never dropped, so its `Drop` never runs.)
-extern "C" fn stop_shared_zookeeper() {
-    let pid = SHARED_PID.swap(0, Ordering::SeqCst);
-    if pid <= 0 {
-        return;
-    }
-    // SAFETY: `pid` is our own child, never reaped before (the shared server
-    // is never killed or restarted: that needs `&mut`), so it cannot be a
-    // reused PID.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-    }
-    let deadline = Instant::now() + EXIT_WAIT;
-    loop {
-        // SAFETY: non-blocking wait for our own child; a null status pointer
-        // is allowed.
-        let rc = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-        if rc != 0 || Instant::now() >= deadline {
-            break;
-        }
-        thread::sleep(EXIT_POLL_INTERVAL);
-    }
-    if let Some(dir) = SHARED_DIR.get() {
-        let _ = fs::remove_dir_all(dir);
-    }
 }
 
 /// Sends `word` to `127.0.0.1:port` and reads until the server closes.
