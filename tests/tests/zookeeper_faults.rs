@@ -193,3 +193,62 @@ async fn a_released_job_shows_as_ready() {
     );
     assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Ready);
 }
+
+/// The board's caches do not outlive what they describe: once every lease
+/// of a few hundred jobs ended (consumed, released, retried, trashed,
+/// extended first), no lease deadline is cached, and a board that only
+/// posts caches at most one posting (and index entry) per job still there.
+#[tokio::test]
+async fn caches_forget_ended_leases_and_stay_bounded() {
+    let (poster, root) = board(|_| {}).await;
+    let connect = format!("{}{root}", shared_zookeeper().connect_string());
+    let worker = ZooKeeperBoard::connect(ZooKeeperOptions::new(connect))
+        .await
+        .expect("connect to the test ZooKeeper");
+    let q = unique_queue("caches");
+    const JOBS: usize = 240;
+    for _ in 0..JOBS {
+        poster.post(&q, NewJob::new("f")).await.unwrap();
+    }
+    let (postings, by_uuid, locks) = poster.cache_sizes();
+    assert!(postings <= JOBS && by_uuid <= JOBS, "{postings} {by_uuid}");
+    assert_eq!(locks, 0);
+
+    let mut ended = 0;
+    while ended < JOBS {
+        let claimed = worker.claim(&[&q], "w", LONG, 40).await.unwrap();
+        assert!(
+            !claimed.is_empty(),
+            "jobs left to claim ({ended} of {JOBS} ended)"
+        );
+        for (i, c) in claimed.iter().enumerate() {
+            worker.extend(&c.lease, LONG).await.unwrap();
+            match i % 4 {
+                0 => worker.consume(&c.lease).await.unwrap(),
+                1 => worker.trash(&c.lease, "test").await.unwrap(),
+                2 => {
+                    let retry = Abandon::Retry {
+                        delay: Duration::ZERO,
+                        error: "again".into(),
+                    };
+                    // Claimed again below unless its attempts are used up.
+                    if worker.abandon(&c.lease, retry).await.unwrap() != JobState::Trashed {
+                        continue;
+                    }
+                }
+                _ => {
+                    worker.abandon(&c.lease, Abandon::Release).await.unwrap();
+                    continue;
+                }
+            }
+            ended += 1;
+        }
+        assert_eq!(
+            worker.cache_sizes().2,
+            0,
+            "no lease deadline kept once leases ended"
+        );
+    }
+    assert!(worker.claim(&[&q], "w", LONG, 1).await.unwrap().is_empty());
+    assert_eq!(worker.cache_sizes().2, 0);
+}

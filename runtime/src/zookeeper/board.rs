@@ -100,6 +100,14 @@ impl ZooKeeperBoard {
             .unwrap_or(0)
     }
 
+    /// Diagnostics: how many postings, uuid index entries and lease
+    /// deadlines the board caches, over all queues. Each cache is bounded;
+    /// the numbers are for tests and debugging, not a stable interface.
+    #[doc(hidden)]
+    pub fn cache_sizes(&self) -> (usize, usize, usize) {
+        self.inner.cache.sizes()
+    }
+
     /// How many times the board replaced an ended session.
     pub fn sessions_replaced(&self) -> u64 {
         self.inner.session.generation()

@@ -98,6 +98,15 @@ struct QueueCache {
 
 /// Most uuid → znode entries learnt from records kept per queue.
 const LOCATED_MAX: usize = 10_000;
+/// Most postings (and so uuid index entries) kept per queue once a board
+/// posts: a board that only posts never lists the queue, which is what
+/// forgets postings whose job is gone. Listings are not bounded by it (a
+/// listing forgets what it no longer shows), so a long queue is not read
+/// again at every claim.
+const POSTINGS_MAX: usize = 10_000;
+/// Most lock deadlines kept per queue: a backstop, as an ended lease
+/// forgets its lock (see [`Caches::unlock`]).
+const LOCKS_MAX: usize = 10_000;
 
 /// How long `wait` ignores a job whose claim (or lease recovery) just
 /// failed, so a job that cannot be claimed does not make it spin.
@@ -113,6 +122,16 @@ impl Caches {
     fn with<T>(&self, queue: &str, f: impl FnOnce(&mut QueueCache) -> T) -> T {
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         f(queues.entry(queue.to_owned()).or_default())
+    }
+
+    /// (postings, uuid index entries, lock deadlines) cached over all
+    /// queues (diagnostics).
+    pub fn sizes(&self) -> (usize, usize, usize) {
+        let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        queues
+            .values()
+            .map(QueueCache::sizes)
+            .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
     }
 
     /// The znode name of job `uuid`, when known.
@@ -145,12 +164,20 @@ impl Caches {
         })
     }
 
-    /// Caches a posting (e.g. one this board just posted).
+    /// Caches a posting read from ZooKeeper.
     pub fn insert(&self, queue: &str, known: Known) {
+        self.with(queue, |c| c.insert(Arc::new(known)));
+    }
+
+    /// Caches a posting this board just posted, making room (see
+    /// [`POSTINGS_MAX`]) by forgetting any other: a posting missing from
+    /// the cache is only read again.
+    pub fn insert_posted(&self, queue: &str, known: Known) {
         self.with(queue, |c| {
-            c.by_uuid.insert(known.uuid.clone(), known.znode.clone());
-            c.postings
-                .insert(known.znode.clone(), Seen::Usable(Arc::new(known)));
+            if c.postings.len() >= POSTINGS_MAX && !c.postings.contains_key(&known.znode) {
+                c.evict_posting();
+            }
+            c.insert(Arc::new(known));
         });
     }
 
@@ -231,7 +258,8 @@ impl Caches {
         })
     }
 
-    /// Forgets what was read of `znode`'s lock (it is gone).
+    /// Forgets what was read of `znode`'s lock (it is gone, or the lease
+    /// it carried ended: a lock seen there later is another one).
     pub fn unlock(&self, queue: &str, znode: &str) {
         self.with(queue, |c| c.locks.remove(znode));
     }
@@ -239,6 +267,13 @@ impl Caches {
     /// Remembers a lock's deadline.
     pub fn saw_lock(&self, queue: &str, znode: &str, deadline_ms: Option<i64>) {
         self.with(queue, |c| {
+            if c.locks.len() >= LOCKS_MAX && !c.locks.contains_key(znode) {
+                // Any one: a lock not cached is only read again.
+                let any = c.locks.keys().next().cloned();
+                if let Some(any) = any {
+                    c.locks.remove(&any);
+                }
+            }
             c.locks.insert(
                 znode.to_owned(),
                 LockSeen {
@@ -247,6 +282,31 @@ impl Caches {
                 },
             );
         });
+    }
+}
+
+impl QueueCache {
+    /// Caches a posting and indexes its uuid.
+    fn insert(&mut self, known: Arc<Known>) {
+        self.by_uuid.insert(known.uuid.clone(), known.znode.clone());
+        self.postings.insert(known.znode.clone(), Seen::Usable(known));
+    }
+
+    /// Forgets any one cached posting (and its uuid's index entry).
+    fn evict_posting(&mut self) {
+        let Some(any) = self.postings.keys().next().cloned() else {
+            return;
+        };
+        if let Some(Seen::Usable(k)) = self.postings.remove(&any) {
+            if self.by_uuid.get(&k.uuid) == Some(&any) {
+                self.by_uuid.remove(&k.uuid);
+            }
+        }
+    }
+
+    /// (postings, uuid index entries, lock deadlines) cached.
+    fn sizes(&self) -> (usize, usize, usize) {
+        (self.postings.len(), self.by_uuid.len(), self.locks.len())
     }
 }
 
@@ -345,6 +405,7 @@ impl ZooKeeperBoard {
     pub(crate) async fn known(&self, paths: &QueuePaths, snap: &Snapshot) -> Result<Vec<Arc<Known>>> {
         let q = &paths.queue;
         let listed: HashSet<&String> = snap.jobs.iter().collect();
+        let mut hits = HashMap::new();
         let missing: Vec<String> = self.inner.cache.with(q, |c| {
             let gone: Vec<String> = c
                 .postings
@@ -360,33 +421,34 @@ impl ZooKeeperBoard {
                 c.indexed.remove(&name);
                 c.stuck.remove(&name);
             }
-            snap.jobs
-                .iter()
-                .filter(|n| !c.postings.contains_key(*n))
-                .cloned()
-                .collect()
+            let mut missing = Vec::new();
+            for n in &snap.jobs {
+                match c.postings.get(n) {
+                    Some(Seen::Usable(k)) => {
+                        hits.insert(n.clone(), k.clone());
+                    }
+                    Some(Seen::Unusable) => {}
+                    None => missing.push(n.clone()),
+                }
+            }
+            missing
         });
+        // What was read is kept apart from the cache, which a post may
+        // trim meanwhile.
         if !missing.is_empty() {
-            self.fetch_postings(paths, &missing, &snap.locked).await?;
+            hits.extend(self.fetch_postings(paths, &missing, &snap.locked).await?);
         }
-        Ok(self.inner.cache.with(q, |c| {
-            snap.jobs
-                .iter()
-                .filter_map(|n| match c.postings.get(n) {
-                    Some(Seen::Usable(k)) => Some(k.clone()),
-                    _ => None,
-                })
-                .collect()
-        }))
+        Ok(snap.jobs.iter().filter_map(|n| hits.get(n).cloned()).collect())
     }
 
-    /// Reads and caches the postings `names`.
+    /// Reads and caches the postings `names`; returns the usable ones by
+    /// znode name.
     async fn fetch_postings(
         &self,
         paths: &QueuePaths,
         names: &[String],
         locked: &HashSet<String>,
-    ) -> Result<()> {
+    ) -> Result<HashMap<String, Arc<Known>>> {
         let q = &paths.queue;
         let what = format!("cannot read the jobs of queue {q}");
         let read = self
@@ -445,10 +507,13 @@ impl ZooKeeperBoard {
                 }
             }
         }
+        let mut usable = HashMap::with_capacity(fresh.len());
         for known in fresh {
-            self.inner.cache.insert(q, known);
+            let known = Arc::new(known);
+            self.inner.cache.with(q, |c| c.insert(known.clone()));
+            usable.insert(known.znode.clone(), known);
         }
-        Ok(())
+        Ok(usable)
     }
 
     /// Reads many znodes in batched multi-reads (all batches in flight at
@@ -555,5 +620,59 @@ impl ZooKeeperBoard {
         }
         self.inner.cache.forget(&paths.queue, name);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(i: usize) -> Known {
+        Known {
+            znode: format!("job{i:010}"),
+            uuid: format!("uuid-{i}"),
+            name: "f".to_owned(),
+            priority: Priority::NORMAL,
+            seq: i as i64,
+            version: 0,
+            ctime_ms: 0,
+            details: rmpv::Value::Nil,
+        }
+    }
+
+    #[test]
+    fn posting_keeps_the_postings_and_their_index_bounded() {
+        let caches = Caches::default();
+        for i in 0..POSTINGS_MAX + 100 {
+            caches.insert_posted("q", known(i));
+        }
+        let (postings, by_uuid, _) = caches.sizes();
+        assert_eq!(postings, POSTINGS_MAX);
+        assert_eq!(by_uuid, POSTINGS_MAX);
+        // The latest post is cached, and every indexed uuid has its posting.
+        let last = known(POSTINGS_MAX + 99);
+        assert_eq!(
+            caches.znode_of("q", &last.uuid).as_deref(),
+            Some(last.znode.as_str())
+        );
+        caches.with("q", |c| {
+            for (uuid, znode) in &c.by_uuid {
+                assert!(matches!(c.postings.get(znode), Some(Seen::Usable(k)) if &k.uuid == uuid));
+            }
+        });
+    }
+
+    #[test]
+    fn lock_deadlines_are_bounded_and_forgotten_when_a_lease_ends() {
+        let caches = Caches::default();
+        for i in 0..LOCKS_MAX + 100 {
+            caches.saw_lock("q", &format!("job{i:010}"), Some(1));
+        }
+        assert_eq!(caches.sizes().2, LOCKS_MAX);
+        let last = format!("job{:010}", LOCKS_MAX + 99);
+        assert_eq!(caches.lock_state("q", &last, 0), LockState::Ahead(1));
+        caches.unlock("q", &last);
+        assert_eq!(caches.lock_state("q", &last, 0), LockState::Unknown);
+        assert_eq!(caches.sizes().2, LOCKS_MAX - 1);
     }
 }

@@ -390,7 +390,8 @@ impl ZooKeeperBoard {
         }
         match how {
             How::Release { delayed } => {
-                self.inner.cache.saw_lock(&paths.queue, &held.znode, None);
+                // Our lease is over: a lock seen there later is another one.
+                self.inner.cache.unlock(&paths.queue, &held.znode);
                 self.drop_stale_delay(paths, held, *delayed);
             }
             _ => {

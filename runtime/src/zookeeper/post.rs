@@ -179,7 +179,7 @@ impl ZooKeeperBoard {
         details: rmpv::Value,
         record: &JobRecord,
     ) {
-        self.inner.cache.insert(
+        self.inner.cache.insert_posted(
             &paths.queue,
             Known {
                 znode: znode.to_owned(),

@@ -254,7 +254,8 @@ impl ZooKeeperBoard {
             };
             match self.finish(&client, &finish, &how).await {
                 Ok(()) => {
-                    self.inner.cache.saw_lock(&paths.queue, &k.znode, None);
+                    // The lease is over: a lock seen there later is another one.
+                    self.inner.cache.unlock(&paths.queue, &k.znode);
                     if done == Stall::Trashed {
                         self.inner.cache.forget(&paths.queue, &k.znode);
                     }
