@@ -141,6 +141,13 @@ fn beat_thread(
                     Err(_) => tracing::warn!("heartbeat timed out connecting to {backend}; retrying"),
                 }
             }
+            // Subscribed before the extends below: a cancel that came
+            // before the subscription is caught by their refusal.
+            if cancels.is_none() {
+                if let Some(b) = board.as_ref().and_then(AnyBoard::as_redis) {
+                    cancels = b.cancels_of(&info.owner).await.ok();
+                }
+            }
             let snapshot: Vec<(LeaseKey, Lease, Instant)> = held
                 .lock()
                 .map(|h| {
@@ -181,11 +188,6 @@ fn beat_thread(
                 info.jobs = snapshot.iter().map(|(k, _, _)| k.0 .0.clone()).collect();
                 if let Err(e) = presence::record(b, &info).await {
                     tracing::debug!(error = %e, "cannot record worker presence");
-                }
-            }
-            if cancels.is_none() {
-                if let Some(b) = board.as_ref().and_then(AnyBoard::as_redis) {
-                    cancels = b.cancels_of(&info.owner).await.ok();
                 }
             }
             let mut slept = Duration::ZERO;
