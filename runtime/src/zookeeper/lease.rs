@@ -44,15 +44,15 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    /// The job's record (a new one for a job posted by taskflow) and the
+    /// The job's record as of this lease (a new one for a job posted by
+    /// taskflow), naming the job znode and this claim's token, and the
     /// version to write it at (`None`: create).
     fn record(&self, default_max_attempts: u32) -> (JobRecord, Option<i32>) {
-        match &self.record {
+        let (mut record, version) = match &self.record {
             Some((r, v)) => (r.clone(), Some(*v)),
             None => {
                 let p = posting::decode(&self.posting).ok();
                 let record = JobRecord {
-                    job: Some(self.znode.clone()),
                     name: p.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
                     priority: p.map(|p| p.priority.0).unwrap_or(0),
                     max_attempts: default_max_attempts,
@@ -61,7 +61,10 @@ impl Held {
                 };
                 (record, None)
             }
-        }
+        };
+        record.job = Some(self.znode.clone());
+        record.token = self.lock_stat.czxid as u64;
+        (record, version)
     }
 }
 
@@ -198,10 +201,8 @@ impl ZooKeeperBoard {
             let held = self.held(&paths, lease).await?;
             let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
             let now = self.now_ms();
-            record.job = Some(held.znode.clone());
             record.ending = Ending::Completed;
             record.finished_ms = Some(now);
-            record.token = held.lock_stat.czxid as u64;
             record.run_at_ms = 0;
             let hour = hour_of(now);
             let finish = Finish {
@@ -260,8 +261,6 @@ impl ZooKeeperBoard {
         for _ in 0..TRIES {
             let held = self.held(&paths, lease).await?;
             let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
-            record.job = Some(held.znode.clone());
-            record.token = held.lock_stat.czxid as u64;
             let now = self.now_ms();
             let (ending, state) = match &how {
                 Abandon::Release => {
@@ -322,8 +321,6 @@ impl ZooKeeperBoard {
         for _ in 0..TRIES {
             let held = self.held(&paths, lease).await?;
             let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
-            record.job = Some(held.znode.clone());
-            record.token = held.lock_stat.czxid as u64;
             record.ending = Ending::Trashed;
             record.finished_ms = Some(self.now_ms());
             record.fail(reason);
