@@ -16,6 +16,8 @@ pub mod cli;
 pub mod codec;
 pub mod embedded;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handler;
 pub mod job;
 pub mod redis;
