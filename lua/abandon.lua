@@ -9,7 +9,8 @@
 --        attempt is counted and the job is scheduled after the delay, or
 --        trashed with the error once its attempts are used up.
 -- Returns: {'ok', state} (state 'ready' | 'scheduled' | 'trashed') |
---        {'not_found'} | {'not_owner', current owner or ''}
+--        {'not_found'} | {'cancelled'} | {'not_owner', current
+--        owner or ''}
 
 local id, who, token, mode = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local refused = check_listed_lease(id, who, token)

@@ -12,8 +12,8 @@
 --        in today's statistics; 'consumed' event; dependents released
 --        (this queue's at once, other queues' through the outbox).
 -- Returns: {'ok', status, owner, status, owner, …, outbox}, one pair per
---        job: status 'ok' | 'not_found' | 'not_owner' (owner: the current
---        owner, or ''); outbox = releases owed to other queues.
+--        job: status 'ok' | 'not_found' | 'cancelled' | 'not_owner' (owner:
+--        the current owner, or ''); outbox = releases owed to other queues.
 
 local keep = tonumber(ARGV[4])
 local _, _, now_ms = now()
@@ -28,9 +28,9 @@ for i = 5, #ARGV - 2, 3 do
   local owner = redis.call('GET', owned_key(id))
   if owner ~= who or (token ~= '0' and v[1] ~= token) then
     refused = {'not_owner', owner or ''}
-    if redis.call('HEXISTS', K_LISTINGS, id) == 0 then refused = {'not_found'} end
+    if redis.call('HEXISTS', K_LISTINGS, id) == 0 then refused = unlisted(id) end
   elseif redis.call('HDEL', K_LISTINGS, id) == 0 then
-    refused = {'not_found'}
+    refused = unlisted(id)
   end
   if refused then
     out[#out + 1] = refused[1]

@@ -5,13 +5,17 @@
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 fencing token ('0' = no
 --        token check, for claims made by taskflow), 7 expiry ms (> 0).
 -- Effects: PEXPIRE NS:<id>.owned; new lease deadline.
--- Returns: {'ok'} | {'not_found'} | {'not_owner', current owner or ''}
+-- Returns: {'ok'} | {'not_found'} | {'cancelled'} | {'not_owner', current
+--        owner or ''}
 
 local id, who, token, expiry_ms = ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
 local refused = check_listed_lease(id, who, token)
 local _, _, now_ms = now()
 if refused then
-  if redis.call('EXISTS', job_key(id)) == 1 then record(id, now_ms, 'lease_lost', {worker = who}) end
+  -- A cancel is in the history already; any other refusal is a lost lease.
+  if refused[1] ~= 'cancelled' and redis.call('EXISTS', job_key(id)) == 1 then
+    record(id, now_ms, 'lease_lost', {worker = who})
+  end
   return refused
 end
 redis.call('PEXPIRE', owned_key(id), expiry_ms)

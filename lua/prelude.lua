@@ -316,6 +316,14 @@ local function prune_history(keep, max_age, now_ms, budget)
   end
 end
 
+-- The refusal for a lease on a job whose listing is gone: {'cancelled'}
+-- when cancel took it (so its worker names the cancel, whichever path
+-- tells it first), else {'not_found'}.
+local function unlisted(id)
+  if redis.call('HGET', job_key(id), 'state') == 'cancelled' then return {'cancelled'} end
+  return {'not_found'}
+end
+
 -- Checks a lease (owner string + fencing token). Returns nil when held,
 -- else the error reply. (A held lease on a job whose listing is gone is
 -- caught by the caller's HDEL or HEXISTS.)
@@ -324,7 +332,7 @@ local function check_lease(id, who, token)
   if owner == who and (token == '0' or redis.call('HGET', job_key(id), 'token') == token) then
     return nil
   end
-  if redis.call('HEXISTS', K_LISTINGS, id) == 0 then return {'not_found'} end
+  if redis.call('HEXISTS', K_LISTINGS, id) == 0 then return unlisted(id) end
   return {'not_owner', owner or ''}
 end
 
@@ -332,7 +340,7 @@ end
 -- consume learns it from its HDEL instead).
 local function check_listed_lease(id, who, token)
   local refused = check_lease(id, who, token)
-  if not refused and redis.call('HEXISTS', K_LISTINGS, id) == 0 then return {'not_found'} end
+  if not refused and redis.call('HEXISTS', K_LISTINGS, id) == 0 then return unlisted(id) end
   return refused
 end
 

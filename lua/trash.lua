@@ -6,7 +6,8 @@
 --        token check), 7 reason.
 -- Effects: HSET trash, SET last_modified, DEL owned, HDEL listings
 --        (taskflow's order; last_modified stays, as in taskflow).
--- Returns: {'ok'} | {'not_found'} | {'not_owner', current owner or ''}
+-- Returns: {'ok'} | {'not_found'} | {'cancelled'} | {'not_owner', current
+--        owner or ''}
 
 local id, who, token = ARGV[4], ARGV[5], ARGV[6]
 local refused = check_listed_lease(id, who, token)

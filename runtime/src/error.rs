@@ -30,6 +30,10 @@ pub enum ErrorKind {
     /// The job has already finished (completed, trashed or cancelled), so
     /// the verb no longer applies.
     Finished,
+    /// The job was cancelled: a lease on it is over, and its handler must
+    /// stop (a verb given a lease on a cancelled job says so with this kind,
+    /// not [`ErrorKind::NotFound`] or [`ErrorKind::NotOwner`]).
+    Cancelled,
     /// The caller passed something invalid (bad queue name, bad priority, …).
     Invalid,
     /// A feature this backend does not offer.
@@ -94,6 +98,14 @@ impl Error {
         Self::new(
             ErrorKind::Finished,
             format!("job {job} in queue {queue} is already {state}"),
+        )
+    }
+
+    /// `job` in `queue` was cancelled (a lease on it is over).
+    pub fn cancelled(queue: &str, job: &str) -> Self {
+        Self::new(
+            ErrorKind::Cancelled,
+            format!("job {job} in queue {queue} was cancelled"),
         )
     }
 
@@ -165,6 +177,20 @@ impl Error {
     /// True when the job has already finished.
     pub fn is_finished(&self) -> bool {
         self.kind == ErrorKind::Finished
+    }
+
+    /// True when the job was cancelled (a lease on it is over).
+    pub fn is_cancelled(&self) -> bool {
+        self.kind == ErrorKind::Cancelled
+    }
+
+    /// True when a lease verb was refused because the lease is over: not
+    /// held ([`is_not_owner`](Error::is_not_owner)), the job gone
+    /// ([`is_not_found`](Error::is_not_found)) or cancelled
+    /// ([`is_cancelled`](Error::is_cancelled)). A worker stops the handler
+    /// and drops its result.
+    pub fn is_lease_over(&self) -> bool {
+        self.is_not_owner() || self.is_not_found() || self.is_cancelled()
     }
 
     /// True for invalid caller input.

@@ -60,6 +60,7 @@ impl Reply {
         match self.status().as_str() {
             "ok" => Ok(self),
             "not_found" => Err(Error::not_found(&keys.queue, id)),
+            "cancelled" => Err(Error::cancelled(&keys.queue, id)),
             "not_owner" => {
                 let owner = self.string(1).unwrap_or_default();
                 let owner = (!owner.is_empty()).then_some(owner.as_str());

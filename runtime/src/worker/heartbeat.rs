@@ -48,12 +48,13 @@ pub(crate) struct Heartbeat {
 }
 
 impl Heartbeat {
-    /// Starts the thread; `lost` is called with each lease found lost.
+    /// Starts the thread; `lost` is called with each lease found lost, and
+    /// why.
     pub fn start(
         spec: BoardSpec,
         expiry: Duration,
         info: WorkerInfo,
-        lost: impl Fn(LeaseKey) + Send + 'static,
+        lost: impl Fn(LeaseKey, Lost) + Send + 'static,
     ) -> Result<Heartbeat> {
         let held: HeldMap = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
@@ -98,13 +99,33 @@ impl Heartbeat {
     }
 }
 
+/// Why a held lease is over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Lost {
+    /// The job was cancelled (heard on the cancel channel, or an extend
+    /// refused with [`Error::is_cancelled`]).
+    Cancelled,
+    /// The lease is gone for another reason, said in the text.
+    Lease(String),
+}
+
+impl Lost {
+    /// Why an extend refused with `e` ended the lease.
+    fn of(e: &Error) -> Lost {
+        if e.is_cancelled() {
+            Lost::Cancelled
+        } else {
+            Lost::Lease(e.to_string())
+        }
+    }
+}
+
 /// Reports a lease as lost, unless it was released meanwhile (its job
 /// finished since the snapshot).
-fn report_lost(held: &HeldMap, key: &LeaseKey, why: &str, lost: &impl Fn(LeaseKey)) {
+fn report_lost(held: &HeldMap, key: &LeaseKey, why: Lost, lost: &impl Fn(LeaseKey, Lost)) {
     let still_held = held.lock().map(|mut h| h.remove(key).is_some()).unwrap_or(false);
     if still_held {
-        tracing::warn!(job = %key.0, token = key.1, queue = %key.2, why, "lease lost");
-        lost(key.clone());
+        lost(key.clone(), why);
     }
 }
 
@@ -114,7 +135,7 @@ fn beat_thread(
     mut info: WorkerInfo,
     held: HeldMap,
     stop: Arc<AtomicBool>,
-    lost: impl Fn(LeaseKey),
+    lost: impl Fn(LeaseKey, Lost),
 ) {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -169,14 +190,13 @@ fn beat_thread(
                             }
                         }
                     }
-                    Some(Err(e)) if e.is_not_owner() || e.is_not_found() => {
-                        report_lost(&held, key, &e.to_string(), &lost)
-                    }
+                    Some(Err(e)) if e.is_lease_over() => report_lost(&held, key, Lost::of(&e), &lost),
                     failed => {
                         // Unconfirmed: once the lease may have run out on the
                         // server, someone else may hold the job.
                         if confirmed.elapsed() + beat / 2 >= horizon {
-                            report_lost(&held, key, "could not extend it in time", &lost);
+                            let why = Lost::Lease("could not extend it in time".into());
+                            report_lost(&held, key, why, &lost);
                         } else if let Some(Err(e)) = failed {
                             tracing::warn!(job = %lease.job, error = %e, "cannot extend lease; will retry");
                         }
@@ -205,7 +225,7 @@ fn beat_thread(
                             .map(|h| h.keys().filter(|k| k.0 .0 == job).cloned().collect())
                             .unwrap_or_default();
                         for key in keys {
-                            report_lost(&held, &key, "the job was cancelled", &lost);
+                            report_lost(&held, &key, Lost::Cancelled, &lost);
                         }
                     }
                     Ok(None) => cancels = None,

@@ -16,6 +16,8 @@ pub(crate) enum Interrupt {
     TimedOut,
     /// Its lease was lost: the result must be dropped.
     LeaseLost,
+    /// The job was cancelled: the result must be dropped.
+    Cancelled,
     /// The worker is shutting down and already gave the job back.
     Released,
 }
@@ -126,6 +128,7 @@ pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
 pub(crate) fn settle(job: &Running, outcome: Outcome) -> Settle {
     match (job.interrupt, outcome) {
         (Interrupt::LeaseLost, _) => Settle::Drop("lease lost; result dropped"),
+        (Interrupt::Cancelled, _) => Settle::Drop("cancelled; result dropped"),
         (Interrupt::Released, _) => Settle::Drop("given back at shutdown"),
         (Interrupt::TimedOut, _) => Settle::Retry(
             format!("timeout: timed out after {:?}", job.timeout.unwrap_or_default()),

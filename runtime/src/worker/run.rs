@@ -13,7 +13,7 @@ use crate::handler::{CancelFlag, HandlerError, HandlerFn, JobContext, Registry};
 use crate::job::{Abandon, Claimed};
 use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
-use crate::worker::heartbeat::{key_of, LeaseKey};
+use crate::worker::heartbeat::{key_of, LeaseKey, Lost};
 use crate::worker::job::{panic_text, settle, Interrupt, Outcome, Reporter, Running, Settle};
 use crate::worker::presence::{self, WorkerInfo};
 use crate::worker::sandbox::Sandbox;
@@ -47,7 +47,7 @@ impl WorkerExit {
 
 enum Event {
     Done(LeaseKey, Outcome),
-    LeaseLost(LeaseKey),
+    LeaseLost(LeaseKey, Lost),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,8 +192,8 @@ impl Worker {
             ttl_ms: (cfg.beat() * 3).as_millis() as u64,
             jobs: Vec::new(),
         };
-        let heartbeat = Heartbeat::start(spec, cfg.expiry, info, move |key| {
-            let _ = lost.send(Event::LeaseLost(key));
+        let heartbeat = Heartbeat::start(spec, cfg.expiry, info, move |key, why| {
+            let _ = lost.send(Event::LeaseLost(key, why));
         })?;
         tracing::info!(owner = %cfg.owner, queues = ?cfg.queues, concurrency = cfg.concurrency, sandbox = %sandbox.root().display(), "worker started");
         Ok(Worker {
@@ -317,11 +317,7 @@ impl Worker {
                     while let Some(event) = next {
                         match event {
                             Event::Done(key, outcome) => done.push((key, outcome)),
-                            Event::LeaseLost(key) => {
-                                if let Some(job) = self.running.get_mut(&key) {
-                                    job.interrupt(Interrupt::LeaseLost, STUCK_GRACE);
-                                }
-                            }
+                            Event::LeaseLost(key, why) => self.on_lease_lost(&key, why),
                         }
                         next = inbox.try_recv().ok();
                         if next.is_none() && !self.running.is_empty() {
@@ -564,6 +560,25 @@ impl Worker {
         }
     }
 
+    /// Stops the handler of a job whose lease is over (cancelled, or lost).
+    fn on_lease_lost(&mut self, key: &LeaseKey, why: Lost) {
+        let Some(job) = self.running.get_mut(key) else {
+            return;
+        };
+        let (id, queue) = (&job.lease.job, &job.lease.queue);
+        let interrupt = match why {
+            Lost::Cancelled => {
+                tracing::info!(job = %id, %queue, name = %job.name, "job cancelled; stopping its handler");
+                Interrupt::Cancelled
+            }
+            Lost::Lease(why) => {
+                tracing::warn!(job = %id, %queue, name = %job.name, token = job.lease.token, why, "lease lost; stopping its handler");
+                Interrupt::LeaseLost
+            }
+        };
+        job.interrupt(interrupt, STUCK_GRACE);
+    }
+
     /// Handles timeouts, stuck handlers and the end of the drain grace.
     async fn on_timer(&mut self) -> Option<WorkerExit> {
         let now = Instant::now();
@@ -600,7 +615,7 @@ impl Worker {
             let result = match job.interrupt {
                 Interrupt::TimedOut if job.stuck_at.is_some_and(|t| t <= now) => {
                     let error = format!(
-                        "timed out after {:?}; the handler did not stop, so its worker process was replaced",
+                        "timeout: timed out after {:?}; the handler did not stop, so its worker process was replaced",
                         job.timeout.unwrap_or_default()
                     );
                     let delay = self.cfg.backoff.delay(job.attempt);
@@ -610,7 +625,7 @@ impl Worker {
                         .await
                         .map(drop)
                 }
-                Interrupt::LeaseLost | Interrupt::Released => Ok(()),
+                Interrupt::LeaseLost | Interrupt::Cancelled | Interrupt::Released => Ok(()),
                 _ => self.board.abandon(&lease, Abandon::Release).await.map(drop),
             };
             if let Err(e) = result {
@@ -666,7 +681,10 @@ fn log_settled(job: &Running, result: Result<&str>) {
     let (id, queue) = (&job.lease.job, &job.lease.queue);
     match result {
         Ok(what) => tracing::debug!(job = %id, queue = %queue, name = %job.name, what, "job settled"),
-        Err(e) if e.is_not_owner() || e.is_not_found() => {
+        Err(e) if e.is_cancelled() => {
+            tracing::info!(job = %id, queue = %queue, "job cancelled before its result was recorded; result dropped")
+        }
+        Err(e) if e.is_lease_over() => {
             tracing::warn!(job = %id, queue = %queue, error = %e, "lease lost before the result was recorded; result dropped")
         }
         Err(e) => {
