@@ -26,6 +26,9 @@ pub enum Action {
     Spin,
     /// Abort the whole worker process (SIGABRT).
     Abort,
+    /// End the whole worker process with exit status 0 (as a handler
+    /// calling `std::process::exit(0)` would).
+    Exit,
 }
 
 /// Arguments of [`scripted`].
@@ -133,5 +136,6 @@ async fn run(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
             Ok(())
         }
         Action::Abort => std::process::abort(),
+        Action::Exit => std::process::exit(0),
     }
 }

@@ -6,7 +6,10 @@
 mod children;
 mod config;
 mod progress;
+mod respawn;
+mod started;
 
 pub use children::supervise;
 pub(crate) use children::worker_signals;
-pub use config::{SupervisorConfig, CRASH_LOOP_LIMIT, CRASH_LOOP_WINDOW, EXIT_CRASH_LOOP};
+pub use config::{SupervisorConfig, EXIT_WORKERS_CANNOT_START};
+pub use respawn::{RESPAWN_BASE, RESPAWN_MAX, START_FAILURE_LIMIT, STREAK_RESET};

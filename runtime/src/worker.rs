@@ -13,5 +13,5 @@ mod sandbox;
 pub use backoff::Backoff;
 pub use config::{WorkerConfig, DEFAULT_EXPIRY, DEFAULT_GRACE, DEFAULT_INTERVAL};
 pub use presence::{list_workers, now_ms, WorkerInfo};
-pub use run::{run_worker, WorkerExit, EXIT_STUCK};
+pub use run::{run_worker, WorkerExit, EXIT_CANNOT_START, EXIT_STUCK};
 pub use sandbox::Sandbox;

@@ -387,29 +387,6 @@ async fn a_poison_pill_does_not_take_its_neighbours_down() {
     }
 }
 
-/// A second supervisor on the same --workdir cannot take the sandboxes of
-/// the first: its workers fail at start, over and over, and it ends with the
-/// crash-loop exit code while the first keeps working.
-#[tokio::test(flavor = "multi_thread")]
-async fn crash_loop_ends_with_its_exit_code_and_sandboxes_are_not_shared() {
-    let (_serial, board, q, key) = setup("e2e-loop").await;
-    let first = Supervisor::start(&q, &["--workers", "1"]);
-    wait_until("the first worker", Duration::from_secs(10), || async {
-        live_workers(&board, &q).await.len() == 1
-    })
-    .await;
-    let mut second = Supervisor::start_in(&q, &["--workers", "1"], Some(first.workdir.clone()));
-    let status = second.wait_exit(Duration::from_secs(90));
-    assert_eq!(status.code(), Some(5), "{}", second.log());
-    assert!(
-        second.log().contains("in use by another worker"),
-        "{}",
-        second.log()
-    );
-    let id = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
-    wait_state(&board, &q, &id, JobState::Completed, 10).await;
-}
-
 /// Panics are caught and recorded like errors; errors are retried with
 /// backoff and succeed later; fatal errors trash at once.
 #[tokio::test(flavor = "multi_thread")]

@@ -66,7 +66,7 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if workers == 0 {
-        return Ok(run_worker(spec, worker, registry)?.code());
+        return Ok(run_worker(spec, worker, registry, || {})?.code());
     }
     let cfg = SupervisorConfig {
         workers,

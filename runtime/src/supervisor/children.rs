@@ -15,7 +15,9 @@ use crate::handler::Registry;
 use crate::redis::SyncBoard;
 use crate::supervisor::config::*;
 use crate::supervisor::progress::Progress;
-use crate::worker::{run_worker, EXIT_STUCK};
+use crate::supervisor::respawn::{Ending, Streak, RESPAWN_MAX};
+use crate::supervisor::started::{self, StartedReader, StartedWriter};
+use crate::worker::{run_worker, EXIT_CANNOT_START};
 
 /// How often the supervisor looks at signals, children and timers.
 const TICK: Duration = Duration::from_millis(20);
@@ -27,7 +29,12 @@ struct Slot {
     index: usize,
     pid: Option<Pid>,
     owner: String,
-    crashes: Vec<Instant>,
+    /// When its worker was forked.
+    forked: Instant,
+    /// Where its worker says it started (until it has).
+    started: Option<StartedReader>,
+    /// Crashes and start failures in a row (the respawn backoff).
+    streak: Streak,
     respawn_at: Option<Instant>,
     /// Restarting on HUP: respawn as soon as it exits.
     restarting: bool,
@@ -51,6 +58,9 @@ struct Supervisor {
     last_progress: Instant,
     /// Recoveries that failed (Redis unreachable), retried every tick.
     pending: Vec<(String, String)>,
+    /// A worker has started since the supervisor did: from then on it
+    /// never gives up.
+    any_started: bool,
 }
 
 /// Runs the supervisor until it is told to stop (or the queues drain with
@@ -94,6 +104,7 @@ pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
         progress,
         last_progress: Instant::now(),
         pending: Vec::new(),
+        any_started: false,
     };
     for index in 0..sup.cfg.workers {
         sup.slots.push(Slot::new(index));
@@ -108,7 +119,9 @@ impl Slot {
             index,
             pid: None,
             owner: String::new(),
-            crashes: Vec::new(),
+            forked: Instant::now(),
+            started: None,
+            streak: Streak::default(),
             respawn_at: None,
             restarting: false,
             retiring: false,
@@ -156,6 +169,13 @@ impl Supervisor {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         let parent = getpid();
+        let (started, notice) = match started::pipe() {
+            Ok((r, w)) => (Some(r), Some(w)),
+            Err(e) => {
+                tracing::warn!(slot = index, error = %e, "worker starts unannounced");
+                (None, None)
+            }
+        };
         // Stop signals stay blocked from before the fork until the child has
         // registered its own handlers (crate::worker unblocks them), so none
         // is lost in between.
@@ -170,9 +190,12 @@ impl Supervisor {
         match forked {
             Ok(ForkResult::Parent { child }) => {
                 let _ = setpgid(child, child);
+                drop(notice);
                 let slot = &mut self.slots[pos];
                 slot.pid = Some(child);
                 slot.owner = owner_of(parent, index, child);
+                slot.forked = Instant::now();
+                slot.started = started;
                 slot.respawn_at = None;
                 tracing::info!(slot = index, pid = child.as_raw(), owner = %slot.owner, "worker started");
                 if self.board.is_none() {
@@ -183,9 +206,11 @@ impl Supervisor {
             Ok(ForkResult::Child) => {
                 // Never unwind into the supervisor's frames (they own the
                 // private redis-server): exit from here whatever happens.
-                let code =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.child_main(index, parent)))
-                        .unwrap_or(101);
+                drop(started);
+                let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.child_main(index, parent, notice)
+                }))
+                .unwrap_or(101);
                 let _ = std::io::stdout().flush();
                 std::process::exit(code);
             }
@@ -196,9 +221,9 @@ impl Supervisor {
         }
     }
 
-    /// The forked child: becomes worker `index`. Never returns to the
-    /// supervisor loop.
-    fn child_main(&mut self, index: usize, parent: Pid) -> i32 {
+    /// The forked child: becomes worker `index`, and says so on `notice`
+    /// once it started. Never returns to the supervisor loop.
+    fn child_main(&mut self, index: usize, parent: Pid, notice: Option<StartedWriter>) -> i32 {
         // The signal-hook registrations are inherited; close them so that
         // the worker's own (tokio) handlers receive the signals.
         drop(self.signals.take());
@@ -214,11 +239,12 @@ impl Supervisor {
         }
         cfg.slot = index;
         cfg.owner = owner_of(parent, index, getpid());
-        match run_worker(self.cfg.board.clone(), cfg, self.registry.clone()) {
+        let started = move || notice.map_or((), StartedWriter::send);
+        match run_worker(self.cfg.board.clone(), cfg, self.registry.clone(), started) {
             Ok(exit) => exit.code(),
             Err(e) => {
-                tracing::error!(slot = index, error = %e, "worker failed");
-                1
+                tracing::error!(slot = index, error = %e, "worker cannot start");
+                EXIT_CANNOT_START
             }
         }
     }
@@ -304,19 +330,27 @@ impl Supervisor {
         }
     }
 
-    /// Handles the exit of a child.
+    /// Handles the exit of a child: a worker that ended without being asked
+    /// to (a crash, a kill, an exit from inside a handler) has its leases
+    /// given back at once, and its slot is forked again after the backoff
+    /// of [`Streak`]. The supervisor gives up only when workers cannot start
+    /// at all.
     fn on_exit(&mut self, pid: Pid, status: WaitStatus) {
         let Some(pos) = self.slots.iter().position(|s| s.pid == Some(pid)) else {
             tracing::debug!(pid = pid.as_raw(), "reaped a process that is not a worker");
             return;
         };
+        self.poll_started();
         let how = describe(&status);
         let clean = matches!(status, WaitStatus::Exited(_, 0));
-        let (index, owner) = (self.slots[pos].index, self.slots[pos].owner.clone());
-        self.slots[pos].pid = None;
+        let slot = &mut self.slots[pos];
+        let (index, owner) = (slot.index, slot.owner.clone());
+        slot.pid = None;
+        slot.started = None;
+        let asked = self.shutdown.is_some() || slot.retiring || slot.restarting;
         // Whatever the handler started in the worker's process group goes too.
         let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
-        if !clean {
+        if !(asked && clean) {
             self.pending
                 .push((owner.clone(), format!("worker {owner} {how}")));
             self.recover_pending();
@@ -335,29 +369,39 @@ impl Supervisor {
             self.spawn(index);
             self.next_restart();
         } else {
+            let ending = Ending::of(&status);
             let now = Instant::now();
-            slot.crashes
-                .retain(|t| now.duration_since(*t) < CRASH_LOOP_WINDOW);
-            // A worker replaced because a handler would not stop is not a
-            // crash of the worker: it does not count towards a crash loop.
-            if matches!(status, WaitStatus::Exited(_, EXIT_STUCK)) {
-                tracing::warn!(slot = index, "worker replaced after a handler would not stop");
-                slot.respawn_at = Some(now);
-                return;
+            let delay = slot.streak.ended(ending, slot.forked, now);
+            slot.respawn_at = Some(now + delay);
+            match ending {
+                Ending::Stuck => {
+                    tracing::warn!(slot = index, "worker replaced after a handler would not stop")
+                }
+                Ending::CannotStart => {
+                    tracing::error!(slot = index, ?delay, "worker could not start; trying again")
+                }
+                Ending::Killed | Ending::Crashed => {
+                    tracing::error!(slot = index, owner = %owner, ?delay, "worker {how}; starting a new one")
+                }
             }
-            slot.crashes.push(now);
-            let n = slot.crashes.len();
-            tracing::error!(slot = index, owner = %owner, "worker {how}");
-            if n >= CRASH_LOOP_LIMIT {
+            if !self.any_started && self.slots.iter().all(|s| s.streak.cannot_start()) {
                 tracing::error!(
-                    slot = index,
-                    "worker crashed {n} times within {CRASH_LOOP_WINDOW:?}; giving up"
+                    "workers cannot start: every slot failed {} times in a row (the reason is above); giving up",
+                    crate::supervisor::START_FAILURE_LIMIT
                 );
-                self.exit_code = EXIT_CRASH_LOOP;
-                self.begin_shutdown("crash loop");
-            } else {
-                let delay = RESPAWN_BASE.saturating_mul(1 << (n - 1).min(16)).min(RESPAWN_MAX);
-                slot.respawn_at = Some(now + delay);
+                self.exit_code = EXIT_WORKERS_CANNOT_START;
+                self.begin_shutdown("workers cannot start");
+            }
+        }
+    }
+
+    /// Notes the workers that said they started since the last look.
+    fn poll_started(&mut self) {
+        for slot in &mut self.slots {
+            if slot.started.as_mut().is_some_and(StartedReader::started) {
+                slot.started = None;
+                slot.streak.started();
+                self.any_started = true;
             }
         }
     }
@@ -418,6 +462,7 @@ impl Supervisor {
             for sig in pending {
                 self.on_signal(sig);
             }
+            self.poll_started();
             self.reap_children();
             let now = Instant::now();
             if !self.pending.is_empty() && now.duration_since(self.last_progress) >= PROGRESS_EVERY {

@@ -6,16 +6,11 @@ use crate::board::BoardSpec;
 use crate::error::{Error, Result};
 use crate::worker::WorkerConfig;
 
-/// Exit code when a worker slot keeps crashing (a crash loop).
-pub const EXIT_CRASH_LOOP: i32 = 5;
-/// Crashes of one slot within [`CRASH_LOOP_WINDOW`] that make a crash loop.
-pub const CRASH_LOOP_LIMIT: usize = 10;
-/// The window crash loops are counted in.
-pub const CRASH_LOOP_WINDOW: Duration = Duration::from_secs(60);
-/// First respawn delay after a crash; doubles with each crash in the window.
-pub const RESPAWN_BASE: Duration = Duration::from_millis(100);
-/// Longest respawn delay.
-pub const RESPAWN_MAX: Duration = Duration::from_secs(5);
+/// Exit code when workers cannot start at all: every slot failed to start
+/// [`START_FAILURE_LIMIT`](crate::supervisor::START_FAILURE_LIMIT) times in
+/// a row before any worker ever started (bad config, sandbox in use). Crashes
+/// of workers never make the supervisor exit.
+pub const EXIT_WORKERS_CANNOT_START: i32 = 5;
 /// Extra time after the grace before stragglers are killed.
 pub const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
 

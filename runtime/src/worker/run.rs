@@ -21,6 +21,10 @@ use crate::worker::sandbox::Sandbox;
 /// Exit code of a worker process whose handler would not stop (after a
 /// timeout or a lost lease): the supervisor starts a fresh one.
 pub const EXIT_STUCK: i32 = 70;
+/// Exit code of a worker process that could not start (bad config, board
+/// unreachable, sandbox taken): the supervisor backs off, and gives up only
+/// while no worker has ever started.
+pub const EXIT_CANNOT_START: i32 = 78;
 /// How long an interrupted handler has to stop before it counts as stuck.
 const STUCK_GRACE: Duration = Duration::from_secs(2);
 /// Pause after a failed claim (server unreachable) before the next try.
@@ -96,10 +100,17 @@ impl Signals {
     }
 }
 
-/// Runs one worker until it is drained or stopped by a signal. Builds its
-/// own runtimes: a single-threaded one for this loop and a multi-threaded
-/// one for handlers, so busy handlers cannot hold up the loop.
-pub fn run_worker(spec: BoardSpec, cfg: WorkerConfig, registry: Registry) -> Result<WorkerExit> {
+/// Runs one worker until it is drained or stopped by a signal; `started`
+/// is called once it has connected and is about to claim. Builds its own
+/// runtimes: a single-threaded one for this loop and a multi-threaded one
+/// for handlers, so busy handlers cannot hold up the loop. An error means
+/// it could not start.
+pub fn run_worker(
+    spec: BoardSpec,
+    cfg: WorkerConfig,
+    registry: Registry,
+    started: impl FnOnce(),
+) -> Result<WorkerExit> {
     cfg.validate()?;
     let threads = cfg
         .concurrency
@@ -122,6 +133,7 @@ pub fn run_worker(spec: BoardSpec, cfg: WorkerConfig, registry: Registry) -> Res
             // The supervisor blocks these across fork; handlers exist now.
             let _ = crate::supervisor::worker_signals().thread_unblock();
             let mut worker = Worker::start(spec, cfg, registry, handlers.handle().clone()).await?;
+            started();
             worker.run(signals).await
         },
         span,
