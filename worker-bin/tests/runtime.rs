@@ -120,8 +120,10 @@ async fn handler_past_its_timeout_is_stopped_retried_then_trashed() {
     let mut sup = Supervisor::start(&q, &["--workers", "1", "--timeout", "1"]);
     wait_state(&board, &q, &id, JobState::Trashed, 60).await;
     let info = board.show(&q, &id).await.unwrap();
-    let reason = info.reason.unwrap_or_default();
+    let reason = info.reason.clone().unwrap_or_default();
     assert!(reason.contains("timed out after 1s"), "{reason}");
+    // Seen: a handler that would not stop landed in the `error` group.
+    assert_eq!(info.group.as_deref(), Some("timeout"), "{info:?}");
     assert_eq!(info.attempts, 2);
     assert_eq!(
         runs(&board, &key).await[id.as_str()],
