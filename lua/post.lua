@@ -3,10 +3,10 @@
 --
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 notify channel, then per
---        job 9 values: job id, posting head, posting tail
+--        job 8 values: job id, posting head, posting tail
 --        (codec::posting_parts), priority (int), max attempts, delay ms
---        (0 = none), run-at ms since the epoch (0 = none), job name (kept
---        in the job hash for history after the posting is gone), extras
+--        on the server's clock (0 = none), job name (kept in the job hash
+--        for history after the posting is gone), extras
 --        (JSON or ''): tags, track, unique {key, ttl}, deps
 --        ["queue\nid", …]. At most 1000 jobs.
 -- Effects per job (prelude's post_job): INCR sequence; listings id = head
@@ -27,10 +27,10 @@ local created = oslo_datetime(s, us)
 local was_empty = redis.call('ZCARD', K_READY) == 0
 local wake = false
 local out = {'ok'}
-for i = 5, #ARGV - 8, 9 do
-  local extra = ARGV[i + 8] ~= '' and cjson.decode(ARGV[i + 8]) or nil
+for i = 5, #ARGV - 7, 8 do
+  local extra = ARGV[i + 7] ~= '' and cjson.decode(ARGV[i + 7]) or nil
   local status, value = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-    ARGV[i + 6], ARGV[i + 7], extra, created, now_ms)
+    ARGV[i + 6], extra, created, now_ms)
   wake = wake or status == 'scheduled' or (status == 'ready' and was_empty)
   out[#out + 1] = status
   out[#out + 1] = value

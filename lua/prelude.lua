@@ -467,7 +467,7 @@ local any_waiting = nil
 -- 'bad_dependency') and a value (sequence, existing id or the bad
 -- dependency). A job without dependencies costs taskflow's INCR and
 -- HSETNX (which is also the existence check) plus the index and history.
-local function post_job(id, head, tail, prio, max, delay, run_at, name, extra, created, now_ms)
+local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms)
   if any_waiting == nil then any_waiting = redis.call('ZCARD', K_WAITING) > 0 end
   if any_waiting and redis.call('ZSCORE', K_WAITING, id) then return 'exists', 0 end
   extra = extra or {}
@@ -499,8 +499,7 @@ local function post_job(id, head, tail, prio, max, delay, run_at, name, extra, c
     forget_job(id)
     redis.call('ZREM', K_COMPLETED, id)
   end
-  run_at = tonumber(run_at)
-  if tonumber(delay) > 0 then run_at = now_ms + tonumber(delay) end
+  local run_at = now_ms + tonumber(delay)
   local fields = {'name', name, 'prio', prio, 'seq', seq, 'max', max, 'attempts', 0, 'token', 0, 'posted', now_ms}
   local status
   if waits then

@@ -22,7 +22,7 @@ local created = oslo_datetime(s, us)
 local extra = t[5] and {tags = cjson.decode(t[5])} or nil
 local posted = 0
 for i = 7, #ARGV - 2, 3 do
-  local status = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], t[3], t[4], 0, 0, t[2], extra, created, now_ms)
+  local status = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], t[3], t[4], 0, t[2], extra, created, now_ms)
   if status == 'ready' then posted = posted + 1 end
 end
 redis.call('HSET', tpl, 'next', next_slot)

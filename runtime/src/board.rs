@@ -218,6 +218,15 @@ impl BoardSpec {
     }
 }
 
+macro_rules! dispatch {
+    ($self:ident, $b:ident => $call:expr) => {
+        match $self {
+            AnyBoard::Redis($b) => $call.await,
+            AnyBoard::ZooKeeper($b) => $call.await,
+        }
+    };
+}
+
 /// A board of any backend (dispatch through an enum, not a trait object).
 // A board is made once per process and shared by reference or cheap clone,
 // so the Redis variant's size does not matter.
@@ -231,6 +240,12 @@ pub enum AnyBoard {
 }
 
 impl AnyBoard {
+    /// The server's clock, in ms since the epoch: what leases, schedules
+    /// and worker liveness are measured on (never a host's clock).
+    pub async fn server_ms(&self) -> Result<i64> {
+        dispatch!(self, b => b.server_ms())
+    }
+
     /// The Redis board, when this is one.
     pub fn as_redis(&self) -> Option<&RedisBoard> {
         match self {
@@ -238,15 +253,6 @@ impl AnyBoard {
             AnyBoard::ZooKeeper(_) => None,
         }
     }
-}
-
-macro_rules! dispatch {
-    ($self:ident, $b:ident => $call:expr) => {
-        match $self {
-            AnyBoard::Redis($b) => $call.await,
-            AnyBoard::ZooKeeper($b) => $call.await,
-        }
-    };
 }
 
 impl Board for AnyBoard {

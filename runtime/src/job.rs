@@ -113,7 +113,9 @@ impl Priority {
     }
 }
 
-/// When a newly posted job becomes claimable.
+/// When a newly posted job becomes claimable. Boards schedule on the
+/// server's clock, never the posting host's: a host whose clock is off
+/// does not make jobs run early or late.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RunAt {
     /// At once.
@@ -121,8 +123,52 @@ pub enum RunAt {
     Now,
     /// After this delay, measured on the server's clock.
     After(Duration),
-    /// At this wall-clock time.
+    /// At this wall-clock time as this host's clock reads it: the job runs
+    /// once the time between now and then has passed on the server's clock
+    /// (a time in the past runs at once).
     At(SystemTime),
+}
+
+impl RunAt {
+    /// How long after the post (on the server's clock) the job becomes
+    /// claimable.
+    pub fn delay(self) -> Duration {
+        self.delay_from(SystemTime::now())
+    }
+
+    /// [`delay`](RunAt::delay) on a host whose clock reads `now`.
+    fn delay_from(self, now: SystemTime) -> Duration {
+        match self {
+            RunAt::Now => Duration::ZERO,
+            RunAt::After(d) => d,
+            RunAt::At(t) => t.duration_since(now).unwrap_or(Duration::ZERO),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seen: `run_at` was sent as this host's epoch time, so a host whose
+    /// clock ran an hour behind posted jobs that ran at once. The board now
+    /// gets the time left, which is the same whatever the host's clock.
+    #[test]
+    fn a_wall_clock_time_becomes_the_time_left_on_this_hosts_clock() {
+        let real = SystemTime::now();
+        let an_hour_behind = real - Duration::from_secs(3600);
+        let in_five = RunAt::At(an_hour_behind + Duration::from_secs(5));
+        assert_eq!(in_five.delay_from(an_hour_behind), Duration::from_secs(5));
+        assert_eq!(
+            RunAt::At(real - Duration::from_secs(1)).delay_from(real),
+            Duration::ZERO
+        );
+        assert_eq!(
+            RunAt::After(Duration::from_secs(7)).delay_from(real),
+            Duration::from_secs(7)
+        );
+        assert_eq!(RunAt::Now.delay_from(real), Duration::ZERO);
+    }
 }
 
 /// Default number of tries before a failing job is trashed.

@@ -289,7 +289,7 @@ async fn workers(board: &AnyBoard, json: bool) -> Result<()> {
     } else if list.is_empty() {
         println!("no live workers");
     } else {
-        let now = crate::worker::now_ms();
+        let now = board.server_ms().await?.max(0) as u64;
         for w in list {
             println!(
                 "{:<40} slot {:<3} pid {:<7} queues {:<20} jobs {:<3} beat {:.1}s ago",

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use crate::board::{validate_claim, Board, ReapReport, MAX_CLAIM_COUNT};
 use crate::codec::args_of;
@@ -10,7 +10,7 @@ use crate::codec::details_of;
 use crate::codec::{decode_posting, posting_parts, Posting};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{
-    Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority, RunAt,
+    Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority,
     DEFAULT_MAX_ATTEMPTS,
 };
 use crate::redis::connect::{connect, Connection};
@@ -421,8 +421,8 @@ struct Prepared {
     /// this very post, retried after a dropped connection.
     generated: bool,
     parts: crate::codec::PostingParts,
+    /// How long after the post (server clock) it becomes claimable.
     delay: Duration,
-    run_at_ms: u64,
     /// Tags, tracking, unique key and dependencies as JSON ('' for none).
     extra: String,
 }
@@ -432,22 +432,11 @@ impl Prepared {
         job.validate()?;
         let id = job.id.clone().unwrap_or_else(JobId::random);
         let parts = posting_parts(id.as_str(), &job.name, job.priority, &details_of(&job.args), None);
-        let (delay, run_at_ms) = match job.run_at {
-            RunAt::Now => (Duration::ZERO, 0),
-            RunAt::After(d) => (d, 0),
-            RunAt::At(t) => (
-                Duration::ZERO,
-                t.duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_millis() as u64)
-                    .unwrap_or(0),
-            ),
-        };
         Ok(Prepared {
             id,
             generated: job.id.is_none(),
             parts,
-            delay,
-            run_at_ms,
+            delay: job.run_at.delay(),
             extra: post_extra(job, queue)?,
         })
     }
@@ -461,7 +450,6 @@ impl Prepared {
             priority: job.priority.0,
             max_attempts: job.max_attempts,
             delay: self.delay,
-            run_at_ms: self.run_at_ms,
             extra: &self.extra,
         }
     }

@@ -153,8 +153,8 @@ fn text(t: &Template, field: &str) -> String {
 }
 
 impl RedisBoard {
-    /// The server's clock, in ms since the epoch.
-    pub(crate) async fn server_ms(&self) -> Result<i64> {
+    /// The server's clock, in ms since the epoch (`TIME`).
+    pub async fn server_ms(&self) -> Result<i64> {
         let (secs, micros): (i64, i64) = self.conn.query(&redis::cmd("TIME")).await?;
         Ok(secs * 1000 + micros / 1000)
     }

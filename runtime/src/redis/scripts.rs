@@ -136,8 +136,8 @@ pub(crate) struct PostArgs<'a> {
     pub tail: &'a [u8],
     pub priority: i32,
     pub max_attempts: u32,
+    /// How long after the post (server clock) it becomes claimable.
     pub delay: Duration,
-    pub run_at_ms: u64,
     /// Tags, tracking, unique key and dependencies as JSON ('' for none).
     pub extra: &'a str,
 }
@@ -175,7 +175,6 @@ fn post_invocation<'s>(keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> ScriptInvocat
             .arg(a.priority)
             .arg(a.max_attempts)
             .arg(millis(a.delay))
-            .arg(a.run_at_ms)
             .arg(a.name)
             .arg(a.extra);
     }

@@ -204,9 +204,8 @@ fn beat_thread(
                 }
             }
             if let Some(b) = &board {
-                info.beat_ms = presence::now_ms();
                 info.jobs = snapshot.iter().map(|(k, _, _)| k.0 .0.clone()).collect();
-                if let Err(e) = presence::record(b, &info).await {
+                if let Err(e) = presence::record(b, &mut info).await {
                     tracing::debug!(error = %e, "cannot record worker presence");
                 }
             }

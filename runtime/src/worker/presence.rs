@@ -1,9 +1,9 @@
 //! The worker registry: each worker records who and where it is, what it
 //! runs and when it last beat: in `<prefix>:workers` on Redis (stale
 //! entries are dropped when listed), as taskflow's ephemeral conductor
-//! entities on ZooKeeper (gone with the worker's session).
-
-use std::time::{SystemTime, UNIX_EPOCH};
+//! entities on ZooKeeper (gone with the worker's session). Beats and
+//! liveness are on the server's clock, so hosts whose clocks disagree
+//! neither hide live workers nor keep dead ones.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,9 +24,10 @@ pub struct WorkerInfo {
     pub slot: usize,
     /// Queues it serves, in order.
     pub queues: Vec<String>,
-    /// Start time (ms since the epoch).
+    /// Start time (ms since the epoch, server clock; set by the first
+    /// beat).
     pub started_ms: u64,
-    /// Last heartbeat (ms since the epoch).
+    /// Last heartbeat (ms since the epoch, server clock).
     pub beat_ms: u64,
     /// The entry is stale once `beat_ms + ttl_ms` has passed.
     pub ttl_ms: u64,
@@ -34,16 +35,13 @@ pub struct WorkerInfo {
     pub jobs: Vec<String>,
 }
 
-/// Milliseconds since the epoch on this host.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// Writes (or refreshes) a worker's entry.
-pub(crate) async fn record(board: &AnyBoard, info: &WorkerInfo) -> Result<()> {
+/// Writes (or refreshes) a worker's entry, stamped with the server's time.
+pub(crate) async fn record(board: &AnyBoard, info: &mut WorkerInfo) -> Result<()> {
+    info.beat_ms = board.server_ms().await?.max(0) as u64;
+    if info.started_ms == 0 {
+        info.started_ms = info.beat_ms;
+    }
+    let info = &*info;
     let board = match board {
         AnyBoard::Redis(b) => b,
         AnyBoard::ZooKeeper(zk) => {
@@ -97,7 +95,7 @@ pub async fn list_workers(board: &AnyBoard) -> Result<Vec<WorkerInfo>> {
 async fn list_redis_workers(board: &RedisBoard) -> Result<Vec<WorkerInfo>> {
     let key = board.options().workers_key();
     let all: Vec<(String, String)> = board.conn.query(redis::cmd("HGETALL").arg(&key)).await?;
-    let now = now_ms();
+    let now = board.server_ms().await?.max(0) as u64;
     let mut live = Vec::new();
     for (owner, json) in all {
         match serde_json::from_str::<WorkerInfo>(&json) {

@@ -15,7 +15,7 @@ use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
 use crate::worker::heartbeat::{key_of, LeaseKey, Lost};
 use crate::worker::job::{panic_text, settle, Interrupt, Outcome, Reporter, Running, Settle};
-use crate::worker::presence::{self, WorkerInfo};
+use crate::worker::presence::WorkerInfo;
 use crate::worker::sandbox::Sandbox;
 
 /// Exit code of a worker process whose handler would not stop (after a
@@ -199,8 +199,8 @@ impl Worker {
             pid: std::process::id(),
             slot: cfg.slot,
             queues: cfg.queues.clone(),
-            started_ms: presence::now_ms(),
-            beat_ms: presence::now_ms(),
+            started_ms: 0,
+            beat_ms: 0,
             ttl_ms: (cfg.beat() * 3).as_millis() as u64,
             jobs: Vec::new(),
         };

@@ -136,6 +136,12 @@ impl ZooKeeperBoard {
         self.inner.session.clock.now_ms()
     }
 
+    /// The server's clock, in ms since the epoch, as well as this board
+    /// knows it (learnt from the times of the znodes it writes).
+    pub async fn server_ms(&self) -> Result<i64> {
+        Ok(self.now_ms())
+    }
+
     /// Runs a read, once more on an error that is not a server verdict
     /// (connection lost, session ended); the inner result carries the
     /// server's verdict (e.g. `NoNode`) for the caller to interpret.

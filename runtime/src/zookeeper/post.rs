@@ -2,13 +2,11 @@
 //! refuses a duplicate id), its delayed entry when it runs later, and the
 //! persistent sequential job znode with taskflow's JSON posting.
 
-use std::time::UNIX_EPOCH;
-
 use zookeeper_client as zk;
 
 use crate::codec::details_of;
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::{JobId, NewJob, RunAt};
+use crate::job::{JobId, NewJob};
 use crate::zookeeper::cache::Known;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
@@ -53,14 +51,7 @@ impl ZooKeeperBoard {
         })?;
         self.ensure_queue(&paths).await?;
         let now = self.now_ms();
-        let run_at = match job.run_at {
-            RunAt::Now => 0,
-            RunAt::After(d) => now.saturating_add(d.as_millis() as i64),
-            RunAt::At(t) => t
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis() as i64)
-                .unwrap_or(0),
-        };
+        let run_at = now.saturating_add(job.run_at.delay().as_millis() as i64);
         let record = JobRecord {
             name: job.name.clone(),
             priority: job.priority.0,

@@ -43,6 +43,17 @@ impl Supervisor {
 
     /// Starts on the board given by `board` (e.g. `["--zookeeper", …]`).
     pub fn start_on(board: &[&str], queues: &str, args: &[&str], workdir: Option<PathBuf>) -> Supervisor {
+        Self::start_with_env(board, queues, args, workdir, &[])
+    }
+
+    /// [`Supervisor::start_on`] with extra environment variables.
+    pub fn start_with_env(
+        board: &[&str],
+        queues: &str,
+        args: &[&str],
+        workdir: Option<PathBuf>,
+        env: &[(&str, &str)],
+    ) -> Supervisor {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("jobworker.log");
         let workdir = workdir.unwrap_or_else(|| dir.path().join("work"));
@@ -54,6 +65,7 @@ impl Supervisor {
             .env("RUST_LOG", "info")
             .env_remove("JOBWORKER_REDIS_URL")
             .env_remove("JOBWORKER_ZOOKEEPER")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
