@@ -34,7 +34,10 @@
 //! and `reap` recover locks whose deadline passed (delete the lock, count an
 //! attempt, trash the job once its attempts are used up) and never touch a
 //! lock without a deadline (taskflow's claims, which live as long as their
-//! session). Deadlines and retry times are on the server's clock, estimated
+//! session). Every recovery and every end of a claim rewrites the job's
+//! record at the version read, and extends check it too, so a lock made
+//! again after a recovery (version 0, like the one recovered) is never
+//! taken for the old one by a late recoverer or a stale holder. Deadlines and retry times are on the server's clock, estimated
 //! from the mtime of the znodes the board writes. A claim also ends with
 //! the session that made it, as in taskflow.
 //!

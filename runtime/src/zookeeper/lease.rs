@@ -165,14 +165,9 @@ impl ZooKeeperBoard {
             body.lease_ms = Some(lease_ms);
             let client = self.client(&what).await?;
             let sent = local_ms();
-            let set = client.set_data(
-                &paths.lock(&held.znode),
-                &body.to_bytes(),
-                Some(held.lock_stat.version),
-            );
-            match set.await {
-                Ok(stat) => {
-                    self.session().clock.sample(stat.mtime, sent, local_ms());
+            match self.set_lock(&client, &paths, &held, &body).await {
+                Ok(mtime) => {
+                    self.session().clock.sample(mtime, sent, local_ms());
                     self.inner
                         .cache
                         .saw_lock(&paths.queue, &held.znode, body.deadline_ms);
@@ -188,6 +183,39 @@ impl ZooKeeperBoard {
             }
         }
         Err(self.keeps_changing(&what))
+    }
+
+    /// Writes `body` to the lock of `held`, at the lock's version read and,
+    /// when the job has a record, only if the record is unchanged too: a
+    /// recovery of the lease rewrites the record, and a lock made again
+    /// since has the same version as the one read. Returns the write's
+    /// server time (ms; 0 when unknown).
+    async fn set_lock(
+        &self,
+        client: &zk::Client,
+        paths: &QueuePaths,
+        held: &Held,
+        body: &LockBody,
+    ) -> Result<i64, zk::Error> {
+        let lock = paths.lock(&held.znode);
+        let version = Some(held.lock_stat.version);
+        let Some((_, record_version)) = &held.record else {
+            return client
+                .set_data(&lock, &body.to_bytes(), version)
+                .await
+                .map(|s| s.mtime);
+        };
+        let mut w = client.new_check_writer(&paths.record(&held.uuid), Some(*record_version))?;
+        w.add_set_data(&lock, &body.to_bytes(), version)?;
+        match w.commit().await {
+            Ok(results) => Ok(match results.first() {
+                Some(zk::MultiWriteResult::SetData { stat }) => stat.mtime,
+                _ => 0,
+            }),
+            Err(zk::CheckWriteError::CheckFailed { .. }) => Err(zk::Error::BadVersion),
+            Err(zk::CheckWriteError::OperationFailed { source, .. }) => Err(source),
+            Err(zk::CheckWriteError::RequestFailed { source }) => Err(source),
+        }
     }
 
     /// consume: deletes lock and job; the record says completed (with a

@@ -154,7 +154,9 @@ impl ZooKeeperBoard {
         let owner = body.owner.as_deref().unwrap_or("an unnamed owner");
         let reason = format!("stalled: lease of {owner} expired");
         tracing::warn!(job = %k.uuid, queue = %paths.queue, owner, "recovering an expired lease");
-        self.take_back(paths, k, lock_stat, &reason).await
+        let now = self.now_ms();
+        let expired = |b: &LockBody| b.deadline_ms.is_some_and(|d| d <= now);
+        self.take_back(paths, k, lock_stat, expired, &reason).await
     }
 
     /// Gives back every claim `owner` holds in `queue` (a dead worker's),
@@ -176,10 +178,11 @@ impl ZooKeeperBoard {
         let (mut back, mut trashed) = (0, 0);
         for (k, lock) in locked.into_iter().zip(locks) {
             let Some((data, stat)) = lock else { continue };
-            if LockBody::parse(&data).owner.as_deref() != Some(owner) {
+            let owned = |b: &LockBody| b.owner.as_deref() == Some(owner);
+            if !owned(&LockBody::parse(&data)) {
                 continue;
             }
-            match self.take_back(&paths, k, &stat, &reason).await? {
+            match self.take_back(&paths, k, &stat, owned, &reason).await? {
                 Stall::Back => back += 1,
                 Stall::Trashed => trashed += 1,
                 Stall::Skipped => {}
@@ -188,14 +191,25 @@ impl ZooKeeperBoard {
         Ok((back, trashed))
     }
 
-    /// Deletes the lock of `k` (if it is still the one read, `lock_stat`)
-    /// and counts an attempt with `reason`, or trashes the job when its
-    /// attempts are used up, in one transaction.
+    /// Deletes the lock of `k` (if it is still the very lock read,
+    /// `lock_stat`, and its body still passes `still`) and counts an attempt
+    /// with `reason`, or trashes the job when its attempts are used up, in
+    /// one transaction.
+    ///
+    /// Two claimers may recover the same lease at once. A lock made again
+    /// after a recovery has version 0 like the one recovered, so the
+    /// transaction's version check cannot tell them apart; the job's record
+    /// can: every recovery rewrites it (at the version read). So the record
+    /// is read before the lock, and the transaction writes the record at
+    /// that version: a recovery that landed after our record read fails
+    /// ours; one that landed before it deleted the lock, so our lock read
+    /// finds it gone, or finds the new claim's lock (another creation zxid).
     async fn take_back(
         &self,
         paths: &QueuePaths,
         k: &Known,
         lock_stat: &zk::Stat,
+        still: impl Fn(&LockBody) -> bool,
         reason: &str,
     ) -> Result<Stall> {
         let what = format!(
@@ -209,6 +223,19 @@ impl ZooKeeperBoard {
                 Some((r, v)) => (r, Some(v)),
                 None => (fresh_record(k, self.inner.opts.default_max_attempts), None),
             };
+            let lock_path = paths.lock(&k.znode);
+            let lock = self
+                .read(&what, |client| {
+                    let lock_path = lock_path.clone();
+                    async move { client.get_data(&lock_path).await }
+                })
+                .await?;
+            let lock_stat = match lock {
+                Ok((data, stat)) if stat.czxid == lock_stat.czxid && still(&LockBody::parse(&data)) => stat,
+                Ok(_) | Err(zk::Error::NoNode) => return Ok(Stall::Skipped),
+                Err(e) => return Err(self.session().error(&what, &e)),
+            };
+            let lock_stat = &lock_stat;
             record.job = Some(k.znode.clone());
             record.attempts += 1;
             record.token = lock_stat.czxid as u64;
