@@ -1,13 +1,13 @@
 -- claim.lua: claims up to N ready jobs in order (priority, then FIFO),
 -- first promoting due scheduled jobs, recovering expired leases and
--- pruning the completed history. A paused queue hands out nothing; a
+-- pruning the completed history and the trash. A paused queue hands out nothing; a
 -- queue with a concurrency limit hands out at most limit − held leases.
 --
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string, 5 expiry ms
 --        (> 0), 6 count (1..1000), 7 '1' when the claimer holds no job now
 --        (may take a suspect), 8 history count limit, 9 history age limit
---        ms.
+--        ms, 10 trash count limit, 11 trash age limit ms.
 -- Effects per claimed job: SET NS:<id>.owned owner PX expiry NX (the NX is
 --        the check that nobody, e.g. taskflow, holds it), SET
 --        NS:<id>.last_modified = datetime(TIME), fencing token + 1, lease
@@ -31,6 +31,7 @@ local s, us, now_ms = now()
 promote(now_ms)
 recover(s, us, now_ms)
 prune_history(tonumber(ARGV[8]), tonumber(ARGV[9]), now_ms, count + 4)
+prune_trash(tonumber(ARGV[10]), tonumber(ARGV[11]), now_ms, 4)
 local settings = redis.call('HMGET', K_QUEUE, 'paused', 'limit')
 if settings[1] == '1' then count = 0 end
 local limit = tonumber(settings[2] or 0)

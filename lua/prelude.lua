@@ -6,7 +6,7 @@ local K_LISTINGS, K_SEQUENCE, K_TRASH = KEYS[1], KEYS[2], KEYS[3]
 local K_READY, K_SCHEDULED, K_LEASES = KEYS[4], KEYS[5], KEYS[6]
 local K_COMPLETED, K_QUARANTINE, K_QREASON = KEYS[7], KEYS[8], KEYS[9]
 local K_WAITING, K_QUEUE, K_TAGS, K_FAILED = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
-local K_RECURRING, K_OUTBOX, K_TRACKED = KEYS[14], KEYS[15], KEYS[16]
+local K_RECURRING, K_OUTBOX, K_TRACKED, K_TRASHED = KEYS[14], KEYS[15], KEYS[16], KEYS[17]
 local NS, QUEUE, EVENTS = ARGV[1], ARGV[2], ARGV[3]
 
 -- Lease-recovery batch and the re-check delay of claims held without an
@@ -213,6 +213,50 @@ local function forget_job(id)
   redis.call('DEL', job_key(id), history_key(id), deps_key(id), dependents_key(id))
 end
 
+-- Takes a job out of its failure group and the trash's retention index
+-- (retry and purge).
+local function unfail(id)
+  local group = redis.call('HGET', job_key(id), 'group')
+  if group then
+    redis.call('ZREM', failed_key(group), id)
+    if tonumber(redis.call('ZINCRBY', K_FAILED, -1, group)) <= 0 then redis.call('ZREM', K_FAILED, group) end
+  end
+  redis.call('ZREM', K_TRASHED, id)
+end
+
+-- Deletes a trashed job for good: taskflow's trash entry and every piece
+-- of jobworker state. False when it is not in the trash.
+local function purge_trashed(id)
+  if redis.call('HDEL', K_TRASH, id) == 0 then
+    redis.call('ZREM', K_TRASHED, id)
+    return false
+  end
+  unfail(id)
+  redis.call('DEL', modified_key(id))
+  forget_job(id)
+  return true
+end
+
+-- Drops trashed jobs beyond the trash's count or age (at most `budget` per
+-- call, oldest first, so the cost stays bounded). Only jobs that are still
+-- trashed go; an index entry of a job that lives again is dropped alone.
+local function prune_trash(keep, max_age, now_ms, budget)
+  local old = redis.call('ZRANGEBYSCORE', K_TRASHED, '-inf', now_ms - max_age, 'LIMIT', 0, budget)
+  local excess = redis.call('ZCARD', K_TRASHED) - keep - #old
+  if excess > 0 then
+    for _, id in ipairs(redis.call('ZRANGE', K_TRASHED, #old, #old + math.min(excess, budget) - 1)) do
+      old[#old + 1] = id
+    end
+  end
+  for _, id in ipairs(old) do
+    if redis.call('HGET', job_key(id), 'state') == 'trashed' then
+      purge_trashed(id)
+    else
+      redis.call('ZREM', K_TRASHED, id)
+    end
+  end
+end
+
 -- The failure group of a reason: its leading "kind:" word(s), e.g.
 -- "stalled", "fatal", "poison-pill"; "error" when there is none.
 local function group_of(reason)
@@ -361,6 +405,7 @@ local function trash_job(id, reason, s, us, now_ms)
   redis.call('HDEL', job_key(id), 'owner')
   redis.call('ZADD', failed_key(group), now_ms, id)
   redis.call('ZINCRBY', K_FAILED, 1, group)
+  redis.call('ZADD', K_TRASHED, now_ms, id)
   count_stat('failed', now_ms)
   record(id, now_ms, 'trashed', {group = group, reason = reason})
 end
@@ -495,7 +540,12 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
   if unique then redis.call('SET', NS .. 'jw.unique.' .. unique.key, id, 'PX', unique.ttl) end
   local job = job_key(id)
   if redis.call('EXISTS', job) == 1 then
-    -- The id of a finished job, posted again: a new life.
+    -- The id of a finished job, posted again: a new life (out of the
+    -- history, or out of the trash and its failure group).
+    if redis.call('HGET', job, 'state') == 'trashed' then
+      unfail(id)
+      redis.call('HDEL', K_TRASH, id)
+    end
     forget_job(id)
     redis.call('ZREM', K_COMPLETED, id)
   end

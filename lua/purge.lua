@@ -7,18 +7,6 @@
 
 local out = {'ok'}
 for i = 4, #ARGV do
-  local id = ARGV[i]
-  if redis.call('HDEL', K_TRASH, id) == 0 then
-    out[#out + 1] = 'not_found'
-  else
-    local group = redis.call('HGET', job_key(id), 'group')
-    if group then
-      redis.call('ZREM', failed_key(group), id)
-      if tonumber(redis.call('ZINCRBY', K_FAILED, -1, group)) <= 0 then redis.call('ZREM', K_FAILED, group) end
-    end
-    redis.call('DEL', modified_key(id))
-    forget_job(id)
-    out[#out + 1] = 'ok'
-  end
+  out[#out + 1] = purge_trashed(ARGV[i]) and 'ok' or 'not_found'
 end
 return out

@@ -18,10 +18,7 @@ for i = 4, #ARGV do
     out[#out + 1] = 'not_found'
   else
     local group = redis.call('HGET', job, 'group')
-    if group then
-      redis.call('ZREM', failed_key(group), id)
-      if tonumber(redis.call('ZINCRBY', K_FAILED, -1, group)) <= 0 then redis.call('ZREM', K_FAILED, group) end
-    end
+    unfail(id)
     redis.call('HDEL', K_TRASH, id)
     redis.call('HSET', K_LISTINGS, id, posting)
     redis.call('HSET', job, 'attempts', 0)

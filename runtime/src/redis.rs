@@ -16,7 +16,10 @@ mod wait;
 
 pub use crate::board::MAX_CLAIM_COUNT;
 pub use admin::{FailureGroup, QueueSettings, CONFIG_KEYS};
-pub use board::{RedisBoard, RedisOptions};
+pub use board::{
+    RedisBoard, RedisOptions, DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_COUNT, DEFAULT_TRASH_AGE,
+    DEFAULT_TRASH_COUNT,
+};
 pub use connect::MIN_REDIS_VERSION;
 pub use keys::{QueueKeys, DEFAULT_PREFIX};
 pub use recurring::{RecurringInfo, RecurringJob, DEFAULT_BACKLOG};

@@ -61,6 +61,7 @@ mod posting;
 mod read;
 mod record;
 mod recover;
+mod retention;
 mod session;
 mod wait;
 

@@ -134,6 +134,70 @@ mod zookeeper_only {
         assert_eq!(board.state(&q, &ids[3]).await.unwrap(), JobState::Completed);
     }
 
+    /// A board of the conformance root whose trash is kept to `count` jobs
+    /// and `age`.
+    async fn trash_bound_board(count: usize, age: Duration) -> ZooKeeperBoard {
+        let mut opts = ZooKeeperOptions::new(format!("{}/conformance", shared_zookeeper().connect_string()));
+        opts.trash_count = count;
+        opts.trash_age = age;
+        ZooKeeperBoard::connect(opts).await.unwrap()
+    }
+
+    /// Trashes `n` jobs one by one (their trash times in order).
+    async fn trash_jobs(board: &ZooKeeperBoard, q: &str, n: usize) -> Vec<jobworker::JobId> {
+        let mut ids = Vec::new();
+        for _ in 0..n {
+            ids.push(board.post(q, NewJob::new("dead")).await.unwrap());
+            let c = board.claim(&[q], "w", LONG, 1).await.unwrap().remove(0);
+            board.trash(&c.lease, "fatal: gone").await.unwrap();
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+        ids
+    }
+
+    /// Seen: the trash (dead letter) grew forever. A prune keeps the newest
+    /// `trash_count`, and drops their records with them.
+    #[tokio::test]
+    async fn the_trash_is_kept_to_its_count_oldest_first() {
+        let q = unique_queue("trash-count");
+        let ids = trash_jobs(&trash_bound_board(3, Duration::from_secs(3600)).await, &q, 5).await;
+        // A fresh board prunes at its first reap.
+        let board = trash_bound_board(3, Duration::from_secs(3600)).await;
+        board.reap(&q).await.unwrap();
+        let kept: Vec<String> = board
+            .list(&q, ListFilter::State(JobState::Trashed), Page::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|j| j.id)
+            .collect();
+        let mut newest: Vec<String> = ids[2..].iter().map(|i| i.0.clone()).collect();
+        let mut kept_sorted = kept.clone();
+        newest.sort();
+        kept_sorted.sort();
+        assert_eq!(kept_sorted, newest, "the three newest are kept");
+        for id in &ids[..2] {
+            let e = board.state(&q, id).await.unwrap_err();
+            assert!(e.is_not_found(), "{id} pruned with its record: {e}");
+        }
+    }
+
+    /// Trashed jobs older than `trash_age` go at the next prune.
+    #[tokio::test]
+    async fn the_trash_is_kept_to_its_age() {
+        let q = unique_queue("trash-age");
+        let ids = trash_jobs(&trash_bound_board(100, Duration::from_millis(300)).await, &q, 2).await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let board = trash_bound_board(100, Duration::from_millis(300)).await;
+        board.reap(&q).await.unwrap();
+        let left = board
+            .list(&q, ListFilter::State(JobState::Trashed), Page::default())
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "{left:?}");
+        assert!(board.state(&q, &ids[0]).await.unwrap_err().is_not_found());
+    }
+
     /// wait also wakes on timers: when a delayed job falls due and when a
     /// lease expires (without any change on the server).
     #[tokio::test(flavor = "multi_thread")]

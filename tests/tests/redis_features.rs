@@ -996,6 +996,65 @@ async fn trashed(b: &RedisBoard, q: &str, name: &str, n: usize, reason: &str) ->
     ids
 }
 
+/// A board on the shared server with the trash kept to `count` jobs and
+/// `age`.
+async fn trash_bound_board(count: usize, age: Duration) -> RedisBoard {
+    let mut opts = RedisOptions::new(shared_redis().url());
+    opts.trash_count = count;
+    opts.trash_age = age;
+    RedisBoard::with_options(opts).await.unwrap()
+}
+
+/// Seen: the trash (dead letter) grew forever. Now claims prune it to its
+/// count, oldest first, keeping the failure groups' counts right.
+#[tokio::test]
+async fn the_trash_is_kept_to_its_count_oldest_first() {
+    let b = trash_bound_board(5, jobworker::redis::DEFAULT_TRASH_AGE).await;
+    let q = unique_queue("trash-count");
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        // One at a time, a few ms apart: their trash times (ms) differ.
+        ids.extend(trashed(&b, &q, "dead", 1, "fatal: gone").await);
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    for _ in 0..3 {
+        claim(&b, &q, 1).await;
+    }
+    let kept = ids_in(&b, &q, JobState::Trashed).await;
+    assert_eq!(
+        kept,
+        ids[3..].iter().cloned().collect::<BTreeSet<_>>(),
+        "the 5 newest stay"
+    );
+    for id in &ids[..3] {
+        let e = b.state(&q, id).await.unwrap_err();
+        assert!(e.is_not_found(), "{id} pruned: {e}");
+    }
+    let groups = b.failed(&q).await.unwrap();
+    assert_eq!(groups.iter().map(|g| g.count).sum::<u64>(), 5, "{groups:?}");
+    let trash_len: usize = b.connection().hlen(b.keys(&q).unwrap().trash()).await.unwrap();
+    assert_eq!(trash_len, 5, "taskflow's trash holds the 5 kept");
+}
+
+/// Trashed jobs older than the trash's age go, and a trashed job's id
+/// posted again (a new life) is not pruned with its old entry.
+#[tokio::test]
+async fn the_trash_is_kept_to_its_age_and_spares_a_reposted_id() {
+    let b = trash_bound_board(jobworker::redis::DEFAULT_TRASH_COUNT, Duration::from_millis(300)).await;
+    let q = unique_queue("trash-age");
+    let old = trashed(&b, &q, "dead", 3, "fatal: gone").await;
+    let reposted = b.post(&q, NewJob::new("again").id(old[0].clone())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    claim(&b, &q, 1).await.into_iter().for_each(drop);
+    assert!(ids_in(&b, &q, JobState::Trashed).await.is_empty());
+    assert!(b.failed(&q).await.unwrap().is_empty());
+    assert_eq!(
+        b.show(&q, &reposted).await.unwrap().name,
+        "again",
+        "the new life is kept"
+    );
+}
+
 #[tokio::test]
 async fn retry_one_job_resets_its_attempts() {
     let b = board().await;

@@ -207,7 +207,8 @@ pub enum ConfigCommand {
     },
     /// Store a value.
     Set {
-        /// The key (expiry, grace, history-count, history-age).
+        /// The key (expiry, grace, history-count, history-age, trash-count,
+        /// trash-age).
         key: String,
         /// The value (seconds for durations).
         #[arg(allow_hyphen_values = true)]

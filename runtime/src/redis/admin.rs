@@ -441,12 +441,15 @@ fn count(v: &str) -> std::result::Result<(), String> {
 /// they start (a command-line flag, or an option changed from its default
 /// in code, wins): `expiry` and `grace` (seconds: lease length, drain
 /// time on TERM), `history-count` and `history-age` (completed jobs kept;
-/// age in seconds).
+/// age in seconds), `trash-count` and `trash-age` (trashed jobs kept, the
+/// dead letter; age in seconds).
 pub const CONFIG_KEYS: &[(&str, Check)] = &[
     ("expiry", seconds),
     ("grace", seconds),
     ("history-count", count),
     ("history-age", seconds),
+    ("trash-count", count),
+    ("trash-age", seconds),
 ];
 
 fn rev_range(key: &str, page: Page) -> redis::Cmd {

@@ -24,6 +24,11 @@ use crate::redis::wait::Waiter;
 pub const DEFAULT_HISTORY_COUNT: usize = 50_000;
 /// How long completed jobs are kept by default.
 pub const DEFAULT_HISTORY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Default count of trashed jobs kept per queue (Sidekiq's dead set keeps
+/// 10,000).
+pub const DEFAULT_TRASH_COUNT: usize = 10_000;
+/// Default time trashed jobs are kept (Sidekiq's dead set: six months).
+pub const DEFAULT_TRASH_AGE: Duration = Duration::from_secs(180 * 24 * 3600);
 /// Listing entries examined per call when looking for jobs posted by
 /// taskflow that are not indexed yet.
 const INDEX_SCAN_BUDGET: usize = 2000;
@@ -43,6 +48,10 @@ pub struct RedisOptions {
     pub history_count: usize,
     /// How long completed jobs are kept.
     pub history_age: Duration,
+    /// Trashed jobs (the dead letter) kept per queue; the oldest go first.
+    pub trash_count: usize,
+    /// How long trashed jobs are kept.
+    pub trash_age: Duration,
     /// Tries allowed for jobs posted by taskflow (which has no such field).
     pub default_max_attempts: u32,
 }
@@ -56,6 +65,8 @@ impl RedisOptions {
             namespaces: HashMap::new(),
             history_count: DEFAULT_HISTORY_COUNT,
             history_age: DEFAULT_HISTORY_AGE,
+            trash_count: DEFAULT_TRASH_COUNT,
+            trash_age: DEFAULT_TRASH_AGE,
             default_max_attempts: DEFAULT_MAX_ATTEMPTS,
         }
     }
@@ -100,6 +111,20 @@ impl std::fmt::Debug for RedisBoard {
     }
 }
 
+/// A count left at its default takes the stored configuration.
+fn stored_count(option: &mut usize, default: usize, stored: Option<usize>) {
+    if let (Some(n), true) = (stored, *option == default) {
+        *option = n;
+    }
+}
+
+/// An age left at its default takes the stored configuration (seconds).
+fn stored_age(option: &mut Duration, default: Duration, stored: Option<f64>) {
+    if let (Some(secs), true) = (stored, *option == default) {
+        *option = Duration::try_from_secs_f64(secs).unwrap_or(default);
+    }
+}
+
 impl RedisBoard {
     /// Connects with default options.
     pub async fn connect(url: &str) -> Result<RedisBoard> {
@@ -107,8 +132,9 @@ impl RedisBoard {
     }
 
     /// Connects, checks the server version and loads the scripts. History
-    /// limits left at their defaults take the board's stored configuration
-    /// (`history-count`, `history-age`; see [`RedisBoard::set_config`]).
+    /// and trash limits left at their defaults take the board's stored
+    /// configuration (`history-count`, `history-age`, `trash-count`,
+    /// `trash-age`; see [`RedisBoard::set_config`]).
     pub async fn with_options(mut opts: RedisOptions) -> Result<RedisBoard> {
         for ns in opts.namespaces.values() {
             if ns.is_empty() {
@@ -117,20 +143,18 @@ impl RedisBoard {
         }
         let conn = connect(&opts.url).await?;
         scripts::load_all(&conn).await?;
-        let (count, age): (Option<usize>, Option<f64>) = conn
+        let stored: (Option<usize>, Option<f64>, Option<usize>, Option<f64>) = conn
             .query(
                 redis::cmd("HMGET")
                     .arg(format!("{}:config", opts.prefix))
-                    .arg("history-count")
-                    .arg("history-age"),
+                    .arg(&["history-count", "history-age", "trash-count", "trash-age"][..]),
             )
             .await?;
-        if let (Some(n), DEFAULT_HISTORY_COUNT) = (count, opts.history_count) {
-            opts.history_count = n;
-        }
-        if let (Some(secs), true) = (age, opts.history_age == DEFAULT_HISTORY_AGE) {
-            opts.history_age = Duration::try_from_secs_f64(secs).unwrap_or(DEFAULT_HISTORY_AGE);
-        }
+        let (history_count, history_age, trash_count, trash_age) = stored;
+        stored_count(&mut opts.history_count, DEFAULT_HISTORY_COUNT, history_count);
+        stored_age(&mut opts.history_age, DEFAULT_HISTORY_AGE, history_age);
+        stored_count(&mut opts.trash_count, DEFAULT_TRASH_COUNT, trash_count);
+        stored_age(&mut opts.trash_age, DEFAULT_TRASH_AGE, trash_age);
         Ok(RedisBoard {
             conn,
             opts: Arc::new(opts),
@@ -247,6 +271,7 @@ impl RedisBoard {
             count,
             idle,
             history: (self.opts.history_count, self.opts.history_age),
+            trash: (self.opts.trash_count, self.opts.trash_age),
         }
     }
 

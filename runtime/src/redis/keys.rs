@@ -13,7 +13,7 @@ pub struct QueueKeys {
     /// The taskflow namespace (e.g. `jw:{emails}` or `taskflow`).
     pub namespace: String,
     /// `NS:listings`, `NS:sequence`, …: the queue keys of `lua/README.md`.
-    pub keys: [String; 16],
+    pub keys: [String; 17],
     /// The pub/sub channel that announces new work.
     pub notify: String,
     /// Prefix of the event channels (`<prefix>:log`, `<prefix>:ev:<event>`).
@@ -45,6 +45,7 @@ impl QueueKeys {
                 k("jw.recurring"),
                 k("jw.outbox"),
                 k("jw.tracked"),
+                k("jw.trashed"),
             ],
             notify: k("jw.notify"),
             events: events.to_owned(),
@@ -119,6 +120,12 @@ impl QueueKeys {
     pub fn outbox(&self) -> &str {
         &self.keys[14]
     }
+    /// `NS:jw.trashed`: job trashed through jobworker → trash time (the
+    /// trash's retention index).
+    pub fn trashed(&self) -> &str {
+        &self.keys[16]
+    }
+
     /// `NS:jw.tracked`: tracked job → time tracking began.
     pub fn tracked(&self) -> &str {
         &self.keys[15]

@@ -220,6 +220,8 @@ pub(crate) struct ClaimArgs<'a> {
     pub count: usize,
     pub idle: bool,
     pub history: (usize, Duration),
+    /// The trash's retention: count and age.
+    pub trash: (usize, Duration),
 }
 
 fn claim_invocation<'s>(keys: &QueueKeys, a: &ClaimArgs<'_>) -> ScriptInvocation<'s> {
@@ -229,6 +231,7 @@ fn claim_invocation<'s>(keys: &QueueKeys, a: &ClaimArgs<'_>) -> ScriptInvocation
         .arg(a.count)
         .arg(if a.idle { "1" } else { "0" });
     inv.arg(a.history.0).arg(millis(a.history.1));
+    inv.arg(a.trash.0).arg(millis(a.trash.1));
     inv
 }
 

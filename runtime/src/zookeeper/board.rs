@@ -41,7 +41,7 @@ pub(crate) struct Inner {
     pub made: Mutex<HashSet<String>>,
     /// When each queue's history was last pruned, and the jobs this board
     /// consumed since.
-    pub pruned: Mutex<std::collections::HashMap<String, crate::zookeeper::recover::Pruned>>,
+    pub pruned: Mutex<std::collections::HashMap<String, crate::zookeeper::retention::Pruned>>,
 }
 
 impl std::fmt::Debug for ZooKeeperBoard {

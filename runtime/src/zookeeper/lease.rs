@@ -18,7 +18,7 @@ use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::posting;
 use crate::zookeeper::record::{Ending, JobRecord, LockBody};
-use crate::zookeeper::recover::hour_of;
+use crate::zookeeper::retention::hour_of;
 use crate::zookeeper::session::{is_definite, local_ms, PERSISTENT};
 use crate::zookeeper::ZooKeeperBoard;
 

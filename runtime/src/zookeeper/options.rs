@@ -29,6 +29,10 @@ pub struct ZooKeeperOptions {
     pub history_count: usize,
     /// How long completed jobs are kept.
     pub history_age: Duration,
+    /// Trashed jobs (the dead letter) kept per queue; the oldest go first.
+    pub trash_count: usize,
+    /// How long trashed jobs are kept.
+    pub trash_age: Duration,
 }
 
 impl ZooKeeperOptions {
@@ -40,6 +44,8 @@ impl ZooKeeperOptions {
             default_max_attempts: DEFAULT_MAX_ATTEMPTS,
             history_count: DEFAULT_HISTORY_COUNT,
             history_age: DEFAULT_HISTORY_AGE,
+            trash_count: crate::redis::DEFAULT_TRASH_COUNT,
+            trash_age: crate::redis::DEFAULT_TRASH_AGE,
         }
     }
 

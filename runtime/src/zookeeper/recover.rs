@@ -9,7 +9,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
@@ -19,17 +18,9 @@ use crate::zookeeper::cache::{Known, Snapshot, READ_BATCH};
 use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::{Ending, JobRecord, LockBody};
-use crate::zookeeper::session::{is_definite, source, PERSISTENT};
+use crate::zookeeper::session::PERSISTENT;
 use crate::zookeeper::ZooKeeperBoard;
 
-/// How often one board prunes a queue's history at least (from reap or a
-/// claim).
-const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
-/// Least time between two prunes started by claims, however many jobs the
-/// board consumed meanwhile.
-const CLAIM_PRUNE_GAP: Duration = Duration::from_secs(1);
-/// One hour in ms: the width of a history bucket.
-pub(crate) const HOUR_MS: i64 = 3_600_000;
 /// Tries of a transaction that lost a race on the job's record.
 const RECORD_TRIES: usize = 4;
 
@@ -40,15 +31,6 @@ pub(crate) struct Recovered {
     pub stalled: usize,
     /// Job znodes unlocked and back to ready.
     pub freed: HashSet<String>,
-}
-
-/// When a board last pruned a queue's history.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Pruned {
-    /// When it last pruned it.
-    at: Instant,
-    /// Jobs it consumed (each adding a history entry) since.
-    consumed: usize,
 }
 
 /// What recovering one expired lease did.
@@ -322,9 +304,7 @@ impl ZooKeeperBoard {
         let recovered = self.recover_expired(&paths, &snap, &known, now, true).await?;
         let indexed = self.index_foreign(&paths, &known).await?;
         if self.prune_due(queue, false) {
-            if let Err(e) = self.prune_history(&paths).await {
-                tracing::warn!(queue, error = %e, "cannot prune the completed history");
-            }
+            self.prune(&paths).await;
         }
         Ok(ReapReport {
             promoted,
@@ -385,165 +365,4 @@ impl ZooKeeperBoard {
         }
         Ok(made)
     }
-
-    /// True (and remembered) when the queue's history is due for pruning:
-    /// the first time, then every [`PRUNE_INTERVAL`]; for reap also when
-    /// this board consumed a job since; for a claim also once this board
-    /// consumed a tenth of `history_count` jobs since (at most every
-    /// [`CLAIM_PRUNE_GAP`]), so the history of a queue whose workers never
-    /// reap stays near its limit.
-    pub(crate) fn prune_due(&self, queue: &str, from_claim: bool) -> bool {
-        let Ok(mut pruned) = self.inner.pruned.lock() else {
-            return false;
-        };
-        let every = (self.inner.opts.history_count / 10).max(1);
-        let due = match pruned.get(queue) {
-            None => true,
-            Some(p) => {
-                let elapsed = p.at.elapsed();
-                let claim_due = p.consumed >= every && elapsed >= CLAIM_PRUNE_GAP;
-                elapsed >= PRUNE_INTERVAL || if from_claim { claim_due } else { p.consumed > 0 }
-            }
-        };
-        if due {
-            let now = Pruned {
-                at: Instant::now(),
-                consumed: 0,
-            };
-            pruned.insert(queue.to_owned(), now);
-        }
-        due
-    }
-
-    /// Counts a job this board consumed into `queue`'s history.
-    pub(crate) fn count_consumed(&self, queue: &str) {
-        if let Ok(mut pruned) = self.inner.pruned.lock() {
-            let p = pruned.entry(queue.to_owned()).or_insert(Pruned {
-                at: Instant::now(),
-                consumed: 0,
-            });
-            p.consumed += 1;
-        }
-    }
-
-    /// Prunes `queue`'s history in the background when it is due (see
-    /// [`ZooKeeperBoard::prune_due`]); claims call it.
-    pub(crate) fn prune_from_claim(&self, paths: &QueuePaths) {
-        if !self.prune_due(&paths.queue, true) {
-            return;
-        }
-        let (board, paths) = (self.clone(), paths.clone());
-        self.session().runtime().spawn(async move {
-            if let Err(e) = board.prune_history(&paths).await {
-                tracing::warn!(queue = %paths.queue, error = %e, "cannot prune the completed history");
-            }
-        });
-    }
-
-    /// Keeps the completed history within `history_count` jobs and
-    /// `history_age`: drops the oldest hourly buckets (and the records of
-    /// the jobs in them that are still completed).
-    pub(crate) async fn prune_history(&self, paths: &QueuePaths) -> Result<usize> {
-        let what = format!("cannot prune the history of queue {}", paths.queue);
-        let history = paths.history.clone();
-        let listed = self
-            .read(&what, |client| {
-                let history = history.clone();
-                async move { client.list_children(&history).await }
-            })
-            .await?;
-        let mut hours: Vec<i64> = match listed {
-            Ok(children) => children.iter().filter_map(|c| c.parse().ok()).collect(),
-            Err(zk::Error::NoNode) => return Ok(0),
-            Err(e) => return Err(self.session().error(&what, &e)),
-        };
-        hours.sort_unstable();
-        let stats = self
-            .read_many(&what, hours.iter().map(|h| paths.history_bucket(*h)).collect())
-            .await?;
-        let sizes: Vec<usize> = stats
-            .iter()
-            .map(|s| {
-                s.as_ref()
-                    .map_or(0, |(_, stat)| stat.num_children.max(0) as usize)
-            })
-            .collect();
-        let total: usize = sizes.iter().sum();
-        let mut excess = total.saturating_sub(self.inner.opts.history_count);
-        let cutoff = self.now_ms() - self.inner.opts.history_age.as_millis() as i64;
-        let mut removed = 0;
-        for (hour, size) in hours.iter().zip(sizes) {
-            let expired = (hour + 1) * HOUR_MS <= cutoff;
-            if !expired && excess == 0 {
-                break;
-            }
-            let take = if expired { size } else { excess.min(size) };
-            let n = self.drop_bucket_entries(paths, *hour, take).await?;
-            removed += n;
-            excess = excess.saturating_sub(n);
-        }
-        Ok(removed)
-    }
-
-    /// Drops up to `take` entries of one history bucket (and the bucket when
-    /// it empties).
-    async fn drop_bucket_entries(&self, paths: &QueuePaths, hour: i64, take: usize) -> Result<usize> {
-        let what = format!("cannot prune the history of queue {}", paths.queue);
-        let client = self.client(&what).await?;
-        let bucket = paths.history_bucket(hour);
-        let uuids = match client.list_children(&bucket).await {
-            Ok(c) => c,
-            Err(zk::Error::NoNode) => return Ok(0),
-            Err(e) => return Err(self.session().error(&what, &e)),
-        };
-        let all = uuids.len();
-        let records = self
-            .read_many(&what, uuids.iter().map(|u| paths.record(u)).collect())
-            .await?;
-        // Oldest first: (finished, uuid, record version if still completed).
-        let mut entries: Vec<(i64, String, Option<i32>)> = uuids
-            .into_iter()
-            .zip(records)
-            .map(|(uuid, found)| {
-                let record = found.and_then(|(d, stat)| JobRecord::from_bytes(&d).map(|r| (r, stat.version)));
-                match record {
-                    Some((r, v)) if r.ending == Ending::Completed => {
-                        (r.finished_ms.unwrap_or(0), uuid, Some(v))
-                    }
-                    _ => (0, uuid, None),
-                }
-            })
-            .collect();
-        entries.sort();
-        entries.truncate(take);
-        let mut dropped = 0;
-        for chunk in entries.chunks(READ_BATCH) {
-            let mut ops = Vec::new();
-            for (_, uuid, version) in chunk {
-                let mut w = client.new_multi_writer();
-                let mut staged = w.add_delete(&paths.history_entry(hour, uuid), None);
-                if let Some(v) = version {
-                    staged = staged.and_then(|_| w.add_delete(&paths.record(uuid), Some(*v)));
-                }
-                staged.map_err(|e| self.session().error(&what, &e))?;
-                ops.push(w.commit());
-            }
-            for result in futures_util::future::join_all(ops).await {
-                match result {
-                    Ok(_) => dropped += 1,
-                    Err(e) if is_definite(source(&e)) => {}
-                    Err(e) => return Err(self.session().error(&what, source(&e))),
-                }
-            }
-        }
-        if dropped >= all {
-            let _ = client.delete(&bucket, None).await;
-        }
-        Ok(dropped)
-    }
-}
-
-/// The history bucket (hour since the epoch) of a time in ms.
-pub(crate) fn hour_of(ms: i64) -> i64 {
-    ms.div_euclid(HOUR_MS)
 }
