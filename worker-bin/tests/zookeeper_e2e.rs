@@ -293,3 +293,50 @@ async fn cli_verbs_work_on_zookeeper() {
     let (code, _, err) = cli("127.0.0.1:1/nowhere", &["count", "-q", &q]);
     assert_eq!(code, 4, "an unreachable ZooKeeper is 'unavailable': {err}");
 }
+
+/// Seen: `show` of a job posted by a short-lived `jobworker post` and then
+/// trashed by taskflow said `completed` with empty fields (the post's
+/// record lacked the job's znode name, and show never looked in the trash).
+/// Now it says trashed, with the job's name and arguments.
+#[tokio::test(flavor = "multi_thread")]
+async fn show_of_a_job_taskflow_trashed_says_trashed() {
+    let connect = fresh_root("zk-show-trash");
+    let root = connect.rsplit_once('/').map(|(_, r)| format!("/{r}")).unwrap();
+    let q = unique_queue("zk-show-trash");
+    let (code, id, err) = cli(&connect, &["post", "resize", "-q", &q, "--args", r#"{"w":640}"#]);
+    assert_eq!(code, 0, "{err}");
+    let id = id.trim().to_owned();
+    let client = shared_zookeeper().client().await;
+    // The post's record names its job znode; a post whose process died
+    // before that update leaves a record without it, as here.
+    let record_path = format!("{root}/{q}/.jw/ids/{id}");
+    let (record, _) = client.get_data(&record_path).await.unwrap();
+    let mut record: serde_json::Value = serde_json::from_slice(&record).unwrap();
+    assert!(record["job"].is_string(), "the post named its znode: {record}");
+    record.as_object_mut().unwrap().remove("job");
+    client
+        .set_data(&record_path, record.to_string().as_bytes(), None)
+        .await
+        .unwrap();
+    // taskflow's trash: copy the posting to .trash and delete the job znode.
+    let jobs = format!("{root}/{q}/jobs");
+    let name = client.list_children(&jobs).await.unwrap().remove(0);
+    let (posting, stat) = client.get_data(&format!("{jobs}/{name}")).await.unwrap();
+    let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    client
+        .mkdir(&format!("{root}/{q}/.trash"), &persistent)
+        .await
+        .ok();
+    let mut w = client.new_multi_writer();
+    w.add_create(&format!("{root}/{q}/.trash/{name}"), &posting, &persistent)
+        .unwrap();
+    w.add_delete(&format!("{jobs}/{name}"), Some(stat.version))
+        .unwrap();
+    w.commit().await.unwrap();
+    let (code, shown, err) = cli(&connect, &["--json", "show", &id, "-q", &q]);
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["state"], "trashed", "{shown}");
+    assert_eq!(shown["name"], "resize", "{shown}");
+    assert_eq!(shown["args"]["w"], 640, "{shown}");
+}

@@ -66,7 +66,8 @@ impl ZooKeeperBoard {
             match self.post_once(&paths, id.as_str(), &record, &bytes).await? {
                 Posted::Done(znode) => {
                     if let Some(znode) = znode {
-                        self.posted(&paths, id.as_str(), &znode, &job, details.clone(), &record);
+                        self.posted(&paths, id.as_str(), &znode, &job, details.clone(), &record)
+                            .await;
                     }
                     return Ok(id);
                 }
@@ -159,9 +160,12 @@ impl ZooKeeperBoard {
         }
     }
 
-    /// Caches the posted job and records its znode name in its record (in
-    /// the background; a lost update only costs a later lookup a scan).
-    fn posted(
+    /// Caches the posted job and records its znode name in its record
+    /// before the post returns (so that a short-lived posting process leaves
+    /// a whole record behind). A lost update only costs a later lookup a
+    /// scan; one that finds the record rewritten (a worker already ended a
+    /// claim, which names the znode too) changes nothing.
+    async fn posted(
         &self,
         paths: &QueuePaths,
         id: &str,
@@ -188,13 +192,12 @@ impl ZooKeeperBoard {
         let Some(client) = self.session().current() else {
             return;
         };
-        let update = client.set_data(&paths.record(id), &named.to_bytes(), Some(0));
-        let (job, queue) = (id.to_owned(), paths.queue.clone());
-        self.session().runtime().spawn(async move {
-            if let Err(e) = update.await {
-                tracing::debug!(job, queue, error = %e, "cannot record the job's znode name");
-            }
-        });
+        if let Err(e) = client
+            .set_data(&paths.record(id), &named.to_bytes(), Some(0))
+            .await
+        {
+            tracing::debug!(job = id, queue = %paths.queue, error = %e, "cannot record the job's znode name");
+        }
     }
 }
 

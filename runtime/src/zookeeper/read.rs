@@ -99,6 +99,20 @@ impl ZooKeeperBoard {
             ..Facts::default()
         };
         let Some(znode) = znode else {
+            if facts.record.as_ref().is_some_and(|r| r.ending == Ending::Live) {
+                // Gone from the jobs path, and the record does not know its
+                // znode: trashed by taskflow (its copy is in the trash), or
+                // consumed by taskflow (it is not).
+                if let Some((data, stat)) = self.find_in_trash(&paths, uuid).await? {
+                    facts.ctime_ms = Some(stat.ctime);
+                    if let Ok(p) = posting::decode(&data) {
+                        facts.name = Some(p.name);
+                        facts.priority = Some(p.priority.0);
+                        facts.details = Some(p.details);
+                    }
+                    return Ok(self.info(queue, JobState::Trashed, facts));
+                }
+            }
             return match facts.record.as_ref().map(|r| r.ending) {
                 Some(Ending::Trashed) => Ok(self.info(queue, JobState::Trashed, facts)),
                 Some(_) => Ok(self.info(queue, JobState::Completed, facts)),
@@ -146,6 +160,31 @@ impl ZooKeeperBoard {
         }
         facts.lock = lock.map(|(data, stat)| (LockBody::parse(&data), stat));
         Ok(self.info(queue, state, facts))
+    }
+
+    /// The trash copy of job `uuid`, found by reading the queue's trash (a
+    /// rare path: only for a job whose record lacks its znode name).
+    async fn find_in_trash(&self, paths: &QueuePaths, uuid: &str) -> Result<Option<(Vec<u8>, zk::Stat)>> {
+        let what = format!("cannot read the trash of queue {}", paths.queue);
+        let trash = paths.trash.clone();
+        let names = match self
+            .read(&what, |client| {
+                let trash = trash.clone();
+                async move { client.list_children(&trash).await }
+            })
+            .await?
+        {
+            Ok(names) => names,
+            Err(zk::Error::NoNode) => return Ok(None),
+            Err(e) => return Err(self.session().error(&what, &e)),
+        };
+        let copies = self
+            .read_many(&what, names.iter().map(|n| paths.trashed(n)).collect())
+            .await?;
+        Ok(copies
+            .into_iter()
+            .flatten()
+            .find(|(data, _)| posting::decode(data).is_ok_and(|p| p.uuid == uuid)))
     }
 
     /// find_owner: taskflow's (`sync` then read the lock's `owner`).
