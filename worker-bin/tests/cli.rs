@@ -74,8 +74,37 @@ fn post_list_show_claim_consume() {
     json(&[
         "extend", &id, "-q", &q, "--owner", "cli-1", "--token", &token, "--expiry", "90",
     ]);
-    let err = fails(3, &["consume", &id, "-q", &q, "--owner", "cli-2"]);
+    let err = fails(3, &["consume", &id, "-q", &q, "--owner", "cli-2", "--any-token"]);
     assert!(err.contains("not held by cli-2") && err.contains(&id), "{err}");
+    // Seen: without --token the fencing check was skipped silently. Now a
+    // lease verb needs the token, or an explicit --any-token.
+    for verb in ["consume", "extend", "abandon", "trash"] {
+        let err = fails(2, &[verb, &id, "-q", &q, "--owner", "cli-1"]);
+        assert!(err.contains("--token"), "{verb}: {err}");
+    }
+    let err = fails(
+        2,
+        &[
+            "consume",
+            &id,
+            "-q",
+            &q,
+            "--owner",
+            "cli-1",
+            "--token",
+            "1",
+            "--any-token",
+        ],
+    );
+    assert!(err.contains("cannot be used with"), "{err}");
+    let err = fails(
+        3,
+        &["consume", &id, "-q", &q, "--owner", "cli-1", "--token", "999"],
+    );
+    assert!(
+        err.contains("not held") || err.contains("stale"),
+        "a wrong token is refused: {err}"
+    );
     json(&["consume", &id, "-q", &q, "--owner", "cli-1", "--token", &token]);
     assert_eq!(json(&["show", &id, "-q", &q])["state"], "completed");
 }
@@ -87,7 +116,8 @@ fn abandon_with_retry_then_trash_with_reason() {
         .as_str()
         .unwrap()
         .to_owned();
-    json(&["claim", "-q", &q, "--owner", "o"]);
+    let claimed = json(&["claim", "-q", &q, "--owner", "o"]);
+    let token = claimed[0]["token"].to_string();
     let abandoned = json(&[
         "abandon",
         &id,
@@ -95,6 +125,8 @@ fn abandon_with_retry_then_trash_with_reason() {
         &q,
         "--owner",
         "o",
+        "--token",
+        &token,
         "--retry-after",
         "0",
         "--error",
@@ -107,6 +139,7 @@ fn abandon_with_retry_then_trash_with_reason() {
         (&1.into(), &"timeout".into())
     );
     json(&["claim", "-q", &q, "--owner", "o", "--id", &id]);
+    // A claim by the same owner, whatever its token (as for taskflow's).
     json(&[
         "trash",
         &id,
@@ -114,6 +147,7 @@ fn abandon_with_retry_then_trash_with_reason() {
         &q,
         "--owner",
         "o",
+        "--any-token",
         "--reason",
         "bad input file",
     ]);

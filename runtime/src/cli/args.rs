@@ -297,9 +297,14 @@ pub struct LeaseArgs {
     /// The owner string of the claim.
     #[arg(long, env = "JOBWORKER_OWNER")]
     pub owner: String,
-    /// The fencing token of the claim (0 skips the token check).
-    #[arg(long, default_value_t = 0)]
-    pub token: u64,
+    /// The fencing token of the claim (printed by `claim`): the verb is
+    /// refused if the job was claimed again since.
+    #[arg(long, required_unless_present = "any_token")]
+    pub token: Option<u64>,
+    /// Skip the fencing check: any claim by `--owner` will do (for claims
+    /// made by taskflow, which have no token).
+    #[arg(long, conflicts_with = "token")]
+    pub any_token: bool,
 }
 
 /// `extend`.

@@ -93,7 +93,8 @@ fn lease(a: &crate::cli::args::LeaseArgs) -> Lease {
         queue: a.queue.queue.clone(),
         job: JobId::from(a.id.as_str()),
         owner: a.owner.clone(),
-        token: a.token,
+        // Token 0 skips the fencing check (`--any-token`).
+        token: a.token.unwrap_or(0),
     }
 }
 
