@@ -84,6 +84,7 @@ fn exit_code(e: &crate::Error) -> i32 {
         || e.is_already_claimed()
         || e.is_exists()
         || e.is_finished()
+        || e.is_cancelled()
     {
         EXIT_REFUSED
     } else if e.is_unavailable() {
