@@ -2,8 +2,8 @@
 -- place in the order; a job posted by taskflow is indexed on the way.
 --
 -- KEYS:  the queue keys (README.md).
--- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 expiry ms (> 0),
---        7 priority, 8 sequence, 9 max attempts (used only to index a job
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 expiry ms (0: no
+--        expiry, held until released, as taskflow's claim without one), 7 priority, 8 sequence, 9 max attempts (used only to index a job
 --        posted by taskflow).
 -- Effects: as claim.lua for one job. A re-claim by the same owner
 --        refreshes last_modified and the expiry but still reports
@@ -19,7 +19,7 @@ local owner = redis.call('GET', owned_key(id))
 if owner then
   if owner == who then
     redis.call('SET', modified_key(id), oslo_datetime(s, us))
-    redis.call('PEXPIRE', owned_key(id), expiry_ms)
+    if expiry_ms > 0 then redis.call('PEXPIRE', owned_key(id), expiry_ms) end
   end
   return {'claimed', owner}
 end

@@ -471,9 +471,15 @@ local function recover(s, us, now_ms)
   return stalled
 end
 
--- Takes a lease on a listed, unowned job.
+-- Takes a lease on a listed, unowned job; an expiry of 0 holds it until
+-- it is released (the lease index re-checks it every RECHECK_MS).
 local function take(id, who, expiry_ms, s, us, now_ms)
-  redis.call('SET', owned_key(id), who, 'PX', expiry_ms)
+  if expiry_ms > 0 then
+    redis.call('SET', owned_key(id), who, 'PX', expiry_ms)
+  else
+    redis.call('SET', owned_key(id), who)
+    expiry_ms = RECHECK_MS
+  end
   redis.call('SET', modified_key(id), oslo_datetime(s, us))
   local job = job_key(id)
   local token = redis.call('HINCRBY', job, 'token', 1)

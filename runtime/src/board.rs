@@ -59,13 +59,16 @@ pub trait Board: Sync {
     ) -> impl Future<Output = Result<Vec<Claimed>>> + Send;
 
     /// Claims one named job (taskflow's claim), whatever its place in the
-    /// order. Fails with `is_already_claimed` when someone holds it.
+    /// order, with a lease of `expiry`, or (`None`, as taskflow allows) held
+    /// until it is consumed, abandoned or trashed: on ZooKeeper, as long as
+    /// the claiming session lives. Fails with `is_already_claimed` when
+    /// someone holds it.
     fn claim_job(
         &self,
         queue: &str,
         job: &JobId,
         who: &str,
-        expiry: Duration,
+        expiry: Option<Duration>,
     ) -> impl Future<Output = Result<Claimed>> + Send;
 
     /// Extends a held lease to `expiry` from now (the heartbeat).
@@ -156,12 +159,13 @@ pub trait Board: Sync {
 /// Most jobs one claim may take (on every backend).
 pub const MAX_CLAIM_COUNT: usize = 1000;
 
-/// Checks the arguments of a claim (every backend).
-pub(crate) fn validate_claim(who: &str, expiry: Duration, count: usize) -> Result<()> {
+/// Checks the arguments of a claim (every backend); an expiry of `None`
+/// (a claim held until released) passes.
+pub(crate) fn validate_claim(who: &str, expiry: impl Into<Option<Duration>>, count: usize) -> Result<()> {
     if who.is_empty() {
         return Err(crate::Error::invalid("a claim needs a non-empty owner"));
     }
-    if expiry < Duration::from_millis(1) {
+    if expiry.into().is_some_and(|e| e < Duration::from_millis(1)) {
         return Err(crate::Error::invalid("a claim needs an expiry of at least 1 ms"));
     }
     if count == 0 || count > MAX_CLAIM_COUNT {
@@ -269,7 +273,13 @@ impl Board for AnyBoard {
     ) -> Result<Vec<Claimed>> {
         dispatch!(self, b => b.claim_holding(queues, who, expiry, count, holding))
     }
-    async fn claim_job(&self, queue: &str, job: &JobId, who: &str, expiry: Duration) -> Result<Claimed> {
+    async fn claim_job(
+        &self,
+        queue: &str,
+        job: &JobId,
+        who: &str,
+        expiry: Option<Duration>,
+    ) -> Result<Claimed> {
         dispatch!(self, b => b.claim_job(queue, job, who, expiry))
     }
     async fn extend(&self, lease: &Lease, expiry: Duration) -> Result<()> {

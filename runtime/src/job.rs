@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+use crate::codec::Book;
 use crate::error::{Error, Result};
 
 /// A job's id: the taskflow uuid, which is also the `listings` hash field.
@@ -198,6 +199,9 @@ pub struct NewJob {
     pub unique: Option<(String, Duration)>,
     /// Publish this job's events on their own channels too.
     pub track: bool,
+    /// taskflow's logbook reference (`book` in the posting), for jobs a
+    /// Python conductor may run.
+    pub book: Option<Book>,
 }
 
 /// A job another job depends on.
@@ -223,7 +227,15 @@ impl NewJob {
             depends: Vec::new(),
             unique: None,
             track: false,
+            book: None,
         }
+    }
+
+    /// Sets taskflow's logbook reference (`book`: the logbook's name and
+    /// uuid), which a Python conductor needs to run the job.
+    pub fn book(mut self, name: impl Into<String>, uuid: impl Into<String>) -> Self {
+        self.book = Some(Book::new(name, uuid));
+        self
     }
 
     /// Adds a tag.
@@ -336,6 +348,14 @@ impl NewJob {
         for dep in &self.depends {
             validate_word("dependency", dep.job.as_str())?;
         }
+        if let Some(book) = &self.book {
+            if book.name.is_empty() || book.uuid.is_empty() {
+                return Err(Error::invalid(format!(
+                    "job {}: a book needs a name and a uuid",
+                    self.name
+                )));
+            }
+        }
         if let Some(id) = &self.id {
             if id.0.is_empty() || id.0.len() > 255 || id.0.contains(char::is_whitespace) {
                 return Err(Error::invalid(format!(
@@ -386,6 +406,10 @@ pub struct Claimed {
     /// The arguments (`details["args"]`, or the whole `details` for a job
     /// posted by taskflow without `args`).
     pub args: rmpv::Value,
+    /// taskflow's whole `details` map (jobworker's postings: `{"args": …}`).
+    pub details: rmpv::Value,
+    /// taskflow's logbook reference, when the posting has one.
+    pub book: Option<Book>,
     /// Which try this is, from 1.
     pub attempt: u32,
     /// Tries allowed before the job is trashed.
@@ -527,12 +551,18 @@ pub struct JobInfo {
     pub max_attempts: u32,
     /// Fencing token of the latest claim.
     pub token: u64,
+    /// Time left on the claim's lease in ms (taskflow's `expires_in`), when
+    /// claimed with an expiry.
+    pub expires_in_ms: Option<i64>,
     /// When it becomes claimable (ms since the epoch), for scheduled jobs.
     pub run_at_ms: Option<i64>,
     /// The taskflow sequence number.
     pub sequence: Option<i64>,
     /// The posting's `created_on`, ISO 8601 (naive UTC as taskflow writes).
     pub created_on: Option<String>,
+    /// taskflow's `last_modified` (the last claim, abandon or trash; on
+    /// ZooKeeper the job znode's mtime), ISO 8601 naive UTC.
+    pub last_modified: Option<String>,
     /// Last failure or trash/quarantine reason.
     pub reason: Option<String>,
     /// The failure group of a trashed job (the kind of its last failure:
@@ -542,6 +572,10 @@ pub struct JobInfo {
     pub tags: Vec<String>,
     /// The job's arguments as JSON (lossy for binary values).
     pub args: serde_json::Value,
+    /// taskflow's whole `details` map as JSON (lossy for binary values).
+    pub details: serde_json::Value,
+    /// taskflow's logbook reference, when the posting has one.
+    pub book: Option<Book>,
 }
 
 impl serde::Serialize for JobState {

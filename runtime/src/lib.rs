@@ -27,6 +27,7 @@ pub mod worker;
 pub mod zookeeper;
 
 pub use board::{AnyBoard, Board, BoardSpec};
+pub use codec::Book;
 pub use error::{Error, ErrorKind, Result};
 pub use handler::{
     CancelFlag, HandlerEntry, HandlerError, HandlerErrorKind, HandlerFn, JobContext, Registry,

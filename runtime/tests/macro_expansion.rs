@@ -8,8 +8,8 @@ use std::time::Duration;
 use jobworker::embedded::RedisServer;
 use jobworker::redis::RedisBoard;
 use jobworker::{
-    AnyBoard, Board, CancelFlag, HandlerError, HandlerErrorKind, HandlerFn, JobContext, JobId, Lease,
-    Registry,
+    AnyBoard, Board, CancelFlag, Claimed, HandlerError, HandlerErrorKind, HandlerFn, JobContext, JobId,
+    Lease, Registry,
 };
 use rmpv::Value;
 use serde::{Deserialize, Serialize};
@@ -90,11 +90,19 @@ async fn run(entry_name: &str, cx: JobContext, args: Value) -> Result<(), Handle
 }
 
 fn context(board: &AnyBoard, name: &str, lease: Lease, attempt: u32, max_attempts: u32) -> JobContext {
-    JobContext::new(
+    let claimed = Claimed {
         lease,
-        name.to_owned(),
+        name: name.to_owned(),
+        args: Value::Nil,
+        details: Value::Map(Vec::new()),
+        book: None,
         attempt,
         max_attempts,
+        priority: jobworker::Priority::NORMAL,
+        suspect: false,
+    };
+    JobContext::new(
+        &claimed,
         std::env::temp_dir(),
         CancelFlag::default(),
         board.clone(),

@@ -4,8 +4,9 @@ Usage: taskflow_board.py HOST PORT NAMESPACE COMMAND [ARGS...]
 Prints one JSON line (the last line of stdout) with the result.
 
 Commands:
-  post NAME PRIORITY DETAILS_JSON     -> {"uuid": ...}
-  list                                -> [{"uuid","name","state","owner","priority","details","last_modified"}...]
+  post NAME PRIORITY DETAILS_JSON [BOOK_NAME BOOK_UUID]  -> {"uuid": ...}
+  list                                -> [{"uuid","name","state","owner","priority","details","last_modified",
+                                           "book_name","book_uuid"}...]
   claim UUID WHO [EXPIRY_SECONDS]     -> {"ok": true} | {"error": CLASS, "message": ...}
   consume UUID WHO / abandon UUID WHO / trash UUID WHO   (same reply shape)
 """
@@ -14,6 +15,7 @@ import sys
 
 from taskflow import exceptions as exc
 from taskflow.jobs.backends import impl_redis
+from taskflow.persistence import models
 
 
 def connect(host, port, namespace):
@@ -52,8 +54,9 @@ def main():
     board = connect(host, port, namespace)
     try:
         if command == "post":
-            name, priority, details = args
-            job = board.post(name, details=json.loads(details), priority=priority)
+            name, priority, details, *book = args
+            book = models.LogBook(book[0], uuid=book[1]) if book else None
+            job = board.post(name, book=book, details=json.loads(details), priority=priority)
             out = {"uuid": job.uuid}
         elif command == "list":
             out = []
@@ -68,6 +71,8 @@ def main():
                     "details": job.details,
                     "sequence": job.sequence,
                     "last_modified": last.isoformat() if last else None,
+                    "book_name": job.book_name,
+                    "book_uuid": job.book_uuid,
                 })
         elif command == "claim":
             uuid, who, *expiry = args

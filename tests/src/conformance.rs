@@ -38,7 +38,8 @@ macro_rules! conformance_tests {
             retry_delay_schedules_the_job, delayed_post_becomes_claimable,
             consume_completes_the_job, claim_job_takes_a_named_job,
             wait_wakes_on_post, wait_times_out_on_empty_queue, list_pages_in_claim_order,
-            bad_input_is_refused);
+            bad_input_is_refused, book_travels_with_the_job, claim_without_expiry_is_held_until_released,
+            lease_time_left_and_last_modified_are_shown);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(
@@ -355,13 +356,13 @@ pub async fn claim_job_takes_a_named_job<H: Harness>(h: &H) {
     let board = h.board().await;
     let q = unique_queue("named");
     let ids = post_n(&board, &q, "n", 3).await;
-    let c = board.claim_job(&q, &ids[2], "w1", LONG).await.unwrap();
+    let c = board.claim_job(&q, &ids[2], "w1", Some(LONG)).await.unwrap();
     assert_eq!(c.lease.job, ids[2]);
-    let e = board.claim_job(&q, &ids[2], "w2", LONG).await.unwrap_err();
+    let e = board.claim_job(&q, &ids[2], "w2", Some(LONG)).await.unwrap_err();
     assert!(e.is_already_claimed(), "{e}");
     assert!(e.message().contains("w1"), "{e}");
     let e = board
-        .claim_job(&q, &JobId::from("nope"), "w2", LONG)
+        .claim_job(&q, &JobId::from("nope"), "w2", Some(LONG))
         .await
         .unwrap_err();
     assert!(e.is_not_found(), "{e}");
@@ -450,4 +451,80 @@ pub async fn bad_input_is_refused<H: Harness>(h: &H) {
         "a duplicate post must not overwrite"
     );
     assert_eq!(board.job_count(&q).await.unwrap(), 1);
+}
+
+/// taskflow's `book` (a logbook's name and uuid) is posted, shown and
+/// handed to the claimer with the job; a job without one has none.
+pub async fn book_travels_with_the_job<H: Harness>(h: &H) {
+    let board = h.board().await;
+    let q = unique_queue("book");
+    let book_uuid = JobId::random().0;
+    let with = board
+        .post(&q, NewJob::new("flow").book("nightly", &book_uuid))
+        .await
+        .unwrap();
+    let without = board.post(&q, NewJob::new("plain")).await.unwrap();
+    let shown = board.show(&q, &with).await.unwrap();
+    let book = shown.book.expect("the posted book is shown");
+    assert_eq!(
+        (book.name.as_str(), book.uuid.as_str()),
+        ("nightly", book_uuid.as_str())
+    );
+    assert_eq!(board.show(&q, &without).await.unwrap().book, None);
+    let claimed = board.claim(&[&q], "w", LONG, 2).await.unwrap();
+    assert_eq!(claimed[0].lease.job, with);
+    assert_eq!(claimed[0].book.as_ref().map(|b| b.name.as_str()), Some("nightly"));
+    assert_eq!(claimed[1].book, None);
+    let e = board
+        .post(&q, NewJob::new("flow").book("", "x"))
+        .await
+        .unwrap_err();
+    assert!(e.is_invalid(), "{e}");
+}
+
+/// taskflow may claim without an expiry: such a claim is held until it is
+/// released (on ZooKeeper, as long as the claiming session), never
+/// recovered as expired, shows no time left, and ends like any claim.
+pub async fn claim_without_expiry_is_held_until_released<H: Harness>(h: &H) {
+    let board = h.board().await;
+    let q = unique_queue("no-expiry");
+    let id = board.post(&q, NewJob::new("held")).await.unwrap();
+    let c = board.claim_job(&q, &id, "tf-like", None).await.unwrap();
+    let shown = board.show(&q, &id).await.unwrap();
+    assert_eq!(shown.state, JobState::Claimed);
+    assert_eq!(shown.owner.as_deref(), Some("tf-like"));
+    assert_eq!(shown.expires_in_ms, None, "no expiry, no time left");
+    // Longer than any lease a test uses: still held after a reap.
+    tokio::time::sleep(SHORT * 2).await;
+    board.reap(&q).await.unwrap();
+    assert!(board.claim(&[&q], "other", LONG, 1).await.unwrap().is_empty());
+    assert_eq!(
+        board.find_owner(&q, &id).await.unwrap().as_deref(),
+        Some("tf-like")
+    );
+    board.consume(&c.lease).await.unwrap();
+    assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Completed);
+}
+
+/// A claimed job shows its lease time left (taskflow's `expires_in`) and
+/// taskflow's `last_modified`.
+pub async fn lease_time_left_and_last_modified_are_shown<H: Harness>(h: &H) {
+    let board = h.board().await;
+    let q = unique_queue("expires-in");
+    let id = board.post(&q, NewJob::new("timed")).await.unwrap();
+    let ready = board.show(&q, &id).await.unwrap();
+    assert_eq!(ready.expires_in_ms, None);
+    assert!(ready.last_modified.is_some(), "{ready:?}");
+    board.claim(&[&q], "w", LONG, 1).await.unwrap();
+    let claimed = board.show(&q, &id).await.unwrap();
+    let left = claimed.expires_in_ms.expect("a lease has time left");
+    assert!(
+        left > 0 && left <= LONG.as_millis() as i64,
+        "{left} ms left of {LONG:?}"
+    );
+    let (created, modified) = (claimed.created_on.unwrap(), claimed.last_modified.unwrap());
+    assert!(
+        modified >= created,
+        "last_modified {modified} before created_on {created}"
+    );
 }

@@ -255,7 +255,7 @@ async fn claim_quarantines_a_posting_it_cannot_decode() {
     let kept: Vec<u8> = con.hget(format!("{ns}:jw.quarantine"), "garbage").await.unwrap();
     assert_eq!(kept, b"\xc1\xc1\xc1");
     let e = board
-        .claim_job(&q, &"garbage".into(), "w", Duration::from_secs(5))
+        .claim_job(&q, &"garbage".into(), "w", Some(Duration::from_secs(5)))
         .await
         .unwrap_err();
     assert!(e.is_not_found(), "{e}");

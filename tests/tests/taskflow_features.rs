@@ -257,7 +257,7 @@ async fn taskflow_lists_claims_and_consumes_jobs_that_use_jobworker_features() {
     assert_eq!(sequences.len(), jobs.len(), "taskflow needs distinct sequences");
 
     // Consuming the parent releases the child into the listings.
-    let c = b.claim_job(&q, &parent, "jw-1", LONG).await.unwrap();
+    let c = b.claim_job(&q, &parent, "jw-1", Some(LONG)).await.unwrap();
     b.consume(&c.lease).await.unwrap();
     assert_eq!(b.state(&q, &child).await.unwrap(), JobState::Ready);
     expected.remove(parent.as_str());

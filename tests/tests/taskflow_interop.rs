@@ -127,7 +127,7 @@ async fn jobworker_posts_taskflow_lists_claims_and_consumes() {
     );
     assert_eq!(board.state(&q, &a).await.unwrap(), JobState::Claimed);
     assert_eq!(board.find_owner(&q, &a).await.unwrap().as_deref(), Some("tf-1"));
-    let e = board.claim_job(&q, &a, "jw-1", LONG).await.unwrap_err();
+    let e = board.claim_job(&q, &a, "jw-1", Some(LONG)).await.unwrap_err();
     assert!(e.is_already_claimed() && e.message().contains("tf-1"), "{e}");
     let next = board.claim(&[&q], "jw-1", LONG, 5).await.unwrap();
     let next: Vec<&JobId> = next.iter().map(|c| &c.lease.job).collect();
@@ -141,6 +141,10 @@ async fn jobworker_posts_taskflow_lists_claims_and_consumes() {
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0]["owner"], "jw-1");
     assert_eq!(board.job_count(&q).await.unwrap(), 1);
+    // Seen: a job taskflow consumed read "not found" on Redis and
+    // "completed" on ZooKeeper. Both say completed now (taskflow itself
+    // says COMPLETE), before and after jobworker's next claim notices.
+    assert_eq!(board.state(&q, &a).await.unwrap(), JobState::Completed);
     // Taskflow may not consume jobworker's claim.
     let refused = taskflow(&ns, &["consume", b.as_str(), "tf-1"]).await;
     assert_eq!(refused["error"], "JobFailure", "{refused}");
@@ -194,7 +198,7 @@ async fn taskflow_trash_and_abandon_of_jobworker_jobs() {
         taskflow(&ns, &["abandon", id.as_str(), "tf-1"]).await,
         json!({"ok": true})
     );
-    let c = board.claim_job(&q, &id, "jw-1", LONG).await.unwrap();
+    let c = board.claim_job(&q, &id, "jw-1", Some(LONG)).await.unwrap();
     board
         .abandon(&c.lease, jobworker::Abandon::Release)
         .await
@@ -208,4 +212,52 @@ async fn taskflow_trash_and_abandon_of_jobworker_jobs() {
         json!({"ok": true})
     );
     assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Trashed);
+}
+
+/// Must-show: taskflow posts a job with a book (a logbook's name and uuid);
+/// jobworker shows it and hands it to the claimer with the whole details
+/// (an `args` key beside other keys loses nothing). jobworker posts with a
+/// book; taskflow shows it.
+#[tokio::test(flavor = "multi_thread")]
+async fn books_and_whole_details_travel_both_ways() {
+    let q = unique_queue("tf-book");
+    let ns = format!("interop-{q}");
+    let board = board(&q, &ns).await;
+    let book_uuid = JobId::random().0;
+    let details = r#"{"args": {"n": 1}, "flow_uuid": "f-1", "store": {"x": 2}}"#;
+    let posted = taskflow(&ns, &["post", "flow", "NORMAL", details, "nightly", &book_uuid]).await;
+    let tf_id = JobId(posted["uuid"].as_str().unwrap().to_owned());
+    let shown = board.show(&q, &tf_id).await.unwrap();
+    let book = shown.book.clone().expect("taskflow's book is shown");
+    assert_eq!(
+        (book.name.as_str(), book.uuid.as_str()),
+        ("nightly", book_uuid.as_str())
+    );
+    assert_eq!(shown.details["store"], json!({"x": 2}), "{shown:?}");
+    println!(
+        "jobworker shows taskflow's job: book {book:?}, details {}",
+        shown.details
+    );
+    let c = board.claim(&[&q], "jw-1", LONG, 1).await.unwrap().remove(0);
+    assert_eq!(c.book, Some(book));
+    assert_eq!(jobworker::codec::value_to_json(&c.args), json!({"n": 1}));
+    let whole = jobworker::codec::value_to_json(&c.details);
+    assert_eq!(whole, serde_json::from_str::<Value>(details).unwrap());
+    board.consume(&c.lease).await.unwrap();
+
+    let jw_book = JobId::random().0;
+    let id = board
+        .post(&q, NewJob::new("report").book("weekly", &jw_book))
+        .await
+        .unwrap();
+    let jobs = taskflow_jobs(&ns).await;
+    let seen = by_uuid(&jobs, id.as_str());
+    println!(
+        "taskflow shows jobworker's job: book {} ({})",
+        seen["book_name"], seen["book_uuid"]
+    );
+    assert_eq!(
+        (&seen["book_name"], &seen["book_uuid"]),
+        (&json!("weekly"), &json!(jw_book))
+    );
 }

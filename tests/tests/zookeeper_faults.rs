@@ -186,7 +186,7 @@ async fn a_released_job_shows_as_ready() {
         error: "boom".into(),
     };
     assert_eq!(board.abandon(&c.lease, retry).await.unwrap(), JobState::Scheduled);
-    let c = board.claim_job(&q, &id, "w", LONG).await.unwrap();
+    let c = board.claim_job(&q, &id, "w", Some(LONG)).await.unwrap();
     assert_eq!(
         board.abandon(&c.lease, Abandon::Release).await.unwrap(),
         JobState::Ready

@@ -21,6 +21,7 @@ import json, sys, time
 from taskflow import exceptions as exc
 from taskflow.types import entity
 from taskflow.jobs.backends import impl_zookeeper
+from taskflow.persistence import models
 from oslo_serialization import jsonutils
 
 hosts, path, command, *args = sys.argv[1:]
@@ -50,13 +51,15 @@ def listing():
             "details": job.details, "sequence": job.sequence, "path": job.path,
             "created_on": job.created_on.isoformat() if job.created_on else None,
             "canonical": jsonutils.dumps(json.loads(raw)).encode() == raw,
+            "book_name": job.book_name, "book_uuid": job.book_uuid,
         })
     return out
 
 try:
     if command == "post":
-        name, priority, details = args
-        job = board.post(name, details=json.loads(details), priority=priority)
+        name, priority, details, *book = args
+        book = models.LogBook(book[0], uuid=book[1]) if book else None
+        job = board.post(name, book=book, details=json.loads(details), priority=priority)
         out = {"uuid": job.uuid, "path": job.path}
     elif command == "list":
         out = listing()
@@ -254,7 +257,7 @@ async fn jobworker_posts_taskflow_lists_claims_and_consumes() {
     assert_eq!(s.board.state(&s.q, &a).await.unwrap(), JobState::Claimed);
     let info = s.board.show(&s.q, &a).await.unwrap();
     assert_eq!((info.owner.as_deref(), info.priority), (Some("tf-1"), 7));
-    let e = s.board.claim_job(&s.q, &a, "jw-1", LONG).await.unwrap_err();
+    let e = s.board.claim_job(&s.q, &a, "jw-1", Some(LONG)).await.unwrap_err();
     assert!(e.is_already_claimed() && e.message().contains("tf-1"), "{e}");
     let next = s.board.claim(&[&s.q], "jw-1", LONG, 5).await.unwrap();
     let next: Vec<&JobId> = next.iter().map(|c| &c.lease.job).collect();
@@ -331,14 +334,14 @@ async fn taskflow_abandons_and_trashes_jobworker_jobs() {
         .unwrap();
     let out = s.taskflow(&["ops", id.as_str(), "tf-1", "claim,abandon"]).await;
     assert_eq!(out, json!([{"ok": true}, {"ok": true}]));
-    let c = s.board.claim_job(&s.q, &id, "jw-1", LONG).await.unwrap();
+    let c = s.board.claim_job(&s.q, &id, "jw-1", Some(LONG)).await.unwrap();
     assert_eq!(
         s.board.abandon(&c.lease, Abandon::Release).await.unwrap(),
         JobState::Ready
     );
 
     // Taskflow may end a jobworker claim by owner name (its rule).
-    let c = s.board.claim_job(&s.q, &id, "jw-1", LONG).await.unwrap();
+    let c = s.board.claim_job(&s.q, &id, "jw-1", Some(LONG)).await.unwrap();
     let out = s.taskflow(&["ops", id.as_str(), "jw-1", "trash"]).await;
     assert_eq!(out, json!([{"ok": true}]));
     assert!(s.board.extend(&c.lease, LONG).await.unwrap_err().is_not_found());
@@ -381,7 +384,7 @@ async fn jobworker_state_never_breaks_taskflow_iterjobs() {
     let done = b.post(&s.q, NewJob::new("done")).await.unwrap();
     let held = b.post(&s.q, NewJob::new("held")).await.unwrap();
     for (id, end) in [(&retried, "retry"), (&trashed, "trash"), (&done, "consume")] {
-        let c = b.claim_job(&s.q, id, "jw", LONG).await.unwrap();
+        let c = b.claim_job(&s.q, id, "jw", Some(LONG)).await.unwrap();
         match end {
             "retry" => {
                 let how = Abandon::Retry {
@@ -394,7 +397,7 @@ async fn jobworker_state_never_breaks_taskflow_iterjobs() {
             _ => b.consume(&c.lease).await.unwrap(),
         }
     }
-    b.claim_job(&s.q, &held, "jw", LONG).await.unwrap();
+    b.claim_job(&s.q, &held, "jw", Some(LONG)).await.unwrap();
     b.register_worker_for(&[&s.q], "jw@host:1", json!({"pid": 1}))
         .await
         .unwrap();
@@ -495,4 +498,57 @@ async fn workers_are_taskflow_entities() {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// Must-show: taskflow posts a job with a book (a logbook's name and uuid);
+/// jobworker shows it and hands it to the claimer with the whole details
+/// (an `args` key beside other keys loses nothing). jobworker posts with a
+/// book; taskflow shows it.
+#[tokio::test(flavor = "multi_thread")]
+async fn books_and_whole_details_travel_both_ways() {
+    let s = setup("tf-book").await;
+    let book_uuid = JobId::random().0;
+    let details = r#"{"args": {"n": 1}, "flow_uuid": "f-1", "store": {"x": 2}}"#;
+    let posted = s
+        .taskflow(&["post", "flow", "NORMAL", details, "nightly", &book_uuid])
+        .await;
+    let tf_id = JobId(posted["uuid"].as_str().unwrap().to_owned());
+    let shown = s.board.show(&s.q, &tf_id).await.unwrap();
+    let book = shown.book.clone().expect("taskflow's book is shown");
+    assert_eq!(
+        (book.name.as_str(), book.uuid.as_str()),
+        ("nightly", book_uuid.as_str())
+    );
+    assert_eq!(shown.details["store"], json!({"x": 2}), "{shown:?}");
+    println!(
+        "jobworker shows taskflow's job: book {book:?}, details {}",
+        shown.details
+    );
+    let c = s.board.claim(&[&s.q], "jw-1", LONG, 1).await.unwrap().remove(0);
+    assert_eq!(c.book, Some(book));
+    assert_eq!(jobworker::codec::value_to_json(&c.args), json!({"n": 1}));
+    let whole = jobworker::codec::value_to_json(&c.details);
+    assert_eq!(whole, serde_json::from_str::<Value>(details).unwrap());
+    s.board.consume(&c.lease).await.unwrap();
+
+    let jw_book = JobId::random().0;
+    let id = s
+        .board
+        .post(&s.q, NewJob::new("report").book("weekly", &jw_book))
+        .await
+        .unwrap();
+    let jobs = s.taskflow_jobs().await;
+    let seen = by_uuid(&jobs, id.as_str());
+    println!(
+        "taskflow shows jobworker's job: book {} ({})",
+        seen["book_name"], seen["book_uuid"]
+    );
+    assert_eq!(
+        (&seen["book_name"], &seen["book_uuid"]),
+        (&json!("weekly"), &json!(jw_book))
+    );
+    assert_eq!(
+        seen["canonical"], true,
+        "the posting is byte for byte taskflow's: {seen}"
+    );
 }

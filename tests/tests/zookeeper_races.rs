@@ -76,7 +76,10 @@ async fn two_claimers_recovering_one_expired_lease_never_both_hold_it() {
             if let Ok(Some(_)) | Err(_) = a.find_owner(&q, &id).await {
                 continue;
             }
-            if let Ok(claimed) = a.claim_job(&q, &id, "cleanup", Duration::from_secs(60)).await {
+            if let Ok(claimed) = a
+                .claim_job(&q, &id, "cleanup", Some(Duration::from_secs(60)))
+                .await
+            {
                 a.consume(&claimed.lease).await.unwrap();
             }
         }

@@ -109,6 +109,45 @@ fn post_list_show_claim_consume() {
     assert_eq!(json(&["show", &id, "-q", &q])["state"], "completed");
 }
 
+/// taskflow's contract on the command line: a job posted with a book shows
+/// it (with its details and last_modified), and a claim without an expiry
+/// (taskflow's default) is held with no time left.
+#[test]
+fn book_and_claim_without_expiry() {
+    let q = unique_queue("cli-book");
+    let posted = json(&[
+        "post",
+        "flow",
+        "-q",
+        &q,
+        "--book-name",
+        "nightly",
+        "--book-uuid",
+        "b-1",
+        "--args",
+        "[1]",
+    ]);
+    let id = posted["id"].as_str().unwrap().to_owned();
+    let shown = json(&["show", &id, "-q", &q]);
+    assert_eq!(
+        shown["book"],
+        serde_json::json!({"name": "nightly", "uuid": "b-1"})
+    );
+    assert_eq!(shown["details"], serde_json::json!({"args": [1]}));
+    assert!(shown["last_modified"].is_string(), "{shown}");
+    let err = fails(2, &["post", "flow", "-q", &q, "--book-name", "nightly"]);
+    assert!(err.contains("--book-uuid"), "{err}");
+    let claimed = json(&["claim", "-q", &q, "--id", &id, "--owner", "tf", "--no-expiry"]);
+    assert_eq!(claimed[0]["book"]["name"], "nightly");
+    let shown = json(&["show", &id, "-q", &q]);
+    assert_eq!(
+        (&shown["state"], &shown["expires_in_ms"]),
+        (&"claimed".into(), &Value::Null)
+    );
+    let token = claimed[0]["token"].to_string();
+    json(&["consume", &id, "-q", &q, "--owner", "tf", "--token", &token]);
+}
+
 #[test]
 fn abandon_with_retry_then_trash_with_reason() {
     let q = unique_queue("cli-fail");

@@ -236,6 +236,13 @@ pub struct PostArgs {
     /// Track the job from the start.
     #[arg(long)]
     pub track: bool,
+    /// taskflow's logbook name (`book`), with `--book-uuid`: a Python
+    /// conductor needs it to run the job.
+    #[arg(long, requires = "book_uuid")]
+    pub book_name: Option<String>,
+    /// taskflow's logbook uuid (`book`), with `--book-name`.
+    #[arg(long, requires = "book_name")]
+    pub book_uuid: Option<String>,
 }
 
 /// `list`.
@@ -281,6 +288,10 @@ pub struct ClaimArgs {
     /// Lease length in seconds.
     #[arg(long, default_value_t = 60.0)]
     pub expiry: f64,
+    /// With `--id`: no expiry, as taskflow's claim without one (held until
+    /// released; on ZooKeeper, as long as this command's session).
+    #[arg(long, requires = "id", conflicts_with = "expiry")]
+    pub no_expiry: bool,
     /// How many jobs to take.
     #[arg(long, default_value_t = 1)]
     pub count: usize,

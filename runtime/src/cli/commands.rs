@@ -159,6 +159,9 @@ async fn post(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<()> {
     if a.track {
         job = job.track();
     }
+    if let (Some(name), Some(uuid)) = (&a.book_name, &a.book_uuid) {
+        job = job.book(name, uuid);
+    }
     for _ in 0..a.count {
         let id = board.post(&a.queue.queue, job.clone()).await?;
         if json {
@@ -201,6 +204,7 @@ async fn claim(board: &AnyBoard, a: &ClaimArgs, json: bool) -> Result<()> {
             let [queue] = a.queue.as_slice() else {
                 return Err(Error::invalid("--id needs exactly one --queue"));
             };
+            let expiry = (!a.no_expiry).then_some(expiry);
             vec![
                 board
                     .claim_job(queue, &JobId::from(id.as_str()), &owner, expiry)

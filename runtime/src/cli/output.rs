@@ -20,6 +20,8 @@ pub(crate) fn claimed_json(c: &Claimed) -> serde_json::Value {
         "max_attempts": c.max_attempts,
         "priority": c.priority.0,
         "args": value_to_json(&c.args),
+        "details": value_to_json(&c.details),
+        "book": c.book,
     })
 }
 
@@ -52,19 +54,30 @@ pub(crate) fn jobs_text(jobs: &[JobInfo]) {
 
 /// One job in detail.
 pub(crate) fn job_text(j: &JobInfo) {
-    let rows: [(&str, String); 12] = [
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let rows: [(&str, String); 16] = [
         ("id", j.id.clone()),
         ("queue", j.queue.clone()),
         ("name", j.name.clone()),
         ("state", j.state.to_string()),
         ("priority", j.priority.to_string()),
-        ("owner", j.owner.clone().unwrap_or_else(|| "-".into())),
+        ("owner", or_dash(j.owner.clone())),
+        (
+            "expires_in",
+            or_dash(j.expires_in_ms.map(|ms| format!("{:.1}s", ms as f64 / 1000.0))),
+        ),
         ("attempts", format!("{} of {}", j.attempts, j.max_attempts)),
         ("token", j.token.to_string()),
-        ("sequence", j.sequence.map_or("-".into(), |s| s.to_string())),
-        ("created_on", j.created_on.clone().unwrap_or_else(|| "-".into())),
-        ("reason", j.reason.clone().unwrap_or_else(|| "-".into())),
+        ("sequence", or_dash(j.sequence.map(|s| s.to_string()))),
+        ("created_on", or_dash(j.created_on.clone())),
+        ("modified", or_dash(j.last_modified.clone())),
+        (
+            "book",
+            or_dash(j.book.as_ref().map(|b| format!("{} ({})", b.name, b.uuid))),
+        ),
+        ("reason", or_dash(j.reason.clone())),
         ("args", j.args.to_string()),
+        ("details", j.details.to_string()),
     ];
     for (k, v) in rows {
         println!("{k:<11} {v}");

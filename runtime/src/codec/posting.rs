@@ -13,13 +13,25 @@ use super::datetime::OsloDateTime;
 use super::{map_get, oslo_loads, truthy, write_int, write_map_len, write_str, write_value, MAX_DEPTH};
 use crate::job::Priority;
 
-/// The logbook reference a posting may carry.
-#[derive(Debug, Clone, PartialEq)]
+/// The logbook reference a posting may carry (taskflow's `book`: only the
+/// logbook's name and uuid are stored, never the logbook itself). A Python
+/// conductor needs it to run a job; jobworker only carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Book {
     /// The logbook's name.
     pub name: String,
     /// The logbook's uuid.
     pub uuid: String,
+}
+
+impl Book {
+    /// A logbook reference.
+    pub fn new(name: impl Into<String>, uuid: impl Into<String>) -> Book {
+        Book {
+            name: name.into(),
+            uuid: uuid.into(),
+        }
+    }
 }
 
 /// A posting's `created_on`.

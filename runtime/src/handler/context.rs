@@ -7,7 +7,8 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::board::AnyBoard;
-use crate::job::{JobId, Lease, NewJob};
+use crate::codec::Book;
+use crate::job::{Claimed, JobId, Lease, NewJob};
 
 /// A one-way flag that tells a handler to stop (lease lost, timeout,
 /// cancellation, shutdown).
@@ -53,6 +54,8 @@ struct Inner {
     name: String,
     attempt: u32,
     max_attempts: u32,
+    details: rmpv::Value,
+    book: Option<Book>,
     sandbox: PathBuf,
     cancel: CancelFlag,
     board: AnyBoard,
@@ -60,22 +63,17 @@ struct Inner {
 }
 
 impl JobContext {
-    /// Builds a context (the worker does this; tests may too).
-    pub fn new(
-        lease: Lease,
-        name: String,
-        attempt: u32,
-        max_attempts: u32,
-        sandbox: PathBuf,
-        cancel: CancelFlag,
-        board: AnyBoard,
-    ) -> Self {
+    /// Builds the context of a claimed job (the worker does this; tests may
+    /// too).
+    pub fn new(claimed: &Claimed, sandbox: PathBuf, cancel: CancelFlag, board: AnyBoard) -> Self {
         JobContext {
             inner: Arc::new(Inner {
-                lease,
-                name,
-                attempt,
-                max_attempts,
+                lease: claimed.lease.clone(),
+                name: claimed.name.clone(),
+                attempt: claimed.attempt,
+                max_attempts: claimed.max_attempts,
+                details: claimed.details.clone(),
+                book: claimed.book.clone(),
                 sandbox,
                 cancel,
                 board,
@@ -107,6 +105,19 @@ impl JobContext {
     /// Tries allowed before the job is trashed.
     pub fn max_attempts(&self) -> u32 {
         self.inner.max_attempts
+    }
+
+    /// taskflow's whole `details` map of the job: `{"args": …}` for a job
+    /// jobworker posted; for a job taskflow posted, everything it put there
+    /// (the handler's arguments are `details["args"]` when present, else
+    /// the whole map).
+    pub fn details(&self) -> &rmpv::Value {
+        &self.inner.details
+    }
+
+    /// taskflow's logbook reference of the job, when it has one.
+    pub fn book(&self) -> Option<&Book> {
+        self.inner.book.as_ref()
     }
 
     /// The fencing token of this claim: pass it to external systems so they

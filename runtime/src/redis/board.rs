@@ -313,6 +313,8 @@ impl RedisBoard {
                     token: reply.int(at + 2)? as u64,
                 },
                 args: args_of(&posting.details),
+                details: posting.details,
+                book: posting.book,
                 name: posting.name,
                 attempt: reply.int(at + 3)? as u32 + 1,
                 max_attempts: reply.int(at + 4)? as u32,
@@ -456,7 +458,13 @@ impl Prepared {
     fn new(job: &NewJob, queue: &str) -> Result<Prepared> {
         job.validate()?;
         let id = job.id.clone().unwrap_or_else(JobId::random);
-        let parts = posting_parts(id.as_str(), &job.name, job.priority, &details_of(&job.args), None);
+        let parts = posting_parts(
+            id.as_str(),
+            &job.name,
+            job.priority,
+            &details_of(&job.args),
+            job.book.as_ref(),
+        );
         Ok(Prepared {
             id,
             generated: job.id.is_none(),
@@ -617,7 +625,13 @@ impl Board for RedisBoard {
         Ok(claimed)
     }
 
-    async fn claim_job(&self, queue: &str, job: &JobId, who: &str, expiry: Duration) -> Result<Claimed> {
+    async fn claim_job(
+        &self,
+        queue: &str,
+        job: &JobId,
+        who: &str,
+        expiry: Option<Duration>,
+    ) -> Result<Claimed> {
         validate_claim(who, expiry, 1)?;
         let keys = self.keys(queue)?;
         let bytes: Option<Vec<u8>> = self
@@ -650,6 +664,8 @@ impl Board for RedisBoard {
                 token: reply.int(2)? as u64,
             },
             args: args_of(&posting.details),
+            details: posting.details,
+            book: posting.book,
             name: posting.name,
             attempt: reply.int(3)? as u32 + 1,
             max_attempts: reply.int(4)? as u32,

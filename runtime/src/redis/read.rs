@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crate::codec::args_of;
-use crate::codec::{decode_posting, value_to_json, CreatedOn};
+use crate::codec::{decode_posting, value_to_json, CreatedOn, OsloDateTime};
 use crate::error::{Error, Result};
 use crate::job::{JobInfo, JobState, ListFilter, Page};
 use crate::redis::board::RedisBoard;
@@ -19,6 +19,8 @@ type Facts = (
     Option<Vec<u8>>,          // quarantined bytes
     Option<String>,           // quarantine reason
     Option<f64>,              // scheduled run-at
+    Option<Vec<u8>>,          // taskflow's last_modified (oslo datetime)
+    i64,                      // PTTL of the owner key (the lease left)
 );
 
 /// Reads and interprets jobs `ids` (missing ones are left out, or an error
@@ -37,11 +39,13 @@ async fn fetch(
             .hget(keys.trash(), id)
             .hget(keys.quarantine(), id)
             .hget(keys.quarantine_reason(), id)
-            .zscore(keys.scheduled(), id);
+            .zscore(keys.scheduled(), id)
+            .get(keys.last_modified(id))
+            .pttl(keys.owned(id));
     }
     let values: Vec<redis::Value> = board.conn.query_pipe(&pipe).await?;
     let mut out = Vec::with_capacity(ids.len());
-    for (id, chunk) in ids.iter().zip(values.chunks(7)) {
+    for (id, chunk) in ids.iter().zip(values.chunks(9)) {
         let facts: Facts = redis::FromRedisValue::from_redis_value(redis::Value::Array(chunk.to_vec()))
             .map_err(|e| Error::codec(format!("unexpected reply reading job {id}: {e}")))?;
         out.push((id.clone(), interpret(keys, id, facts)));
@@ -50,7 +54,7 @@ async fn fetch(
 }
 
 fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
-    let (listing, owner, mut job, trashed, quarantined, qreason, run_at) = facts;
+    let (listing, owner, mut job, trashed, quarantined, qreason, run_at, modified, pttl) = facts;
     let held = job.remove("posting");
     let job: HashMap<String, String> = job
         .into_iter()
@@ -71,6 +75,12 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
         JobState::Trashed
     } else if let Some(state @ ("completed" | "cancelled" | "waiting")) = recorded {
         JobState::parse(state).ok()?
+    } else if !job.is_empty() {
+        // Known to jobworker, gone from the listings and not in the trash:
+        // taskflow consumed it (taskflow itself says COMPLETE). The next
+        // claim or reap moves it to the history; it reads completed before
+        // that too, as on ZooKeeper.
+        JobState::Completed
     } else {
         return None;
     };
@@ -85,9 +95,11 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
         attempts: num("attempts").unwrap_or(0) as u32,
         max_attempts: num("max").unwrap_or(0) as u32,
         token: num("token").unwrap_or(0) as u64,
+        expires_in_ms: (state == JobState::Claimed && pttl >= 0).then_some(pttl),
         run_at_ms: run_at.map(|t| t as i64),
         sequence: num("seq"),
         created_on: None,
+        last_modified: None,
         reason: job.get("reason").cloned(),
         group: job.get("group").cloned(),
         tags: job
@@ -95,7 +107,10 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
             .and_then(|t| serde_json::from_str(t).ok())
             .unwrap_or_default(),
         args: serde_json::Value::Null,
+        details: serde_json::Value::Null,
+        book: None,
     };
+    let modified = modified.and_then(|m| OsloDateTime::decode_ext(&m).ok());
     let bytes = listing.or(held).or(trashed).or(quarantined);
     match bytes.as_deref().map(decode_posting) {
         Some(Ok(p)) => {
@@ -104,11 +119,26 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
             if !job.contains_key("prio") {
                 info.priority = p.priority.0;
             }
+            // taskflow's last_modified: the later of the key and created_on.
+            info.last_modified = match (&p.created_on, &modified) {
+                (CreatedOn::DateTime(c), Some(m)) => Some(
+                    if m.to_unix_micros() > c.to_unix_micros() {
+                        m
+                    } else {
+                        c
+                    }
+                    .iso(),
+                ),
+                (CreatedOn::DateTime(c), None) => Some(c.iso()),
+                (CreatedOn::Other(_), m) => m.as_ref().map(OsloDateTime::iso),
+            };
             info.created_on = Some(match &p.created_on {
                 CreatedOn::DateTime(dt) => dt.iso(),
                 CreatedOn::Other(v) => value_to_json(v).to_string(),
             });
             info.args = value_to_json(&args_of(&p.details));
+            info.details = value_to_json(&p.details);
+            info.book = p.book;
         }
         Some(Err(reason)) => info.reason = Some(qreason.unwrap_or(reason)),
         None => {}

@@ -299,19 +299,20 @@ fn return_value(reply: Reply) -> redis::Value {
 }
 
 /// Twin of `claim_job.lua`; `index` = (priority, sequence, max attempts)
-/// used only for a job that was never indexed.
+/// used only for a job that was never indexed; an expiry of `None` holds
+/// the claim until it is released.
 pub(crate) async fn claim_job(
     conn: &Connection,
     keys: &QueueKeys,
     id: &str,
     who: &str,
-    expiry: Duration,
+    expiry: Option<Duration>,
     index: (i32, i64, u32),
 ) -> Result<Reply> {
     let mut inv = invocation(&SCRIPTS.claim_job, keys);
     inv.arg(id)
         .arg(who)
-        .arg(millis(expiry))
+        .arg(expiry.map_or(0, millis))
         .arg(index.0)
         .arg(index.1)
         .arg(index.2);

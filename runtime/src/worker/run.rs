@@ -405,15 +405,7 @@ impl Worker {
         };
         let entry = self.registry.get(&c.name).copied();
         let cancel = CancelFlag::default();
-        let cx = JobContext::new(
-            c.lease.clone(),
-            c.name.clone(),
-            c.attempt,
-            c.max_attempts,
-            dir,
-            cancel.clone(),
-            self.board.clone(),
-        );
+        let cx = JobContext::new(&c, dir, cancel.clone(), self.board.clone());
         if let Some(h) = &self.heartbeat {
             h.hold(c.lease.clone());
         }

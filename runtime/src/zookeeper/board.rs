@@ -271,7 +271,13 @@ impl Board for ZooKeeperBoard {
         }
         Ok(claimed)
     }
-    async fn claim_job(&self, queue: &str, job: &JobId, who: &str, expiry: Duration) -> Result<Claimed> {
+    async fn claim_job(
+        &self,
+        queue: &str,
+        job: &JobId,
+        who: &str,
+        expiry: Option<Duration>,
+    ) -> Result<Claimed> {
         validate_claim(who, expiry, 1)?;
         self.claim_named(queue, job.as_str(), who, expiry).await
     }

@@ -47,6 +47,8 @@ pub(crate) struct Known {
     pub ctime_ms: i64,
     /// The posting's `details`.
     pub details: rmpv::Value,
+    /// The posting's `book`.
+    pub book: Option<crate::codec::Book>,
 }
 
 /// A cached job znode.
@@ -477,6 +479,7 @@ impl ZooKeeperBoard {
                         version: stat.version,
                         ctime_ms: stat.ctime,
                         details: p.details,
+                        book: p.book,
                     };
                     if matches!(p.priority, Priority::VERY_HIGH | Priority::VERY_LOW) {
                         extremes.push(fresh.len());
@@ -637,6 +640,7 @@ mod tests {
             version: 0,
             ctime_ms: 0,
             details: rmpv::Value::Nil,
+            book: None,
         }
     }
 

@@ -79,9 +79,10 @@ impl ZooKeeperBoard {
             let end = (next + count - claimed.len()).min(candidates.len());
             let batch = &candidates[next..end];
             next = end;
-            let tries =
-                futures_util::future::join_all(batch.iter().map(|k| self.try_claim(&paths, k, who, expiry)))
-                    .await;
+            let tries = futures_util::future::join_all(
+                batch.iter().map(|k| self.try_claim(&paths, k, who, Some(expiry))),
+            )
+            .await;
             // Every result first: a failure must not drop the claims the
             // same batch made.
             let mut failed = None;
@@ -113,13 +114,15 @@ impl ZooKeeperBoard {
     }
 
     /// Claims job `uuid` by name (taskflow's claim), whatever its place in
-    /// the order; an expired lease on it is recovered first.
+    /// the order; an expired lease on it is recovered first. Without an
+    /// expiry the lock has no deadline: like taskflow's claims, it lasts as
+    /// long as this board's session (or until released).
     pub(crate) async fn claim_named(
         &self,
         queue: &str,
         uuid: &str,
         who: &str,
-        expiry: Duration,
+        expiry: Option<Duration>,
     ) -> Result<Claimed> {
         let paths = self.paths(queue)?;
         let not_found = || Error::not_found(queue, uuid);
@@ -186,25 +189,31 @@ impl ZooKeeperBoard {
             version: stat.version,
             ctime_ms: stat.ctime,
             details: p.details,
+            book: p.book,
         };
         self.inner.cache.insert(&paths.queue, known);
         Ok(self.inner.cache.known(&paths.queue, znode))
     }
 
     /// One claim transaction on `k`, with the lock and the job's record
-    /// read in the same round trip.
+    /// read in the same round trip; `None` claims without a deadline.
     pub(crate) async fn try_claim(
         &self,
         paths: &QueuePaths,
         k: &Known,
         who: &str,
-        expiry: Duration,
+        expiry: Option<Duration>,
     ) -> Result<Attempt> {
         let what = format!("cannot claim job {} in queue {}", k.uuid, paths.queue);
         let client = self.client(&what).await?;
-        let lease_ms = (expiry.as_millis() as i64).max(1);
         let id = claim_id();
-        let body = LockBody::lease(who, self.now_ms() + lease_ms, lease_ms, &id);
+        let body = match expiry {
+            Some(expiry) => {
+                let lease_ms = (expiry.as_millis() as i64).max(1);
+                LockBody::lease(who, self.now_ms() + lease_ms, lease_ms, &id)
+            }
+            None => LockBody::held(who, &id),
+        };
         let lock = paths.lock(&k.znode);
         let sent = local_ms();
         let mut w = client.new_multi_writer();
@@ -288,6 +297,8 @@ impl ZooKeeperBoard {
             },
             name: k.name.clone(),
             args: args_of(&k.details),
+            details: k.details.clone(),
+            book: k.book.clone(),
             attempt: record.attempts + 1,
             max_attempts,
             priority: k.priority,

@@ -43,12 +43,13 @@ impl ZooKeeperBoard {
         let id = job.id.clone().unwrap_or_else(JobId::random);
         paths::validate_job_id(id.as_str())?;
         let details = details_of(&job.args);
-        let bytes = posting::encode(id.as_str(), &job.name, job.priority, &details, None).map_err(|e| {
-            Error::invalid(format!(
-                "cannot post job {id} to queue {queue}: its arguments cannot be written as json \
+        let bytes = posting::encode(id.as_str(), &job.name, job.priority, &details, job.book.as_ref())
+            .map_err(|e| {
+                Error::invalid(format!(
+                    "cannot post job {id} to queue {queue}: its arguments cannot be written as json \
                  (zookeeper stores taskflow's json postings): {e}"
-            ))
-        })?;
+                ))
+            })?;
         self.ensure_queue(&paths).await?;
         let now = self.now_ms();
         let run_at = now.saturating_add(job.run_at.delay().as_millis() as i64);
@@ -185,6 +186,7 @@ impl ZooKeeperBoard {
                 version: 0,
                 ctime_ms: record.posted_ms,
                 details,
+                book: job.book.clone(),
             },
         );
         let mut named = record.clone();

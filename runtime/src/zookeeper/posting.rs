@@ -4,6 +4,7 @@
 
 use rmpv::Value;
 
+use crate::codec::Book;
 use crate::job::Priority;
 use crate::zookeeper::{json, paths};
 
@@ -18,8 +19,8 @@ pub(crate) struct JsonPosting {
     pub priority: Priority,
     /// `details` (`{}` when absent).
     pub details: Value,
-    /// `book`, when present.
-    pub book: Option<Value>,
+    /// `book`, when present as taskflow writes it (`{"name", "uuid"}`).
+    pub book: Option<Book>,
 }
 
 /// Why a posting cannot be used.
@@ -49,7 +50,7 @@ pub(crate) fn encode(
     name: &str,
     priority: Priority,
     details: &Value,
-    book: Option<&Value>,
+    book: Option<&Book>,
 ) -> Result<Vec<u8>, String> {
     let mut entries = vec![
         (Value::from("uuid"), Value::from(uuid)),
@@ -58,7 +59,11 @@ pub(crate) fn encode(
         (Value::from("details"), details.clone()),
     ];
     if let Some(book) = book {
-        entries.push((Value::from("book"), book.clone()));
+        let book = Value::Map(vec![
+            (Value::from("name"), Value::from(book.name.as_str())),
+            (Value::from("uuid"), Value::from(book.uuid.as_str())),
+        ]);
+        entries.push((Value::from("book"), book));
     }
     json::dumps(&Value::Map(entries)).map(String::into_bytes)
 }
@@ -113,7 +118,17 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<JsonPosting, Undecodable> {
         name: text(name, "name")?,
         priority,
         details: field("details").cloned().unwrap_or(Value::Map(Vec::new())),
-        book: field("book").cloned(),
+        book: field("book").and_then(book_of),
+    })
+}
+
+/// taskflow's `book` (`{"name": …, "uuid": …}`); anything else is no book
+/// jobworker can show (taskflow stores only those two fields).
+fn book_of(v: &Value) -> Option<Book> {
+    let text = |k: &str| json::get(v, k).and_then(Value::as_str).map(str::to_owned);
+    Some(Book {
+        name: text("name")?,
+        uuid: text("uuid")?,
     })
 }
 

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use zookeeper_client as zk;
 
-use crate::codec::args_of;
 use crate::codec::value_to_json;
+use crate::codec::{args_of, Book};
 use crate::error::{Error, Result};
 use crate::job::{JobInfo, JobState, ListFilter, Page};
 use crate::zookeeper::cache::{Known, Snapshot};
@@ -30,10 +30,21 @@ struct Facts {
     name: Option<String>,
     priority: Option<i32>,
     details: Option<rmpv::Value>,
+    book: Option<Book>,
     ctime_ms: Option<i64>,
     record: Option<JobRecord>,
     lock: Option<(LockBody, zk::Stat)>,
     run_at_ms: Option<i64>,
+}
+
+impl Facts {
+    /// What the posting says.
+    fn posting(&mut self, p: posting::JsonPosting) {
+        self.name = Some(p.name);
+        self.priority = Some(p.priority.0);
+        self.details = Some(p.details);
+        self.book = p.book;
+    }
 }
 
 /// ISO 8601 of a znode time, naive UTC as taskflow writes `created_on`.
@@ -47,9 +58,11 @@ impl ZooKeeperBoard {
         // jobworker's record has the exact priority; else the posting's.
         let priority = f.record.as_ref().map(|r| r.priority).or(f.priority).unwrap_or(0);
         let record = f.record.unwrap_or_default();
-        let (owner, token) = match &f.lock {
-            Some((body, stat)) if state == JobState::Claimed => (body.owner.clone(), stat.czxid as u64),
-            _ => (None, record.token),
+        let (owner, token, deadline) = match &f.lock {
+            Some((body, stat)) if state == JobState::Claimed => {
+                (body.owner.clone(), stat.czxid as u64, body.deadline_ms)
+            }
+            _ => (None, record.token, None),
         };
         let name = f.name.unwrap_or_else(|| record.name.clone());
         JobInfo {
@@ -65,16 +78,27 @@ impl ZooKeeperBoard {
                 n => n,
             },
             token,
+            expires_in_ms: deadline.map(|d| (d - self.now_ms()).max(0)),
             run_at_ms: f.run_at_ms.filter(|_| state == JobState::Scheduled),
             sequence: f.znode.as_deref().and_then(paths::sequence_of),
             created_on: f.ctime_ms.and_then(iso),
+            // taskflow's is the job znode's mtime; job znodes are never
+            // rewritten, so it is their ctime.
+            last_modified: f.ctime_ms.and_then(iso),
             reason: record.reason,
             group: record.group,
             tags: record.tags,
             args: f
                 .details
-                .map(|d| value_to_json(&args_of(&d)))
+                .as_ref()
+                .map(|d| value_to_json(&args_of(d)))
                 .unwrap_or(serde_json::Value::Null),
+            details: f
+                .details
+                .as_ref()
+                .map(value_to_json)
+                .unwrap_or(serde_json::Value::Null),
+            book: f.book,
         }
     }
 
@@ -106,9 +130,7 @@ impl ZooKeeperBoard {
                 if let Some((data, stat)) = self.find_in_trash(&paths, uuid).await? {
                     facts.ctime_ms = Some(stat.ctime);
                     if let Ok(p) = posting::decode(&data) {
-                        facts.name = Some(p.name);
-                        facts.priority = Some(p.priority.0);
-                        facts.details = Some(p.details);
+                        facts.posting(p);
                     }
                     return Ok(self.info(queue, JobState::Trashed, facts));
                 }
@@ -152,9 +174,7 @@ impl ZooKeeperBoard {
                     // A record naming another job's znode (an old id): none of ours.
                     return Err(Error::not_found(queue, uuid));
                 }
-                facts.name = Some(p.name);
-                facts.priority = Some(p.priority.0);
-                facts.details = Some(p.details);
+                facts.posting(p);
             }
             facts.ctime_ms = job.as_ref().map(|(_, s)| s.ctime).or(Some(stat.ctime));
         }
@@ -299,6 +319,7 @@ impl ZooKeeperBoard {
                 name: Some(k.name.clone()),
                 priority: Some(k.priority.0),
                 details: Some(k.details.clone()),
+                book: k.book.clone(),
                 ctime_ms: Some(k.ctime_ms),
                 record,
                 lock,
@@ -382,16 +403,14 @@ impl ZooKeeperBoard {
                 .next()
                 .flatten()
                 .and_then(|(d, _)| JobRecord::from_bytes(&d));
-            let facts = Facts {
-                uuid: p.uuid,
+            let mut facts = Facts {
+                uuid: p.uuid.clone(),
                 znode: Some(name),
-                name: Some(p.name),
-                priority: Some(p.priority.0),
-                details: Some(p.details),
                 ctime_ms: Some(ctime),
                 record,
                 ..Facts::default()
             };
+            facts.posting(p);
             out.push(self.info(&paths.queue, JobState::Trashed, facts));
         }
         Ok(out)

@@ -129,6 +129,17 @@ impl LockBody {
         }
     }
 
+    /// A claim of `owner` without a deadline (as taskflow's): it lasts as
+    /// long as the claiming session, or until released.
+    pub fn held(owner: &str, claim_id: &str) -> LockBody {
+        LockBody {
+            owner: Some(owner.to_owned()),
+            deadline_ms: None,
+            lease_ms: None,
+            claim_id: Some(claim_id.to_owned()),
+        }
+    }
+
     /// Reads a lock body; anything that is not a JSON object has no owner.
     pub fn parse(bytes: &[u8]) -> LockBody {
         let root = json::loads(bytes).unwrap_or(Value::Nil);
