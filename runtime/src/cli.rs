@@ -36,6 +36,7 @@ pub fn run(cli: Cli) -> i32 {
         None => run::run(&cli.board, &cli.run),
         Some(Command::Run(a)) => run::run(&cli.board, a),
         Some(Command::Handlers) => commands::handlers(cli.json).map(|()| 0),
+        Some(Command::Server(c)) => server::server(&cli.board, c, cli.json).map(|()| 0),
         Some(_) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -20,6 +20,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod handler;
 pub mod job;
+pub mod local;
 pub mod redis;
 pub mod schedule;
 pub mod supervisor;

@@ -215,52 +215,6 @@ fn bad_input_gets_clear_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:1"));
 }
 
-fn pid_gone(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) != 0 }
-}
-
-/// Without --redis, jobworker says on its first line which Redis it uses;
-/// a private server it starts is gone when it exits, and `--data-dir`
-/// keeps the data for the next command.
-#[test]
-fn embedded_default_says_so_and_keeps_data_where_asked() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().to_str().unwrap();
-    let post = jobworker(&["--data-dir", data, "--json", "post", "kept", "-q", "emb"]);
-    let stderr = String::from_utf8_lossy(&post.stderr);
-    assert!(post.status.success(), "{stderr}");
-    let first = stderr.lines().next().unwrap_or("");
-    assert!(
-        first.starts_with("jobworker: no --redis given; started a private redis-server (pid "),
-        "{first}"
-    );
-    let pid: i32 = first
-        .split("(pid ")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(pid_gone(pid), "the private redis-server {pid} outlived jobworker");
-    let count = jobworker(&["--data-dir", data, "--json", "count", "-q", "emb"]);
-    assert!(count.status.success());
-    let v: Value = serde_json::from_slice(&count.stdout).unwrap();
-    assert_eq!(
-        v["count"], 1,
-        "the job posted by the first command survived in --data-dir"
-    );
-
-    let plain = jobworker(&["count"]);
-    let first = String::from_utf8_lossy(&plain.stderr)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .to_owned();
-    assert!(plain.status.success(), "{first}");
-    assert!(first.starts_with("jobworker: no --redis given;"), "{first}");
-}
-
 /// The handlers of the `jobworker-examples` library crate are registered in
 /// the binary that links it (one `use … as _;` line in main.rs).
 #[test]

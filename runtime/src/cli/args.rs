@@ -98,8 +98,10 @@ pub struct BoardArgs {
     /// Redis (queue Q lives at `<root>/Q/jobs`, taskflow's layout).
     #[arg(long, global = true, env = "JOBWORKER_ZOOKEEPER", conflicts_with_all = ["redis", "data_dir"])]
     pub zookeeper: Option<String>,
-    /// Data directory of the private redis-server (kept after exit; AOF on).
-    /// Without it the private server's data is thrown away on exit.
+    /// The private board's directory (its redis-server, unix socket and
+    /// append-only file). Default: `$XDG_DATA_HOME/jobworker`, else
+    /// `~/.local/share/jobworker`, used when no --redis is given and nothing
+    /// answers on 127.0.0.1:6379.
     #[arg(long, global = true, env = "JOBWORKER_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// Store queue Q under namespace NS instead of `jw:{Q}` (repeatable),
@@ -183,6 +185,20 @@ pub enum Command {
     /// Board configuration stored in Redis.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// The private board (used when no --redis is given and nothing answers
+    /// on 127.0.0.1:6379): show or stop its redis-server.
+    #[command(subcommand)]
+    Server(ServerCommand),
+}
+
+/// `server`.
+#[derive(Debug, Subcommand)]
+pub enum ServerCommand {
+    /// Whether the private board's redis-server runs, and where.
+    Status,
+    /// Stop the private board's redis-server (its data stays; the next
+    /// command starts it again).
+    Stop,
 }
 
 /// A queue.

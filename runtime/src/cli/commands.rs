@@ -14,7 +14,7 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
     if let Some(Command::Bench(a)) = &cli.command {
         return bench(cli, a).await;
     }
-    let (spec, _target) = server::spec(&cli.board)?;
+    let spec = server::spec(&cli.board)?;
     let board = spec.connect().await?;
     let json = cli.json;
     let Some(command) = &cli.command else {

@@ -56,7 +56,7 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
             "no handlers are linked into this binary; every job will fail (see `jobworker handlers`)"
         );
     }
-    let (spec, target) = server::spec(board)?;
+    let spec = server::spec(board)?;
     let stored = match &spec {
         BoardSpec::Redis(o) => SyncBoard::connect(o.clone())?.config()?,
         BoardSpec::ZooKeeper(_) => HashMap::new(),
@@ -75,7 +75,5 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
         until_drained: a.until_drained,
         progress: a.progress,
     };
-    let code = supervise(cfg, registry)?;
-    drop(target);
-    Ok(code)
+    supervise(cfg, registry)
 }

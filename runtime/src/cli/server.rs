@@ -1,28 +1,22 @@
 //! Which board a command talks to: ZooKeeper when `--zookeeper` is given;
-//! otherwise the given Redis URL, a Redis answering on 127.0.0.1:6379, or a
-//! private redis-server started for this process.
+//! otherwise the given Redis URL, the private board in `--data-dir`, a
+//! Redis answering on 127.0.0.1:6379, or the user's private board (see
+//! [`crate::local`]); and `jobworker server status|stop` for the private
+//! board.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use crate::board::BoardSpec;
-use crate::cli::args::BoardArgs;
-use crate::embedded::{RedisServer, ServerOptions, Transport};
+use crate::cli::args::{BoardArgs, ServerCommand};
 use crate::error::Result;
+use crate::local::LocalBoard;
 use crate::redis::RedisOptions;
 use crate::zookeeper::ZooKeeperOptions;
 
-/// The well-known local Redis tried before starting a private one.
+/// The well-known local Redis tried before the private board.
 pub const LOCAL_REDIS: &str = "127.0.0.1:6379";
-
-/// The Redis a command uses; a private server lives as long as this value.
-pub(crate) struct Target {
-    /// Connection URL.
-    pub url: String,
-    /// The private server, stopped on drop.
-    pub _server: Option<RedisServer>,
-}
 
 /// True when a Redis without a password answers PING at `addr`.
 fn answers_ping(addr: &str) -> bool {
@@ -37,47 +31,43 @@ fn answers_ping(addr: &str) -> bool {
     s.write_all(b"PING\r\n").is_ok() && matches!(s.read(&mut buf), Ok(n) if buf[..n].starts_with(b"+PONG"))
 }
 
-/// Resolves the board location; says on stderr which Redis is used when
-/// none was given.
-pub(crate) fn resolve(args: &BoardArgs) -> Result<Target> {
+/// The private board a command without a URL uses: `--data-dir`'s, else
+/// the user's.
+fn private_board(args: &BoardArgs) -> Result<LocalBoard> {
+    match &args.data_dir {
+        Some(dir) => Ok(LocalBoard::at(dir)),
+        None => LocalBoard::for_user(),
+    }
+}
+
+/// The Redis URL of the board; says on stderr (the first line of output)
+/// which one is used when none was given.
+fn resolve(args: &BoardArgs) -> Result<String> {
     if let Some(url) = &args.redis {
-        return Ok(Target {
-            url: url.clone(),
-            _server: None,
-        });
+        return Ok(url.clone());
     }
     if args.data_dir.is_none() && answers_ping(LOCAL_REDIS) {
         eprintln!("jobworker: no --redis given; using the Redis answering on {LOCAL_REDIS}");
-        return Ok(Target {
-            url: format!("redis://{LOCAL_REDIS}/"),
-            _server: None,
-        });
+        return Ok(format!("redis://{LOCAL_REDIS}/"));
     }
-    let opts = ServerOptions {
-        transport: Transport::Unix,
-        appendonly: args.data_dir.is_some(),
-        data_dir: args.data_dir.clone(),
-        ..ServerOptions::default()
-    };
-    let server = RedisServer::start(opts)?;
-    let kept = match &args.data_dir {
-        Some(d) => format!("data kept in {}", d.display()),
-        None => "data discarded on exit".to_owned(),
+    let board = private_board(args)?;
+    let running = board.ensure()?;
+    let how = if running.started_now {
+        "started now; it keeps running for the next command, `jobworker server stop` ends it"
+    } else {
+        "running"
     };
     eprintln!(
-        "jobworker: no --redis given; started a private redis-server (pid {}) at {} ({kept}); it stops when jobworker exits",
-        server.pid(),
-        server.url()
+        "jobworker: no --redis given; using the private board in {} (redis-server pid {}, {how})",
+        board.dir().display(),
+        running.pid
     );
-    Ok(Target {
-        url: server.url(),
-        _server: Some(server),
-    })
+    Ok(running.url)
 }
 
-/// Board options for `target` from the command line.
-pub(crate) fn options(target: &Target, args: &BoardArgs) -> Result<RedisOptions> {
-    let mut opts = RedisOptions::new(target.url.clone());
+/// Board options for the Redis at `url` from the command line.
+pub(crate) fn options(url: String, args: &BoardArgs) -> Result<RedisOptions> {
+    let mut opts = RedisOptions::new(url);
     for pair in &args.namespaces {
         let Some((queue, ns)) = pair.split_once('=') else {
             return Err(crate::Error::invalid(format!(
@@ -89,18 +79,58 @@ pub(crate) fn options(target: &Target, args: &BoardArgs) -> Result<RedisOptions>
     Ok(opts)
 }
 
-/// The board a command uses, and the private Redis it may have started
-/// (keep it alive as long as the board is used).
-pub(crate) fn spec(args: &BoardArgs) -> Result<(BoardSpec, Option<Target>)> {
+/// The board a command uses.
+pub(crate) fn spec(args: &BoardArgs) -> Result<BoardSpec> {
     if let Some(connect) = &args.zookeeper {
         if !args.namespaces.is_empty() {
             return Err(crate::Error::invalid(
                 "--namespace applies to Redis, not to --zookeeper",
             ));
         }
-        return Ok((BoardSpec::ZooKeeper(ZooKeeperOptions::new(connect.clone())), None));
+        return Ok(BoardSpec::ZooKeeper(ZooKeeperOptions::new(connect.clone())));
     }
-    let target = resolve(args)?;
-    let opts = options(&target, args)?;
-    Ok((BoardSpec::Redis(opts), Some(target)))
+    Ok(BoardSpec::Redis(options(resolve(args)?, args)?))
+}
+
+/// `jobworker server status|stop`: the private board's server (never
+/// started by these).
+pub(crate) fn server(args: &BoardArgs, command: &ServerCommand, json: bool) -> Result<()> {
+    let board = private_board(args)?;
+    let dir = board.dir().display().to_string();
+    match command {
+        ServerCommand::Status => {
+            let running = board.status()?;
+            if json {
+                let pid = running.as_ref().map(|r| r.pid);
+                let url = running.as_ref().map(|r| r.url.clone());
+                crate::cli::output::json(
+                    &serde_json::json!({"dir": dir, "running": pid.is_some(), "pid": pid, "url": url}),
+                );
+            } else {
+                match running {
+                    Some(r) => println!(
+                        "the private board in {dir} is running: redis-server pid {} at {}",
+                        r.pid, r.url
+                    ),
+                    None => {
+                        println!("the private board in {dir} is not running (the next command starts it)")
+                    }
+                }
+            }
+        }
+        ServerCommand::Stop => {
+            let stopped = board.stop()?;
+            if json {
+                crate::cli::output::json(&serde_json::json!({"dir": dir, "stopped": stopped}));
+            } else {
+                match stopped {
+                    Some(pid) => println!(
+                        "stopped the private board in {dir} (redis-server pid {pid}); its data stays there"
+                    ),
+                    None => println!("the private board in {dir} was not running"),
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,248 @@
+//! The user's private board: the Redis the `jobworker` command line uses
+//! when no board is given and nothing answers on 127.0.0.1:6379.
+//!
+//! It is one `redis-server` per data directory (by default
+//! `$XDG_DATA_HOME/jobworker`, else `~/.local/share/jobworker`), started on
+//! first use and left running for the next command, so `jobworker post` in
+//! one terminal and `jobworker run` in another share their jobs. It listens
+//! only on a unix socket in that directory (mode 0700: the user's alone) and
+//! writes an append-only file fsynced before every reply (`appendfsync
+//! always`), so neither a killed server nor a reboot loses an acknowledged
+//! job. `jobworker server status` shows it and `jobworker server stop` ends
+//! it; a later command starts it again on the same data.
+//!
+//! Starting is serialised by a lock file in the directory: two commands
+//! that start at once share one server. A socket left by a killed server is
+//! recognised (nothing answers on it) and replaced.
+
+use std::fs::{self, File};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::embedded::{LOG_FILE, READY_TIMEOUT, REDIS_SERVER_BIN, SOCKET_FILE, STOP_TIMEOUT};
+use crate::error::{Error, Result};
+
+/// The lock file serialising starts, inside the data directory.
+const LOCK_FILE: &str = "server.lock";
+/// The server's pid file, inside the data directory.
+const PID_FILE: &str = "redis.pid";
+/// Pause between two probes while a server starts or stops.
+const POLL: Duration = Duration::from_millis(20);
+/// How long one probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Longest unix socket path (`sun_path` holds 108 bytes with the NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// A private board's directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalBoard {
+    dir: PathBuf,
+}
+
+/// A private board's server that answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Running {
+    /// The server's process id.
+    pub pid: u32,
+    /// Its URL (`unix://…/redis.sock`).
+    pub url: String,
+    /// It was started by this call (not found running).
+    pub started_now: bool,
+}
+
+impl LocalBoard {
+    /// The private board in `dir`.
+    pub fn at(dir: impl Into<PathBuf>) -> LocalBoard {
+        LocalBoard { dir: dir.into() }
+    }
+
+    /// The private board in the user's data directory:
+    /// `$XDG_DATA_HOME/jobworker`, else `$HOME/.local/share/jobworker`.
+    pub fn for_user() -> Result<LocalBoard> {
+        let base = match (std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME")) {
+            (Some(xdg), _) if !xdg.is_empty() => PathBuf::from(xdg),
+            (_, Some(home)) if !home.is_empty() => PathBuf::from(home).join(".local/share"),
+            _ => {
+                return Err(Error::invalid(
+                    "neither XDG_DATA_HOME nor HOME is set: give --data-dir, or --redis URL",
+                ))
+            }
+        };
+        Ok(LocalBoard::at(base.join("jobworker")))
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The server's unix socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join(SOCKET_FILE)
+    }
+
+    /// The URL clients use.
+    pub fn url(&self) -> String {
+        format!("unix://{}", self.socket().display())
+    }
+
+    /// The server, when one answers on the socket.
+    pub fn status(&self) -> Result<Option<Running>> {
+        Ok(self.probe().map(|pid| Running {
+            pid,
+            url: self.url(),
+            started_now: false,
+        }))
+    }
+
+    /// The server, started now if none answers (then waits until it does).
+    pub fn ensure(&self) -> Result<Running> {
+        let _lock = self.lock()?;
+        if let Some(running) = self.status()? {
+            return Ok(running);
+        }
+        self.start()?;
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(pid) = self.probe() {
+                return Ok(Running {
+                    pid,
+                    url: self.url(),
+                    started_now: true,
+                });
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::unavailable(format!(
+                    "the private redis-server in {} did not answer within {READY_TIMEOUT:?}; see {}",
+                    self.dir.display(),
+                    self.dir.join(LOG_FILE).display()
+                )));
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// Stops the server (SIGTERM by pid: it writes its append-only file and
+    /// exits; SIGKILL after [`STOP_TIMEOUT`]). Returns the pid it stopped,
+    /// `None` when none was running.
+    pub fn stop(&self) -> Result<Option<u32>> {
+        let _lock = self.lock()?;
+        let Some(pid) = self.probe() else {
+            return Ok(None);
+        };
+        let target = Pid::from_raw(pid as i32);
+        let _ = kill(target, Signal::SIGTERM);
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while alive(target) && Instant::now() < deadline {
+            thread::sleep(POLL);
+        }
+        if alive(target) {
+            let _ = kill(target, Signal::SIGKILL);
+        }
+        Ok(Some(pid))
+    }
+
+    /// Takes the directory's start lock (made with the directory, 0700).
+    fn lock(&self) -> Result<Flock<File>> {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|e| {
+                Error::io(
+                    &format!("cannot create the board directory {}", self.dir.display()),
+                    e,
+                )
+            })?;
+        let path = self.dir.join(LOCK_FILE);
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io(&format!("cannot open {}", path.display()), e))?;
+        Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, e)| Error::io(&format!("cannot lock {}", path.display()), e.into()))
+    }
+
+    /// Starts a detached server (it forks into the background itself and
+    /// outlives this process).
+    fn start(&self) -> Result<()> {
+        let socket = self.socket();
+        if socket.as_os_str().len() > MAX_SOCKET_PATH {
+            return Err(Error::invalid(format!(
+                "unix socket path {} is longer than {MAX_SOCKET_PATH} bytes; choose a shorter --data-dir",
+                socket.display()
+            )));
+        }
+        // A socket nobody answers on was left by a killed server.
+        let _ = fs::remove_file(&socket);
+        let _ = fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700));
+        let dir = self.dir.to_string_lossy().into_owned();
+        let arg = |p: &str| self.dir.join(p).to_string_lossy().into_owned();
+        let status = Command::new(REDIS_SERVER_BIN)
+            .args(["--daemonize", "yes", "--dir", &dir])
+            .args(["--pidfile", &arg(PID_FILE), "--logfile", &arg(LOG_FILE)])
+            .args([
+                "--port",
+                "0",
+                "--unixsocket",
+                &arg(SOCKET_FILE),
+                "--unixsocketperm",
+                "700",
+            ])
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--protected-mode",
+                "no",
+            ])
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Error::unavailable(
+                    "redis-server not found on PATH; install it with `apt-get install -y redis-server`",
+                ),
+                _ => Error::io("cannot start redis-server", e),
+            })?;
+        if !status.success() {
+            return Err(Error::unavailable(format!(
+                "redis-server did not start ({status}); see {}",
+                self.dir.join(LOG_FILE).display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The pid of the server answering PING on the socket, if one does.
+    fn probe(&self) -> Option<u32> {
+        let client = redis::Client::open(self.url()).ok()?;
+        let mut con = client.get_connection_with_timeout(PROBE_TIMEOUT).ok()?;
+        con.set_read_timeout(Some(PROBE_TIMEOUT)).ok()?;
+        let pong: String = redis::cmd("PING").query(&mut con).ok()?;
+        if pong != "PONG" {
+            return None;
+        }
+        let info: String = redis::cmd("INFO").arg("server").query(&mut con).ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse().ok())
+    }
+}
+
+/// True while process `pid` exists.
+fn alive(pid: Pid) -> bool {
+    kill(pid, None).is_ok()
+}

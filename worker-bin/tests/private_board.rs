@@ -1,0 +1,202 @@
+//! The private board: with no --redis, every command of a user shares one
+//! redis-server started on first use and left running (data in its
+//! directory, AOF fsynced on every write), so jobs posted by one command are
+//! there for the next. Every test uses a directory of its own (`--data-dir`)
+//! and stops its server at the end.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A private board directory whose server is stopped when the test ends.
+struct Board {
+    dir: tempfile::TempDir,
+}
+
+impl Board {
+    fn new() -> Board {
+        Board {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn dir(&self) -> &str {
+        self.dir.path().to_str().unwrap()
+    }
+
+    /// Runs `jobworker --data-dir DIR ARGS` (no URL anywhere).
+    fn run(&self, args: &[&str]) -> Output {
+        jobworker(&[&["--data-dir", self.dir()], args].concat())
+    }
+
+    /// Runs a command that must succeed; returns its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "jobworker {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    }
+
+    /// The pid of the running server, if one runs.
+    fn pid(&self) -> Option<i32> {
+        let status: Value = serde_json::from_str(&self.ok(&["--json", "server", "status"])).unwrap();
+        status["pid"].as_i64().map(|p| p as i32)
+    }
+
+    fn count(&self, queue: &str) -> i64 {
+        let v: Value = serde_json::from_str(&self.ok(&["--json", "count", "-q", queue])).unwrap();
+        v["count"].as_i64().unwrap()
+    }
+}
+
+impl Drop for Board {
+    fn drop(&mut self) {
+        let _ = self.run(&["server", "stop"]);
+    }
+}
+
+fn jobworker(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jobworker"))
+        .args(args)
+        .env_remove("JOBWORKER_REDIS_URL")
+        .env_remove("JOBWORKER_DATA_DIR")
+        .env_remove("JOBWORKER_ZOOKEEPER")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Seen: `jobworker post` without --redis printed an id, exited 0, and the
+/// job was gone (a private server started for that one command). Must-show:
+/// `post`, then `run --until-drained` in a second process runs the job; the
+/// data survives `server stop`, and a new `post`/`count` sees it.
+#[test]
+fn a_posted_job_waits_for_a_worker_in_another_process_and_survives_stop() {
+    let board = Board::new();
+    let post = board.run(&["post", "scripted", "--args", r#"{"action": "ok"}"#]);
+    let stderr = text(&post.stderr);
+    assert!(post.status.success(), "{stderr}");
+    let first = stderr.lines().next().unwrap_or("");
+    assert!(
+        first.contains("using the private board in") && first.contains("started now"),
+        "the first line says which board: {first}"
+    );
+    let id = text(&post.stdout).trim().to_owned();
+    let pid = board.pid().expect("the server keeps running after the command");
+    assert!(alive(pid));
+    assert_eq!(board.count("default"), 1, "the next command sees the job");
+
+    let work = tempfile::tempdir().unwrap();
+    let ran = board.run(&[
+        "run",
+        "--queues",
+        "default",
+        "--workers",
+        "1",
+        "--until-drained",
+        "--workdir",
+        work.path().to_str().unwrap(),
+    ]);
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    let shown: Value = serde_json::from_str(&board.ok(&["--json", "show", &id])).unwrap();
+    assert_eq!(shown["state"], "completed", "{shown}");
+
+    assert!(board
+        .ok(&["server", "stop"])
+        .contains("stopped the private board"));
+    assert_eq!(board.pid(), None);
+    board.ok(&["post", "scripted", "--args", r#"{"action": "ok"}"#]);
+    assert_eq!(board.count("default"), 1, "a new post after the stop");
+    let shown: Value = serde_json::from_str(&board.ok(&["--json", "show", &id])).unwrap();
+    assert_eq!(
+        shown["state"], "completed",
+        "the history survived the stop: {shown}"
+    );
+}
+
+/// Two commands started at once share one server (the start is locked).
+#[test]
+fn commands_started_at_once_share_one_server() {
+    let board = Board::new();
+    let exe = env!("CARGO_BIN_EXE_jobworker");
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(exe)
+                .args(["--data-dir", board.dir(), "post", "x", "-q", "together"])
+                .env_remove("JOBWORKER_REDIS_URL")
+                .env("RUST_LOG", "warn")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut pids = std::collections::HashSet::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let first = stderr.lines().next().unwrap_or("");
+        let pid = first
+            .split("redis-server pid ")
+            .nth(1)
+            .and_then(|s| s.split(',').next());
+        pids.insert(pid.unwrap_or_else(|| panic!("{first}")).to_owned());
+    }
+    assert_eq!(pids.len(), 1, "one server for all: {pids:?}");
+    assert_eq!(board.count("together"), 4);
+}
+
+/// A server killed with SIGKILL leaves its socket behind; the next command
+/// sees nobody answers on it, starts a new server on the same data, and
+/// nothing acknowledged is lost.
+#[test]
+fn a_killed_server_and_its_stale_socket_are_replaced_without_losing_jobs() {
+    let board = Board::new();
+    for _ in 0..3 {
+        board.ok(&["post", "x", "-q", "kept"]);
+    }
+    let pid = board.pid().unwrap();
+    // SAFETY: kill -9 of the private board's redis-server, by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        Path::new(board.dir()).join("redis.sock").exists(),
+        "a stale socket is left"
+    );
+    assert_eq!(board.count("kept"), 3, "every acknowledged post survived");
+    let again = board.pid().unwrap();
+    assert_ne!(again, pid, "a new server answers");
+}
+
+/// Without --data-dir the private board lives in the user's data
+/// directory: `$XDG_DATA_HOME/jobworker`.
+#[test]
+fn the_default_private_board_is_in_the_users_data_directory() {
+    let xdg = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_jobworker"))
+        .args(["server", "status"])
+        .env("XDG_DATA_HOME", xdg.path())
+        .env_remove("JOBWORKER_DATA_DIR")
+        .output()
+        .unwrap();
+    let want = xdg.path().join("jobworker");
+    assert!(
+        text(&out.stdout).contains(&format!("the private board in {} is not running", want.display())),
+        "{}",
+        text(&out.stdout)
+    );
+}
