@@ -295,6 +295,22 @@ async fn in_process_worker_with_workers_zero() {
     assert_eq!(runs(&board, &key).await.len(), 5);
 }
 
+/// Seen: `--workers 0 --until-drained` never exited once the queue was
+/// empty (`--workers 1` did). Now the in-process worker exits 0 once its
+/// queues are drained.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_process_worker_exits_when_drained() {
+    let (_serial, board, q, key) = setup("e2e-inproc-drain").await;
+    for _ in 0..3 {
+        post(&board, &q, &script(Action::Sleep, 50, &key), 5).await;
+    }
+    let mut sup = Supervisor::start(&q, &["--workers", "0", "--until-drained"]);
+    let status = sup.wait_exit(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    assert_eq!(runs(&board, &key).await.len(), 3, "every job ran first");
+    assert_eq!(board.job_count(&q).await.unwrap(), 0);
+}
+
 async fn live_workers(board: &RedisBoard, q: &str) -> Vec<jobworker::worker::WorkerInfo> {
     let all = jobworker::worker::list_workers(&jobworker::AnyBoard::Redis(board.clone()))
         .await

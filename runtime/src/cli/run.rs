@@ -66,6 +66,10 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if workers == 0 {
+        let worker = WorkerConfig {
+            until_drained: a.until_drained,
+            ..worker
+        };
         return Ok(run_worker(spec, worker, registry, || {})?.code());
     }
     let cfg = SupervisorConfig {

@@ -45,6 +45,9 @@ pub struct WorkerConfig {
     /// as (owner, reason): the supervisor's crash recovery on boards it
     /// cannot reach itself (ZooKeeper; it runs no async client).
     pub recover: Vec<(String, String)>,
+    /// Exit once the queues hold no jobs and none runs here (the worker of
+    /// `--workers 0 --until-drained`; under a supervisor, it decides).
+    pub until_drained: bool,
 }
 
 impl WorkerConfig {
@@ -63,6 +66,7 @@ impl WorkerConfig {
             backoff: Backoff::default(),
             chdir: true,
             recover: Vec::new(),
+            until_drained: false,
         }
     }
 

@@ -294,6 +294,10 @@ impl Worker {
                 }
             }
             self.flush_consumes().await;
+            if want_work && self.cfg.until_drained && self.running.is_empty() && self.drained(&queues).await {
+                tracing::info!("queues drained");
+                break WorkerExit::Clean;
+            }
             let timer = self.next_deadline();
             let board = self.board.clone();
             let q: Vec<&str> = queues.iter().map(String::as_str).collect();
@@ -361,6 +365,22 @@ impl Worker {
         }
         tracing::info!(owner = %self.cfg.owner, ?exit, "worker stopped");
         Ok(exit)
+    }
+
+    /// True when none of `queues` holds a job (ready, scheduled or claimed);
+    /// a failed count says no.
+    async fn drained(&self, queues: &[String]) -> bool {
+        for q in queues {
+            match self.board.job_count(q).await {
+                Ok(0) => {}
+                Ok(_) => return false,
+                Err(e) => {
+                    tracing::warn!(queue = %q, error = %e, "cannot count the queue's jobs");
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     fn next_deadline(&self) -> Instant {
