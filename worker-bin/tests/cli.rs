@@ -259,3 +259,38 @@ fn handlers_of_a_linked_library_crate_are_registered() {
         "blocking"
     );
 }
+
+/// Seen: `jobworker list … | head` panicked ("failed printing to stdout:
+/// Broken pipe", exit 101). A reader that goes away ends the command
+/// quietly with exit 0, as `ls | head` does.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    let q = unique_queue("cli-pipe");
+    json(&["post", "many", "-q", &q, "--count", "1000"]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jobworker"))
+        .args([
+            "--redis",
+            shared_redis().url(),
+            "list",
+            "-q",
+            &q,
+            "--limit",
+            "1000",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is gone now (as `head -1` exits): 1,000 rows do not fit
+    // in the pipe, so jobworker writes into a closed pipe.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(first.starts_with("ID"), "{first}");
+}

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::board::{AnyBoard, Board, BoardSpec};
 use crate::cli::args::{AbandonArgs, ClaimArgs, Cli, Command, ListArgs, PostArgs};
+use crate::cli::output::outln;
 use crate::cli::{output, server};
 use crate::error::{Error, Result};
 use crate::job::{Abandon, JobId, JobState, Lease, ListFilter, NewJob, Page, Priority};
@@ -39,7 +40,7 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
             if json {
                 output::json(&serde_json::json!({ "queue": q.queue, "count": n }));
             } else {
-                println!("{n}");
+                outln!("{n}");
             }
             Ok(())
         }
@@ -64,9 +65,11 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
             if json {
                 output::json(&serde_json::to_value(r).map_err(|e| Error::codec(e.to_string()))?);
             } else {
-                println!(
+                outln!(
                     "promoted {}, recovered {} expired leases, indexed {}",
-                    r.promoted, r.stalled, r.indexed
+                    r.promoted,
+                    r.stalled,
+                    r.indexed
                 );
             }
             Ok(())
@@ -102,7 +105,7 @@ fn done(json: bool, what: &str, id: &str) -> Result<()> {
     if json {
         output::json(&serde_json::json!({ "id": id, "result": what }));
     } else {
-        println!("{what} {id}");
+        outln!("{what} {id}");
     }
     Ok(())
 }
@@ -167,7 +170,7 @@ async fn post(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<()> {
         if json {
             output::json(&serde_json::json!({ "id": id.as_str(), "queue": a.queue.queue, "name": a.name }));
         } else {
-            println!("{id}");
+            outln!("{id}");
         }
     }
     Ok(())
@@ -221,7 +224,7 @@ async fn claim(board: &AnyBoard, a: &ClaimArgs, json: bool) -> Result<()> {
             claimed.iter().map(output::claimed_json).collect(),
         ));
     } else if claimed.is_empty() {
-        println!("nothing to claim");
+        outln!("nothing to claim");
     } else {
         claimed.iter().for_each(output::claimed_text);
     }
@@ -242,7 +245,7 @@ async fn abandon(board: &AnyBoard, a: &AbandonArgs, json: bool) -> Result<()> {
             &serde_json::json!({ "id": a.lease.id, "result": "abandoned", "state": state.as_str() }),
         );
     } else {
-        println!("abandoned {} (now {state})", a.lease.id);
+        outln!("abandoned {} (now {state})", a.lease.id);
     }
     Ok(())
 }
@@ -274,13 +277,18 @@ pub(crate) fn handlers(json: bool) -> Result<()> {
             .collect();
         output::json(&serde_json::Value::Array(list));
     } else if registry.is_empty() {
-        println!("no handlers are linked into this binary");
+        outln!("no handlers are linked into this binary");
     } else {
         for h in registry.iter() {
             let timeout = h.timeout.map_or("-".to_owned(), |t| format!("{t:?}"));
-            println!(
+            outln!(
                 "{:<24} queue {:<12} timeout {:<8} {:?} at {}:{}",
-                h.name, h.queue, timeout, h.run, h.file, h.line
+                h.name,
+                h.queue,
+                timeout,
+                h.run,
+                h.file,
+                h.line
             );
         }
     }
@@ -292,11 +300,11 @@ async fn workers(board: &AnyBoard, json: bool) -> Result<()> {
     if json {
         output::json(&serde_json::to_value(&list).map_err(|e| Error::codec(e.to_string()))?);
     } else if list.is_empty() {
-        println!("no live workers");
+        outln!("no live workers");
     } else {
         let now = board.server_ms().await?.max(0) as u64;
         for w in list {
-            println!(
+            outln!(
                 "{:<40} slot {:<3} pid {:<7} queues {:<20} jobs {:<3} beat {:.1}s ago",
                 w.owner,
                 w.slot,

@@ -11,6 +11,7 @@ use crate::cli::feature_args::{
     ConfigCommand, FailedArgs, RecurAddArgs, RecurCommand, SettleArgs, TagCommand,
 };
 use crate::cli::output;
+use crate::cli::output::outln;
 use crate::error::{Error, Result};
 use crate::job::{JobId, Page, Priority};
 use crate::redis::{parse_day, RecurringJob, RedisBoard};
@@ -95,7 +96,7 @@ fn say(json: bool, what: &str, subject: &str) {
     if json {
         output::json(&serde_json::json!({ "result": what, "subject": subject }));
     } else {
-        println!("{what} {subject}");
+        outln!("{what} {subject}");
     }
 }
 
@@ -126,7 +127,7 @@ async fn tag(board: &RedisBoard, t: &TagCommand, json: bool) -> Result<()> {
             if json {
                 output::json(&serde_json::json!({ "id": c.id, "tags": now }));
             } else {
-                println!("{} tags: {}", c.id, now.join(" "));
+                outln!("{} tags: {}", c.id, now.join(" "));
             }
         }
         TagCommand::Find { tag, queue, limit } => {
@@ -134,7 +135,7 @@ async fn tag(board: &RedisBoard, t: &TagCommand, json: bool) -> Result<()> {
             if json {
                 output::json(&to_json(&found.iter().map(JobId::as_str).collect::<Vec<_>>())?);
             } else {
-                found.iter().for_each(|id| println!("{id}"));
+                found.iter().for_each(|id| outln!("{id}"));
             }
         }
         TagCommand::Top { queue, limit } => {
@@ -142,7 +143,7 @@ async fn tag(board: &RedisBoard, t: &TagCommand, json: bool) -> Result<()> {
             if json {
                 output::json(&to_json(&top)?);
             } else {
-                top.iter().for_each(|(tag, n)| println!("{n:>8}  {tag}"));
+                top.iter().for_each(|(tag, n)| outln!("{n:>8}  {tag}"));
             }
         }
     }
@@ -174,7 +175,7 @@ async fn failed(board: &RedisBoard, a: &FailedArgs, json: bool) -> Result<()> {
                 if json {
                     output::json(&to_json(&info)?);
                 } else {
-                    println!(
+                    outln!(
                         "{queue}/{id}  {}  {}",
                         info.name,
                         info.reason.as_deref().unwrap_or("-")
@@ -191,11 +192,11 @@ async fn failed(board: &RedisBoard, a: &FailedArgs, json: bool) -> Result<()> {
     if json {
         output::json(&to_json(&groups)?);
     } else if groups.is_empty() {
-        println!("no failed jobs");
+        outln!("no failed jobs");
     } else {
-        println!("{:<20}  {:<20}  {:>8}", "QUEUE", "GROUP", "JOBS");
+        outln!("{:<20}  {:<20}  {:>8}", "QUEUE", "GROUP", "JOBS");
         for g in groups {
-            println!("{:<20}  {:<20}  {:>8}", g.queue, g.group, g.count);
+            outln!("{:<20}  {:<20}  {:>8}", g.queue, g.group, g.count);
         }
     }
     Ok(())
@@ -246,9 +247,13 @@ async fn recur(board: &RedisBoard, r: &RecurCommand, json: bool) -> Result<()> {
                 output::json(&to_json(&list)?);
             } else {
                 for t in list {
-                    println!(
+                    outln!(
                         "{}  {:<20}  {}  next {}  runs {}",
-                        t.id, t.name, t.rule, t.next_ms, t.runs
+                        t.id,
+                        t.name,
+                        t.rule,
+                        t.next_ms,
+                        t.runs
                     );
                 }
             }
@@ -298,9 +303,9 @@ async fn queues(board: &RedisBoard, json: bool) -> Result<()> {
     if json {
         output::json(&serde_json::Value::Array(rows));
     } else {
-        println!("{:<20}  {:>8}  {:<7}  LIMIT", "QUEUE", "LISTED", "PAUSED");
+        outln!("{:<20}  {:>8}  {:<7}  LIMIT", "QUEUE", "LISTED", "PAUSED");
         for r in rows {
-            println!(
+            outln!(
                 "{:<20}  {:>8}  {:<7}  {}",
                 r["queue"].as_str().unwrap_or(""),
                 r["listed"],
@@ -319,18 +324,23 @@ async fn stats(board: &RedisBoard, q: &QueueArg, day: Option<&str>, json: bool) 
         output::json(&to_json(&s)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "queue {}  day {}  failed {}  retried {}",
-        s.queue, s.day, s.failed, s.retried
+        s.queue,
+        s.day,
+        s.failed,
+        s.retried
     );
     for (what, t) in [("wait", &s.wait), ("run", &s.run)] {
-        println!(
+        outln!(
             "{what:<5} count {}  mean {:.1} ms  std-dev {:.1} ms",
-            t.count, t.mean_ms, t.std_dev_ms
+            t.count,
+            t.mean_ms,
+            t.std_dev_ms
         );
         let buckets: Vec<String> = t.histogram.iter().map(|(b, n)| format!("{b}:{n}")).collect();
         if !buckets.is_empty() {
-            println!("      {}", buckets.join(" "));
+            outln!("      {}", buckets.join(" "));
         }
     }
     Ok(())
@@ -371,7 +381,7 @@ async fn config(board: &RedisBoard, c: &ConfigCommand, json: bool) -> Result<()>
                     &all.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
                 )?);
             } else {
-                all.iter().for_each(|(k, v)| println!("{k} = {v}"));
+                all.iter().for_each(|(k, v)| outln!("{k} = {v}"));
             }
         }
         ConfigCommand::Set { key, value } => {

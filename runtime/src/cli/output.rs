@@ -1,11 +1,34 @@
 //! Printing results for people (aligned text) or scripts (`--json`).
 
+use std::io::Write;
+
 use crate::codec::value_to_json;
 use crate::job::{Claimed, JobInfo};
 
+/// Writes one line to stdout. A reader that went away (`jobworker list |
+/// head`) ends the command quietly with exit 0, as `ls | head` does.
+pub(crate) fn line(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    let written = out.write_fmt(args).and_then(|()| out.write_all(b"\n"));
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("jobworker: cannot write to stdout: {e}");
+        std::process::exit(crate::cli::EXIT_FAILURE);
+    }
+}
+
+/// `println!` for command output (see [`line`]).
+macro_rules! outln {
+    () => { $crate::cli::output::line(format_args!("")) };
+    ($($arg:tt)*) => { $crate::cli::output::line(format_args!($($arg)*)) };
+}
+pub(crate) use outln;
+
 /// Prints one JSON value on a line.
 pub(crate) fn json(value: &serde_json::Value) {
-    println!("{value}");
+    outln!("{value}");
 }
 
 /// A claimed job as JSON.
@@ -27,20 +50,30 @@ pub(crate) fn claimed_json(c: &Claimed) -> serde_json::Value {
 
 /// A claimed job as a line of text.
 pub(crate) fn claimed_text(c: &Claimed) {
-    println!(
+    outln!(
         "claimed {} ({}) in {} as {} token {} attempt {}/{}",
-        c.lease.job, c.name, c.lease.queue, c.lease.owner, c.lease.token, c.attempt, c.max_attempts
+        c.lease.job,
+        c.name,
+        c.lease.queue,
+        c.lease.owner,
+        c.lease.token,
+        c.attempt,
+        c.max_attempts
     );
 }
 
 /// A table of jobs.
 pub(crate) fn jobs_text(jobs: &[JobInfo]) {
-    println!(
+    outln!(
         "{:<36}  {:<11}  {:>5}  {:>8}  {:<20}  OWNER",
-        "ID", "STATE", "PRIO", "ATTEMPTS", "NAME"
+        "ID",
+        "STATE",
+        "PRIO",
+        "ATTEMPTS",
+        "NAME"
     );
     for j in jobs {
-        println!(
+        outln!(
             "{:<36}  {:<11}  {:>5}  {:>8}  {:<20}  {}",
             j.id,
             j.state.as_str(),
@@ -80,6 +113,6 @@ pub(crate) fn job_text(j: &JobInfo) {
         ("details", j.details.to_string()),
     ];
     for (k, v) in rows {
-        println!("{k:<11} {v}");
+        outln!("{k:<11} {v}");
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::board::BoardSpec;
 use crate::cli::args::{BoardArgs, ServerCommand};
+use crate::cli::output::outln;
 use crate::error::Result;
 use crate::local::LocalBoard;
 use crate::redis::RedisOptions;
@@ -108,12 +109,13 @@ pub(crate) fn server(args: &BoardArgs, command: &ServerCommand, json: bool) -> R
                 );
             } else {
                 match running {
-                    Some(r) => println!(
+                    Some(r) => outln!(
                         "the private board in {dir} is running: redis-server pid {} at {}",
-                        r.pid, r.url
+                        r.pid,
+                        r.url
                     ),
                     None => {
-                        println!("the private board in {dir} is not running (the next command starts it)")
+                        outln!("the private board in {dir} is not running (the next command starts it)")
                     }
                 }
             }
@@ -124,10 +126,10 @@ pub(crate) fn server(args: &BoardArgs, command: &ServerCommand, json: bool) -> R
                 crate::cli::output::json(&serde_json::json!({"dir": dir, "stopped": stopped}));
             } else {
                 match stopped {
-                    Some(pid) => println!(
+                    Some(pid) => outln!(
                         "stopped the private board in {dir} (redis-server pid {pid}); its data stays there"
                     ),
-                    None => println!("the private board in {dir} was not running"),
+                    None => outln!("the private board in {dir} was not running"),
                 }
             }
         }
