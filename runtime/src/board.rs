@@ -250,6 +250,12 @@ impl AnyBoard {
         dispatch!(self, b => b.server_ms())
     }
 
+    /// The queues that hold job `id` (usually one; a pipeline step keeps
+    /// its id in the next queue): for commands given an id without a queue.
+    pub async fn queues_of(&self, id: &JobId) -> Result<Vec<String>> {
+        dispatch!(self, b => b.queues_of(id))
+    }
+
     /// The Redis board, when this is one.
     pub fn as_redis(&self) -> Option<&RedisBoard> {
         match self {

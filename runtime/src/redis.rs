@@ -6,6 +6,7 @@ mod board;
 mod connect;
 mod deps;
 mod keys;
+mod locate;
 mod read;
 mod recurring;
 mod reply;

@@ -54,6 +54,7 @@ mod entities;
 mod finish;
 mod json;
 mod lease;
+mod locate;
 mod options;
 mod paths;
 mod post;

@@ -294,3 +294,32 @@ fn a_closed_pipe_ends_the_command_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(first.starts_with("ID"), "{first}");
 }
+
+/// Seen: `show`, `history`, `cancel` of an id needed `-q` ("job … not
+/// found in queue default", exit 3). Commands given a job id find its
+/// queue; an id in two queues asks for `-q`.
+#[test]
+fn job_ids_find_their_queue() {
+    let q = unique_queue("cli-noq");
+    let id = json(&["post", "report", "-q", &q])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(json(&["show", &id])["queue"], q.as_str());
+    let history = jobworker(&["--redis", shared_redis().url(), "history", &id]);
+    assert!(String::from_utf8_lossy(&history.stdout).contains("posted"));
+    json(&["priority", &id, "5"]);
+    json(&["tag", "add", &id, "vip"]);
+    json(&["track", &id]);
+    assert_eq!(json(&["show", &id])["priority"], 5);
+    json(&["cancel", &id]);
+    assert_eq!(json(&["show", &id])["state"], "cancelled");
+    let err = fails(3, &["show", "no-such-job-anywhere"]);
+    assert!(err.contains("not in any queue"), "{err}");
+    // The same id in a second queue: which one is meant must be said.
+    let other = unique_queue("cli-noq2");
+    json(&["post", "report", "-q", &other, "--id", &id]);
+    let err = fails(2, &["show", &id]);
+    assert!(err.contains("several queues") && err.contains(&other), "{err}");
+    assert_eq!(json(&["show", &id, "-q", &other])["state"], "ready");
+}

@@ -227,6 +227,11 @@ async fn cli_verbs_work_on_zookeeper() {
     assert_eq!(listed[0]["args"]["w"], 640);
     let (code, count, _) = cli(&connect, &["count", "-q", &q]);
     assert_eq!((code, count.trim()), (0, "1"));
+    // A job id finds its queue without -q.
+    let (code, shown, err) = cli(&connect, &["--json", "show", &id]);
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["queue"], q.as_str());
     // A claim held by a live session is settled from the command line by
     // its owner string and token (ownership is the owner string).
     let board = board(&connect).await;

@@ -284,9 +284,43 @@ pub struct ListArgs {
 pub struct JobArgs {
     /// The job id.
     pub id: String,
-    /// The queue.
+    /// The job's queue.
     #[command(flatten)]
-    pub queue: QueueArg,
+    pub queue: JobQueueArg,
+}
+
+/// The queue of jobs named by id: found from the id when not given.
+#[derive(Debug, Args)]
+pub struct JobQueueArg {
+    /// The job's queue (default: the queue that holds the job; giving it
+    /// saves a lookup).
+    #[arg(long, short, env = "JOBWORKER_QUEUE")]
+    pub queue: Option<String>,
+}
+
+impl JobQueueArg {
+    /// The queue of job `id`: the one given, else the only queue that holds
+    /// it (`find` lists them).
+    pub(crate) async fn of<F>(&self, id: &str, find: impl FnOnce() -> F) -> crate::Result<String>
+    where
+        F: std::future::Future<Output = crate::Result<Vec<String>>>,
+    {
+        if let Some(q) = &self.queue {
+            return Ok(q.clone());
+        }
+        let mut found = find().await?;
+        match found.len() {
+            0 => Err(crate::Error::new(
+                crate::ErrorKind::NotFound,
+                format!("job {id} is not in any queue of this board"),
+            )),
+            1 => Ok(found.remove(0)),
+            _ => Err(crate::Error::invalid(format!(
+                "job {id} is in several queues ({}): give -q QUEUE",
+                found.join(", ")
+            ))),
+        }
+    }
 }
 
 /// `claim`.

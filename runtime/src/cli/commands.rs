@@ -27,7 +27,9 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
         Command::Post(a) => post(&board, a, json).await,
         Command::List(a) => list(&board, a, json).await,
         Command::Show(a) => {
-            let info = board.show(&a.queue.queue, &JobId::from(a.id.as_str())).await?;
+            let id = JobId::from(a.id.as_str());
+            let queue = a.queue.of(&a.id, || board.queues_of(&id)).await?;
+            let info = board.show(&queue, &id).await?;
             if json {
                 output::json(&serde_json::to_value(&info).map_err(|e| Error::codec(e.to_string()))?);
             } else {

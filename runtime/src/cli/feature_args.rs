@@ -4,7 +4,7 @@
 
 use clap::{Args, Subcommand};
 
-use crate::cli::args::QueueArg;
+use crate::cli::args::{JobQueueArg, QueueArg};
 
 /// `priority`.
 #[derive(Debug, Args)]
@@ -14,9 +14,9 @@ pub struct PriorityArgs {
     /// New priority: an integer (higher first) or a taskflow name.
     #[arg(allow_hyphen_values = true)]
     pub priority: String,
-    /// The queue.
+    /// The job's queue.
     #[command(flatten)]
-    pub queue: QueueArg,
+    pub queue: JobQueueArg,
 }
 
 /// `cancel`.
@@ -25,9 +25,9 @@ pub struct CancelArgs {
     /// Job ids.
     #[arg(required = true)]
     pub ids: Vec<String>,
-    /// The queue.
+    /// The job's queue.
     #[command(flatten)]
-    pub queue: QueueArg,
+    pub queue: JobQueueArg,
     /// Also cancel every job that depends on them, in any queue.
     #[arg(long)]
     pub with_dependents: bool,
@@ -70,9 +70,9 @@ pub struct TagChange {
     /// Tags.
     #[arg(required = true)]
     pub tags: Vec<String>,
-    /// The queue.
+    /// The job's queue.
     #[command(flatten)]
-    pub queue: QueueArg,
+    pub queue: JobQueueArg,
 }
 
 /// `failed`.
@@ -93,9 +93,9 @@ pub struct FailedArgs {
 pub struct SettleArgs {
     /// Job ids.
     pub ids: Vec<String>,
-    /// The queue.
+    /// The job's queue.
     #[command(flatten)]
-    pub queue: QueueArg,
+    pub queue: JobQueueArg,
     /// Every job of this failure group.
     #[arg(long, conflicts_with = "ids")]
     pub group: Option<String>,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use crate::board::Board;
-use crate::cli::args::{Command, QueueArg};
+use crate::cli::args::{Command, JobQueueArg, QueueArg};
 use crate::cli::commands::json_to_msgpack;
 use crate::cli::feature_args::{
     ConfigCommand, FailedArgs, RecurAddArgs, RecurCommand, SettleArgs, TagCommand,
@@ -19,10 +19,6 @@ use crate::schedule::Rule;
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
     serde_json::to_value(value).map_err(|e| Error::codec(e.to_string()))
-}
-
-fn ids(list: &[String]) -> Vec<JobId> {
-    list.iter().map(|s| JobId::from(s.as_str())).collect()
 }
 
 fn page(limit: usize) -> Page {
@@ -100,16 +96,38 @@ fn say(json: bool, what: &str, subject: &str) {
     }
 }
 
-async fn priority(board: &RedisBoard, q: &QueueArg, id: &str, prio: &str, json: bool) -> Result<()> {
+/// The queue of job `id` (`q`'s, or the one that holds it).
+async fn queue_of(board: &RedisBoard, q: &JobQueueArg, id: &str) -> Result<String> {
+    let job = JobId::from(id);
+    q.of(id, || board.queues_of(&job)).await
+}
+
+/// `ids` grouped by their queue (`q`'s, or each one's own).
+async fn by_queue(board: &RedisBoard, q: &JobQueueArg, ids: &[String]) -> Result<Vec<(String, Vec<JobId>)>> {
+    let mut groups: Vec<(String, Vec<JobId>)> = Vec::new();
+    for id in ids {
+        let queue = queue_of(board, q, id).await?;
+        match groups.iter_mut().find(|(g, _)| *g == queue) {
+            Some((_, list)) => list.push(JobId::from(id.as_str())),
+            None => groups.push((queue, vec![JobId::from(id.as_str())])),
+        }
+    }
+    Ok(groups)
+}
+
+async fn priority(board: &RedisBoard, q: &JobQueueArg, id: &str, prio: &str, json: bool) -> Result<()> {
     let prio = Priority::parse(prio)?;
-    let state = board.set_priority(&q.queue, &JobId::from(id), prio).await?;
+    let queue = queue_of(board, q, id).await?;
+    let state = board.set_priority(&queue, &JobId::from(id), prio).await?;
     say(json, &format!("priority {} ({state})", prio.0), id);
     Ok(())
 }
 
-async fn cancel(board: &RedisBoard, q: &QueueArg, list: &[String], deps: bool, json: bool) -> Result<()> {
-    for (queue, id) in board.cancel(&q.queue, &ids(list), deps).await? {
-        say(json, "cancelled", &format!("{queue}/{id}"));
+async fn cancel(board: &RedisBoard, q: &JobQueueArg, list: &[String], deps: bool, json: bool) -> Result<()> {
+    for (queue, jobs) in by_queue(board, q, list).await? {
+        for (queue, id) in board.cancel(&queue, &jobs, deps).await? {
+            say(json, "cancelled", &format!("{queue}/{id}"));
+        }
     }
     Ok(())
 }
@@ -119,10 +137,11 @@ async fn tag(board: &RedisBoard, t: &TagCommand, json: bool) -> Result<()> {
         TagCommand::Add(c) | TagCommand::Remove(c) => {
             let tags: Vec<&str> = c.tags.iter().map(String::as_str).collect();
             let id = JobId::from(c.id.as_str());
+            let queue = queue_of(board, &c.queue, &c.id).await?;
             let now = if matches!(t, TagCommand::Add(_)) {
-                board.tag(&c.queue.queue, &id, &tags).await?
+                board.tag(&queue, &id, &tags).await?
             } else {
-                board.untag(&c.queue.queue, &id, &tags).await?
+                board.untag(&queue, &id, &tags).await?
             };
             if json {
                 output::json(&serde_json::json!({ "id": c.id, "tags": now }));
@@ -150,12 +169,13 @@ async fn tag(board: &RedisBoard, t: &TagCommand, json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn tracking(board: &RedisBoard, q: &QueueArg, id: &str, on: bool, json: bool) -> Result<()> {
+async fn tracking(board: &RedisBoard, q: &JobQueueArg, id: &str, on: bool, json: bool) -> Result<()> {
     let job = JobId::from(id);
+    let queue = queue_of(board, q, id).await?;
     if on {
-        board.track(&q.queue, &job).await?;
+        board.track(&queue, &job).await?;
     } else {
-        board.untrack(&q.queue, &job).await?;
+        board.untrack(&queue, &job).await?;
     }
     say(json, if on { "tracking" } else { "untracked" }, id);
     Ok(())
@@ -203,27 +223,34 @@ async fn failed(board: &RedisBoard, a: &FailedArgs, json: bool) -> Result<()> {
 }
 
 async fn settle(board: &RedisBoard, a: &SettleArgs, purge: bool, json: bool) -> Result<()> {
-    let queue = &a.queue.queue;
     let verb = if purge { "purged" } else { "retried" };
     if a.all || a.group.is_some() {
-        let n = board.settle_failed(queue, a.group.as_deref(), purge).await?;
-        say(json, &format!("{verb} {n} jobs of"), queue);
+        // Without -q: every queue jobworker posted to.
+        let queues = match &a.queue.queue {
+            Some(q) => vec![q.clone()],
+            None => board.queues().await?,
+        };
+        for queue in &queues {
+            let n = board.settle_failed(queue, a.group.as_deref(), purge).await?;
+            say(json, &format!("{verb} {n} jobs of"), queue);
+        }
         return Ok(());
     }
     if a.ids.is_empty() {
         return Err(Error::invalid("name job ids, or use --group GROUP or --all"));
     }
-    let jobs = ids(&a.ids);
-    let results = if purge {
-        board.purge(queue, &jobs).await?
-    } else {
-        board.retry(queue, &jobs).await?
-    };
     let mut missing = Vec::new();
-    for (id, r) in jobs.iter().zip(results) {
-        match r {
-            Ok(()) => say(json, verb, id.as_str()),
-            Err(_) => missing.push(id.as_str()),
+    for (queue, jobs) in by_queue(board, &a.queue, &a.ids).await? {
+        let results = if purge {
+            board.purge(&queue, &jobs).await?
+        } else {
+            board.retry(&queue, &jobs).await?
+        };
+        for (id, r) in jobs.iter().zip(results) {
+            match r {
+                Ok(()) => say(json, verb, id.as_str()),
+                Err(_) => missing.push(format!("{queue}/{id}")),
+            }
         }
     }
     if missing.is_empty() {
@@ -231,7 +258,7 @@ async fn settle(board: &RedisBoard, a: &SettleArgs, purge: bool, json: bool) -> 
     }
     Err(Error::new(
         crate::error::ErrorKind::NotFound,
-        format!("not in the trash of queue {queue}: {}", missing.join(", ")),
+        format!("not in the trash: {}", missing.join(", ")),
     ))
 }
 
@@ -363,8 +390,9 @@ async fn events(board: &RedisBoard, tracked: bool, count: Option<usize>) -> Resu
     Err(Error::unavailable("the event subscription was closed"))
 }
 
-async fn history(board: &RedisBoard, q: &QueueArg, id: &str) -> Result<()> {
-    for event in board.history(&q.queue, &JobId::from(id)).await? {
+async fn history(board: &RedisBoard, q: &JobQueueArg, id: &str) -> Result<()> {
+    let queue = queue_of(board, q, id).await?;
+    for event in board.history(&queue, &JobId::from(id)).await? {
         output::json(&event);
     }
     Ok(())

@@ -611,6 +611,9 @@ impl Board for RedisBoard {
         holding: usize,
     ) -> Result<Vec<Claimed>> {
         validate_claim(who, expiry, count)?;
+        for queue in queues {
+            self.register_queue(queue).await?;
+        }
         let mut claimed: Vec<Claimed> = Vec::new();
         for queue in queues {
             if claimed.len() >= count || claimed.iter().any(|c| c.suspect) {

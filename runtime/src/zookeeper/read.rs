@@ -451,7 +451,7 @@ impl ZooKeeperBoard {
     }
 
     /// The children of `path` (none when it does not exist).
-    async fn children(&self, what: &str, path: &str) -> Result<Vec<String>> {
+    pub(crate) async fn children(&self, what: &str, path: &str) -> Result<Vec<String>> {
         let read = self
             .read(what, |client| {
                 let path = path.to_owned();

@@ -1,0 +1,36 @@
+//! Which queue holds a job: for commands given a job id without its queue.
+//! Every child of the root that is a queue is checked, in one batch of
+//! reads, for the job's record (`.jw/ids/<uuid>`), which jobworker keeps for
+//! every job it posted or indexed (taskflow's jobs get one at the first
+//! claim or reap that sees them).
+
+use crate::error::Result;
+use crate::job::JobId;
+use crate::zookeeper::ZooKeeperBoard;
+
+impl ZooKeeperBoard {
+    /// The queues that hold job `id` (usually one), sorted.
+    pub async fn queues_of(&self, id: &JobId) -> Result<Vec<String>> {
+        let root = if self.root().is_empty() { "/" } else { self.root() };
+        let what = format!("cannot look for job {id} in the queues under {root}");
+        let children = self.children(&what, root).await?;
+        let queues: Vec<(String, String)> = children
+            .into_iter()
+            .filter_map(|q| {
+                let record = self.paths(&q).ok()?.record(id.as_str());
+                Some((q, record))
+            })
+            .collect();
+        let found = self
+            .read_many(&what, queues.iter().map(|(_, r)| r.clone()).collect())
+            .await?;
+        let mut out: Vec<String> = queues
+            .into_iter()
+            .zip(found)
+            .filter(|(_, hit)| hit.is_some())
+            .map(|((q, _), _)| q)
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+}
