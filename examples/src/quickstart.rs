@@ -47,7 +47,7 @@ pub struct Flaky {
 
 /// Fails its first `fail_times` tries (asking for a quick retry), then
 /// succeeds.
-#[jobworker::handler(queue = "demo", max_attempts = 5)]
+#[jobworker::handler(queue = "demo", max_attempts = 4)]
 pub async fn flaky(cx: JobContext, args: Flaky) -> Result<(), HandlerError> {
     if cx.attempt() <= args.fail_times {
         return Err(HandlerError::retry(Duration::from_millis(50)));

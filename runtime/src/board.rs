@@ -30,6 +30,19 @@ pub trait Board: Sync {
     /// Posts a job; returns its id.
     fn post(&self, queue: &str, job: NewJob) -> impl Future<Output = Result<JobId>> + Send;
 
+    /// Posts several jobs to `queue`, in one round trip where the backend
+    /// can (each post is still its own); one result per job, in order.
+    fn post_many(
+        &self,
+        queue: &str,
+        jobs: &[NewJob],
+    ) -> impl Future<Output = Result<Vec<Result<JobId>>>> + Send {
+        async move {
+            let posts = jobs.iter().map(|job| self.post(queue, job.clone()));
+            Ok(futures_util::future::join_all(posts).await)
+        }
+    }
+
     /// Atomically claims up to `count` ready jobs for `who` with a lease of
     /// `expiry`, taking queues in the order given and, within a queue,
     /// higher priority first, then FIFO. Due scheduled jobs are promoted
@@ -268,6 +281,9 @@ impl AnyBoard {
 impl Board for AnyBoard {
     async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
         dispatch!(self, b => b.post(queue, job))
+    }
+    async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
+        dispatch!(self, b => Board::post_many(b, queue, jobs))
     }
     async fn claim_holding(
         &self,

@@ -6,6 +6,7 @@ mod commands;
 mod feature_args;
 mod features;
 mod output;
+mod post;
 mod run;
 mod server;
 

@@ -214,21 +214,27 @@ pub struct QueueArg {
 pub struct PostArgs {
     /// Job name (selects the handler).
     pub name: String,
-    /// The queue.
-    #[command(flatten)]
-    pub queue: QueueArg,
-    /// Arguments as JSON (stored as msgpack).
-    #[arg(long, default_value = "null")]
+    /// The queue (default: the linked handler's queue, else `default`).
+    #[arg(long, short, env = "JOBWORKER_QUEUE")]
+    pub queue: Option<String>,
+    /// Arguments as JSON (stored as msgpack): inline, `@FILE`, or `-` to
+    /// read them from stdin.
+    #[arg(long, default_value = "null", conflicts_with = "from")]
     pub args: String,
+    /// Post one job per line of this file (`-`: stdin), each line the job's
+    /// arguments as JSON; pipelined in batches, with a progress bar.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "count")]
+    pub from: Option<String>,
     /// Priority: an integer (higher first) or a taskflow name.
     #[arg(long, default_value = "NORMAL", allow_hyphen_values = true)]
     pub priority: String,
     /// Seconds before the job becomes claimable.
     #[arg(long)]
     pub delay: Option<f64>,
-    /// Tries before the job is trashed.
-    #[arg(long, default_value_t = crate::job::DEFAULT_MAX_ATTEMPTS)]
-    pub max_attempts: u32,
+    /// Tries before the job is trashed (default: the linked handler's,
+    /// else 5).
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
     /// Job id (a uuid is generated when absent).
     #[arg(long)]
     pub id: Option<String>,

@@ -3,11 +3,11 @@
 use std::time::Duration;
 
 use crate::board::{AnyBoard, Board, BoardSpec};
-use crate::cli::args::{AbandonArgs, ClaimArgs, Cli, Command, ListArgs, PostArgs};
+use crate::cli::args::{AbandonArgs, ClaimArgs, Cli, Command, ListArgs};
 use crate::cli::output::outln;
 use crate::cli::{output, server};
 use crate::error::{Error, Result};
-use crate::job::{Abandon, JobId, JobState, Lease, ListFilter, NewJob, Page, Priority};
+use crate::job::{Abandon, JobId, JobState, Lease, ListFilter, Page};
 use crate::redis::RedisBoard;
 
 /// Runs `cli.command`.
@@ -24,7 +24,7 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
     match command {
         Command::Run(_) | Command::Handlers | Command::Bench(_) => Ok(()),
         Command::Workers => workers(&board, json).await,
-        Command::Post(a) => post(&board, a, json).await,
+        Command::Post(a) => crate::cli::post::post(&board, a, json).await,
         Command::List(a) => list(&board, a, json).await,
         Command::Show(a) => {
             let id = JobId::from(a.id.as_str());
@@ -88,7 +88,7 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
     }
 }
 
-fn seconds(value: f64, flag: &str) -> Result<Duration> {
+pub(crate) fn seconds(value: f64, flag: &str) -> Result<Duration> {
     Duration::try_from_secs_f64(value)
         .map_err(|_| Error::invalid(format!("{flag} must be a non-negative number of seconds")))
 }
@@ -131,51 +131,6 @@ pub(crate) fn json_to_msgpack(v: &serde_json::Value) -> rmpv::Value {
                 .collect(),
         ),
     }
-}
-
-async fn post(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<()> {
-    let args: serde_json::Value =
-        serde_json::from_str(&a.args).map_err(|e| Error::invalid(format!("--args is not JSON: {e}")))?;
-    if a.count > 1 && a.id.is_some() {
-        return Err(Error::invalid("--id cannot be combined with --count above 1"));
-    }
-    let mut job = NewJob::new(&a.name)
-        .args_value(json_to_msgpack(&args))
-        .priority(Priority::parse(&a.priority)?)
-        .max_attempts(a.max_attempts);
-    if let Some(d) = a.delay {
-        job = job.delay(seconds(d, "--delay")?);
-    }
-    if let Some(id) = &a.id {
-        job = job.id(id.as_str());
-    }
-    for t in &a.tag {
-        job = job.tag(t);
-    }
-    for d in &a.depends {
-        job = match d.split_once('/') {
-            Some((queue, id)) => job.depends_on_in(queue, id),
-            None => job.depends_on(d.as_str()),
-        };
-    }
-    if let Some(key) = &a.unique {
-        job = job.unique(key, seconds(a.unique_ttl, "--unique-ttl")?);
-    }
-    if a.track {
-        job = job.track();
-    }
-    if let (Some(name), Some(uuid)) = (&a.book_name, &a.book_uuid) {
-        job = job.book(name, uuid);
-    }
-    for _ in 0..a.count {
-        let id = board.post(&a.queue.queue, job.clone()).await?;
-        if json {
-            output::json(&serde_json::json!({ "id": id.as_str(), "queue": a.queue.queue, "name": a.name }));
-        } else {
-            outln!("{id}");
-        }
-    }
-    Ok(())
 }
 
 async fn list(board: &AnyBoard, a: &ListArgs, json: bool) -> Result<()> {
@@ -281,18 +236,17 @@ pub(crate) fn handlers(json: bool) -> Result<()> {
     } else if registry.is_empty() {
         outln!("no handlers are linked into this binary");
     } else {
-        for h in registry.iter() {
-            let timeout = h.timeout.map_or("-".to_owned(), |t| format!("{t:?}"));
-            outln!(
-                "{:<24} queue {:<12} timeout {:<8} {:?} at {}:{}",
-                h.name,
-                h.queue,
-                timeout,
-                h.run,
-                h.file,
-                h.line
-            );
-        }
+        let rows = registry.iter().map(|h| {
+            [
+                h.name.to_owned(),
+                h.queue.to_owned(),
+                h.timeout.map_or("-".to_owned(), |t| format!("{t:?}")),
+                h.max_attempts.map_or("-".to_owned(), |n| n.to_string()),
+                format!("{:?}", h.run),
+                format!("{}:{}", h.file, h.line),
+            ]
+        });
+        output::table(&["NAME", "QUEUE", "TIMEOUT", "MAX ATTEMPTS", "KIND", "AT"], rows);
     }
     Ok(())
 }
@@ -305,17 +259,21 @@ async fn workers(board: &AnyBoard, json: bool) -> Result<()> {
         outln!("no live workers");
     } else {
         let now = board.server_ms().await?.max(0) as u64;
-        for w in list {
-            outln!(
-                "{:<40} slot {:<3} pid {:<7} queues {:<20} jobs {:<3} beat {:.1}s ago",
-                w.owner,
-                w.slot,
-                w.pid,
+        let rows = list.iter().map(|w| {
+            [
+                w.owner.clone(),
+                w.host.clone(),
+                w.pid.to_string(),
                 w.queues.join(","),
-                w.jobs.len(),
-                now.saturating_sub(w.beat_ms) as f64 / 1000.0
-            );
-        }
+                w.jobs.len().to_string(),
+                output::time(w.started_ms as i64),
+                format!("{:.1}s ago", now.saturating_sub(w.beat_ms) as f64 / 1000.0),
+            ]
+        });
+        output::table(
+            &["OWNER", "HOST", "PID", "QUEUES", "JOBS", "STARTED", "BEAT"],
+            rows,
+        );
     }
     Ok(())
 }

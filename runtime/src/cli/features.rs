@@ -82,7 +82,7 @@ pub(crate) async fn execute(board: &RedisBoard, command: &Command, json: bool) -
         Command::Queues => queues(board, json).await,
         Command::Stats(a) => stats(board, &a.queue, a.day.as_deref(), json).await,
         Command::Events(a) => events(board, a.tracked, a.count).await,
-        Command::History(a) => history(board, &a.queue, &a.id).await,
+        Command::History(a) => history(board, &a.queue, &a.id, json).await,
         Command::Config(c) => config(board, c, json).await,
         other => Err(Error::invalid(format!("{other:?} is not a feature command"))),
     }
@@ -214,10 +214,10 @@ async fn failed(board: &RedisBoard, a: &FailedArgs, json: bool) -> Result<()> {
     } else if groups.is_empty() {
         outln!("no failed jobs");
     } else {
-        outln!("{:<20}  {:<20}  {:>8}", "QUEUE", "GROUP", "JOBS");
-        for g in groups {
-            outln!("{:<20}  {:<20}  {:>8}", g.queue, g.group, g.count);
-        }
+        let rows = groups
+            .iter()
+            .map(|g| [g.queue.clone(), g.group.clone(), g.count.to_string()]);
+        output::table(&["QUEUE", "GROUP", "JOBS"], rows);
     }
     Ok(())
 }
@@ -273,16 +273,16 @@ async fn recur(board: &RedisBoard, r: &RecurCommand, json: bool) -> Result<()> {
             if json {
                 output::json(&to_json(&list)?);
             } else {
-                for t in list {
-                    outln!(
-                        "{}  {:<20}  {}  next {}  runs {}",
-                        t.id,
-                        t.name,
-                        t.rule,
-                        t.next_ms,
-                        t.runs
-                    );
-                }
+                let rows = list.iter().map(|t| {
+                    [
+                        t.id.clone(),
+                        t.name.clone(),
+                        t.rule.clone(),
+                        output::time(t.next_ms),
+                        t.runs.to_string(),
+                    ]
+                });
+                output::table(&["ID", "NAME", "RULE", "NEXT", "RUNS"], rows);
             }
         }
         RecurCommand::Remove { id, queue } => {
@@ -330,16 +330,15 @@ async fn queues(board: &RedisBoard, json: bool) -> Result<()> {
     if json {
         output::json(&serde_json::Value::Array(rows));
     } else {
-        outln!("{:<20}  {:>8}  {:<7}  LIMIT", "QUEUE", "LISTED", "PAUSED");
-        for r in rows {
-            outln!(
-                "{:<20}  {:>8}  {:<7}  {}",
-                r["queue"].as_str().unwrap_or(""),
-                r["listed"],
-                if r["paused"] == true { "yes" } else { "no" },
-                r["limit"].as_u64().map_or("-".to_owned(), |n| n.to_string())
-            );
-        }
+        let rows = rows.iter().map(|r| {
+            [
+                r["queue"].as_str().unwrap_or("").to_owned(),
+                r["listed"].to_string(),
+                if r["paused"] == true { "yes" } else { "no" }.to_owned(),
+                r["limit"].as_u64().map_or("-".to_owned(), |n| n.to_string()),
+            ]
+        });
+        output::table(&["QUEUE", "LISTED", "PAUSED", "LIMIT"], rows);
     }
     Ok(())
 }
@@ -390,11 +389,30 @@ async fn events(board: &RedisBoard, tracked: bool, count: Option<usize>) -> Resu
     Err(Error::unavailable("the event subscription was closed"))
 }
 
-async fn history(board: &RedisBoard, q: &JobQueueArg, id: &str) -> Result<()> {
+/// A job's history: one JSON object per event with `--json` (times in ms
+/// since the epoch), else a table with RFC 3339 times.
+async fn history(board: &RedisBoard, q: &JobQueueArg, id: &str, json: bool) -> Result<()> {
     let queue = queue_of(board, q, id).await?;
-    for event in board.history(&queue, &JobId::from(id)).await? {
-        output::json(&event);
+    let events = board.history(&queue, &JobId::from(id)).await?;
+    if json {
+        events.iter().for_each(output::json);
+        return Ok(());
     }
+    let rows = events.iter().map(|e| {
+        let details: Vec<String> = e
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "event" | "at" | "job" | "queue"))
+            .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+            .collect();
+        [
+            e["at"].as_i64().map_or_else(|| "-".to_owned(), output::time),
+            e["event"].as_str().unwrap_or("-").to_owned(),
+            output::cut(&details.join(" ")),
+        ]
+    });
+    output::table(&["TIME", "EVENT", "DETAILS"], rows);
     Ok(())
 }
 

@@ -31,6 +31,39 @@ pub(crate) fn json(value: &serde_json::Value) {
     outln!("{value}");
 }
 
+/// Longest value shown whole in human output (`--json` shows all).
+pub(crate) const SHOWN_CHARS: usize = 200;
+
+/// Prints an aligned table: a header row, then one row per entry.
+pub(crate) fn table<R: IntoIterator<Item = String>>(header: &[&str], rows: impl IntoIterator<Item = R>) {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING)
+        .set_header(header.iter().copied())
+        .add_rows(rows);
+    for line in t.lines() {
+        outln!("{}", line.trim());
+    }
+}
+
+/// A time (ms since the epoch) in RFC 3339, UTC, to the millisecond.
+pub(crate) fn time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// `text` cut to [`SHOWN_CHARS`] characters, saying how much was left out.
+pub(crate) fn cut(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => text.to_owned(),
+        Some((at, _)) => format!(
+            "{}… ({} more bytes; --json shows all)",
+            &text[..at],
+            text.len() - at
+        ),
+    }
+}
+
 /// A claimed job as JSON.
 pub(crate) fn claimed_json(c: &Claimed) -> serde_json::Value {
     serde_json::json!({
@@ -64,36 +97,29 @@ pub(crate) fn claimed_text(c: &Claimed) {
 
 /// A table of jobs.
 pub(crate) fn jobs_text(jobs: &[JobInfo]) {
-    outln!(
-        "{:<36}  {:<11}  {:>5}  {:>8}  {:<20}  OWNER",
-        "ID",
-        "STATE",
-        "PRIO",
-        "ATTEMPTS",
-        "NAME"
-    );
-    for j in jobs {
-        outln!(
-            "{:<36}  {:<11}  {:>5}  {:>8}  {:<20}  {}",
-            j.id,
-            j.state.as_str(),
-            j.priority,
+    let rows = jobs.iter().map(|j| {
+        [
+            j.id.clone(),
+            j.state.to_string(),
+            j.priority.to_string(),
             format!("{}/{}", j.attempts, j.max_attempts),
-            j.name,
-            j.owner.as_deref().unwrap_or("-")
-        );
-    }
+            j.name.clone(),
+            j.owner.clone().unwrap_or_else(|| "-".into()),
+        ]
+    });
+    table(&["ID", "STATE", "PRIO", "ATTEMPTS", "NAME", "OWNER"], rows);
 }
 
 /// One job in detail.
 pub(crate) fn job_text(j: &JobInfo) {
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-    let rows: [(&str, String); 16] = [
+    let rows: [(&str, String); 17] = [
         ("id", j.id.clone()),
         ("queue", j.queue.clone()),
         ("name", j.name.clone()),
         ("state", j.state.to_string()),
         ("priority", j.priority.to_string()),
+        ("run_at", or_dash(j.run_at_ms.map(time))),
         ("owner", or_dash(j.owner.clone())),
         (
             "expires_in",
@@ -109,8 +135,8 @@ pub(crate) fn job_text(j: &JobInfo) {
             or_dash(j.book.as_ref().map(|b| format!("{} ({})", b.name, b.uuid))),
         ),
         ("reason", or_dash(j.reason.clone())),
-        ("args", j.args.to_string()),
-        ("details", j.details.to_string()),
+        ("args", cut(&j.args.to_string())),
+        ("details", cut(&j.details.to_string())),
     ];
     for (k, v) in rows {
         outln!("{k:<11} {v}");

@@ -602,6 +602,12 @@ impl Board for RedisBoard {
         Ok(id)
     }
 
+    /// One pipeline of `post.lua` calls (see the inherent
+    /// [`RedisBoard::post_many`]).
+    async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
+        RedisBoard::post_many(self, queue, jobs).await
+    }
+
     async fn claim_holding(
         &self,
         queues: &[&str],

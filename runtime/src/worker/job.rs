@@ -81,6 +81,8 @@ pub(crate) enum Outcome {
     Panicked(String),
     /// The task was aborted before the handler returned.
     Cancelled,
+    /// No handler of the job's name is linked into this worker.
+    NoHandler,
 }
 
 /// Reports a handler task's outcome from inside the task; a task dropped
@@ -123,8 +125,10 @@ pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Decides how to settle `job` from its handler's outcome. Failure reasons
-/// start with their kind (`error:`, `fatal:`, `panicked:`, `timeout:`),
-/// which names the failure group a trashed job lands in.
+/// start with their kind (`error:`, `fatal:`, `panicked:`, `timeout:`,
+/// `no-handler:`), which names the failure group a trashed job lands in:
+/// jobs whose handler is not deployed wait in `no-handler` for `retry
+/// --group no-handler` once it is.
 pub(crate) fn settle(job: &Running, outcome: Outcome) -> Settle {
     match (job.interrupt, outcome) {
         (Interrupt::LeaseLost, _) => Settle::Drop("lease lost; result dropped"),
@@ -141,5 +145,12 @@ pub(crate) fn settle(job: &Running, outcome: Outcome) -> Settle {
         },
         (Interrupt::None, Outcome::Panicked(message)) => Settle::Retry(format!("panicked: {message}"), None),
         (Interrupt::None, Outcome::Cancelled) => Settle::Release,
+        (Interrupt::None, Outcome::NoHandler) => Settle::Retry(
+            format!(
+                "no-handler: no handler named {:?} is linked into worker {}",
+                job.name, job.lease.owner
+            ),
+            None,
+        ),
     }
 }

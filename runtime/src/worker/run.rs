@@ -9,7 +9,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use crate::board::BoardSpec;
 use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
-use crate::handler::{CancelFlag, HandlerError, HandlerFn, JobContext, Registry};
+use crate::handler::{CancelFlag, HandlerFn, JobContext, Registry};
 use crate::job::{Abandon, Claimed};
 use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
@@ -454,12 +454,9 @@ impl Worker {
                 };
                 reporter.report(outcome);
             }),
-            None => {
-                let msg = format!("no handler named {:?} is linked into this worker", c.name);
-                self.handlers.spawn(async move {
-                    reporter.report(Outcome::Returned(Err(HandlerError::retry_msg(msg))))
-                })
-            }
+            None => self
+                .handlers
+                .spawn(async move { reporter.report(Outcome::NoHandler) }),
         };
         let abort = handle.abort_handle();
         tracing::debug!(job = %c.lease.job, queue = %c.lease.queue, name = %c.name, attempt = c.attempt, "job started");

@@ -1,0 +1,185 @@
+//! `jobworker post`: one job, `--count` copies of it, or one job per line
+//! of `--from FILE.jsonl`. Arguments come inline, from `@FILE` or from `-`
+//! (stdin). The linked handler of the job's name gives the queue and the
+//! number of tries unless flags say otherwise; a name no linked handler has
+//! is posted with a warning (another binary may run it). Many jobs go in
+//! pipelined batches, with a progress bar on a terminal.
+
+use std::io::{BufRead, BufReader, Read};
+
+use crate::board::{AnyBoard, Board};
+use crate::cli::args::PostArgs;
+use crate::cli::commands::{json_to_msgpack, seconds};
+use crate::cli::output::{self, outln};
+use crate::error::{Error, Result};
+use crate::handler::Registry;
+use crate::job::{NewJob, Priority, DEFAULT_MAX_ATTEMPTS};
+
+/// Jobs per pipelined batch when posting many.
+const BATCH: usize = 1000;
+
+/// Runs `post`.
+pub(crate) async fn post(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<()> {
+    let registry = Registry::load()?;
+    let handler = registry.get(&a.name);
+    if handler.is_none() && !registry.is_empty() {
+        eprintln!(
+            "jobworker: warning: no handler named {:?} is linked into this binary; posting anyway \
+             (another binary may run it; `jobworker handlers` lists these)",
+            a.name
+        );
+    }
+    let queue = a
+        .queue
+        .clone()
+        .or_else(|| handler.map(|h| h.queue.to_owned()))
+        .unwrap_or_else(|| "default".to_owned());
+    let max_attempts = a
+        .max_attempts
+        .or_else(|| handler.and_then(|h| h.max_attempts))
+        .unwrap_or(DEFAULT_MAX_ATTEMPTS);
+    let template = template(a, max_attempts)?;
+    let args = match &a.from {
+        Some(path) => lines(path)?,
+        None => vec![read_args(&a.args)?],
+    };
+    let count = if a.from.is_some() { args.len() } else { a.count };
+    if (count > 1 || a.from.is_some()) && a.id.is_some() {
+        return Err(Error::invalid(
+            "--id posts one job: it cannot be combined with --count or --from",
+        ));
+    }
+    let job_at = |i: usize| {
+        let value = &args[if a.from.is_some() { i } else { 0 }];
+        template.clone().args_value(json_to_msgpack(value))
+    };
+    if count == 1 && a.from.is_none() {
+        let id = board.post(&queue, job_at(0)).await?;
+        if json {
+            output::json(&serde_json::json!({ "id": id.as_str(), "queue": queue, "name": a.name }));
+        } else {
+            outln!("{id}");
+        }
+        return Ok(());
+    }
+    let bar = indicatif::ProgressBar::new(count as u64).with_message(format!("posting to {queue}"));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} jobs, {per_sec}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("#>."),
+    );
+    let (mut posted, mut failed) = (0usize, Vec::new());
+    for start in (0..count).step_by(BATCH) {
+        let jobs: Vec<NewJob> = (start..(start + BATCH).min(count)).map(job_at).collect();
+        for (i, result) in board.post_many(&queue, &jobs).await?.into_iter().enumerate() {
+            match result {
+                Ok(id) => {
+                    posted += 1;
+                    if json {
+                        bar.suspend(|| {
+                            output::json(
+                                &serde_json::json!({ "id": id.as_str(), "queue": queue, "name": a.name }),
+                            )
+                        });
+                    }
+                }
+                Err(e) => failed.push(format!("job {} of {count}: {e}", start + i + 1)),
+            }
+        }
+        bar.set_position((start + jobs.len()) as u64);
+    }
+    bar.finish_and_clear();
+    if !json {
+        outln!("posted {posted} {} jobs to queue {queue}", a.name);
+    }
+    match failed.first() {
+        None => Ok(()),
+        Some(first) => Err(Error::invalid(format!(
+            "{} of {count} jobs were not posted; the first: {first}",
+            failed.len()
+        ))),
+    }
+}
+
+/// The job of every post, without its arguments.
+fn template(a: &PostArgs, max_attempts: u32) -> Result<NewJob> {
+    let mut job = NewJob::new(&a.name)
+        .priority(Priority::parse(&a.priority)?)
+        .max_attempts(max_attempts);
+    if let Some(d) = a.delay {
+        job = job.delay(seconds(d, "--delay")?);
+    }
+    if let Some(id) = &a.id {
+        job = job.id(id.as_str());
+    }
+    for t in &a.tag {
+        job = job.tag(t);
+    }
+    for d in &a.depends {
+        job = match d.split_once('/') {
+            Some((queue, id)) => job.depends_on_in(queue, id),
+            None => job.depends_on(d.as_str()),
+        };
+    }
+    if let Some(key) = &a.unique {
+        job = job.unique(key, seconds(a.unique_ttl, "--unique-ttl")?);
+    }
+    if a.track {
+        job = job.track();
+    }
+    if let (Some(name), Some(uuid)) = (&a.book_name, &a.book_uuid) {
+        job = job.book(name, uuid);
+    }
+    job.validate()?;
+    Ok(job)
+}
+
+/// `--args`: inline JSON, `@FILE`, or `-` for stdin.
+fn read_args(text: &str) -> Result<serde_json::Value> {
+    let (what, body) = match text {
+        "-" => {
+            let mut body = String::new();
+            std::io::stdin()
+                .read_to_string(&mut body)
+                .map_err(|e| Error::io("cannot read --args from stdin", e))?;
+            ("stdin".to_owned(), body)
+        }
+        _ => match text.strip_prefix('@') {
+            Some(path) => (
+                path.to_owned(),
+                std::fs::read_to_string(path)
+                    .map_err(|e| Error::io(&format!("cannot read --args file {path}"), e))?,
+            ),
+            None => return parse(text, "--args"),
+        },
+    };
+    parse(&body, &format!("--args from {what}"))
+}
+
+fn parse(text: &str, what: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| Error::invalid(format!("{what} is not JSON: {e}")))
+}
+
+/// `--from`: one job's arguments (JSON) per line of a file, or of stdin
+/// for `-`; blank lines are skipped.
+fn lines(path: &str) -> Result<Vec<serde_json::Value>> {
+    let reader: Box<dyn Read> = match path {
+        "-" => Box::new(std::io::stdin()),
+        _ => Box::new(
+            std::fs::File::open(path)
+                .map_err(|e| Error::io(&format!("cannot open --from file {path}"), e))?,
+        ),
+    };
+    let mut out = Vec::new();
+    for (n, line) in BufReader::new(reader).lines().enumerate() {
+        let line = line.map_err(|e| Error::io(&format!("cannot read --from {path}"), e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(parse(&line, &format!("line {} of --from {path}", n + 1))?);
+    }
+    if out.is_empty() {
+        return Err(Error::invalid(format!("--from {path} holds no jobs")));
+    }
+    Ok(out)
+}

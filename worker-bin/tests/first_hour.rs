@@ -1,0 +1,200 @@
+//! What a newcomer meets in the first hour, on the real binary: the linked
+//! handlers give `post` its defaults, jobs without a deployed handler wait
+//! in their own failure group, inputs come from files, and human output is
+//! readable (times, tables, long values cut).
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::*;
+use jobworker::{Board, JobState};
+use jobworker_tests::{shared_redis, unique_queue};
+use serde_json::Value;
+
+/// Runs `jobworker --redis <shared> ARGS` with `stdin` as its input.
+fn run_with(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jobworker"))
+        .args(["--redis", shared_redis().url()])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn run(args: &[&str]) -> Output {
+    run_with(args, b"")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "jobworker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(args: &[&str]) -> Value {
+    serde_json::from_str(ok(&[&["--json"], args].concat()).trim()).unwrap()
+}
+
+/// Seen: a handler's `queue` and `max_attempts` did not apply to `jobworker
+/// post` of its job name, and `handlers` did not show `max_attempts`. Now
+/// `post` takes them from the linked handler unless flags say otherwise,
+/// and warns about a name no linked handler has.
+#[test]
+fn post_takes_the_linked_handlers_queue_and_attempts() {
+    let id = json(&["post", "flaky", "--args", r#"{"fail_times": 0}"#])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = json(&["show", &id, "-q", "demo"]);
+    assert_eq!(
+        (&shown["queue"], &shown["max_attempts"]),
+        (&"demo".into(), &4.into())
+    );
+    let q = unique_queue("flags-win");
+    let id = json(&["post", "flaky", "-q", &q, "--max-attempts", "2"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = json(&["show", &id, "-q", &q]);
+    assert_eq!(
+        (&shown["queue"], &shown["max_attempts"]),
+        (&q.as_str().into(), &2.into())
+    );
+    let table = ok(&["handlers"]);
+    let header = table.lines().next().unwrap();
+    assert!(header.contains("MAX ATTEMPTS"), "{table}");
+    let flaky = table.lines().find(|l| l.starts_with("flaky")).unwrap();
+    assert!(flaky.split_whitespace().any(|w| w == "4"), "{table}");
+    let out = run(&["post", "nobody-handles-this", "-q", &q]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no handler named \"nobody-handles-this\""),
+        "{stderr}"
+    );
+}
+
+/// A job whose handler is not linked into the worker ends, after its
+/// attempts, in the failure group `no-handler`, so `retry --group
+/// no-handler` brings them back once the handler is deployed.
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_without_a_deployed_handler_wait_in_their_own_group() {
+    let (_serial, board, q, _key) = setup("e2e-nohandler").await;
+    let id = board
+        .post(&q, jobworker::NewJob::new("not-deployed-yet").max_attempts(1))
+        .await
+        .unwrap();
+    let sup = Supervisor::start(&q, &["--workers", "1"]);
+    wait_state(&board, &q, &id, JobState::Trashed, 30).await;
+    let info = board.show(&q, &id).await.unwrap();
+    assert_eq!(info.group.as_deref(), Some("no-handler"), "{info:?}");
+    assert!(info.reason.unwrap_or_default().contains("not-deployed-yet"));
+    drop(sup);
+    let retried = ok(&["retry", "--group", "no-handler", "-q", &q]);
+    assert!(retried.contains("retried 1 jobs"), "{retried}");
+    assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Ready);
+}
+
+/// Seen: `--args` took only inline JSON; a 5 MB payload failed ("Argument
+/// list too long") and `@file` and `-` were refused. Now both work, and
+/// `--from FILE.jsonl` posts one job per line.
+#[test]
+fn arguments_come_from_files_and_stdin_and_jobs_from_jsonl() {
+    let q = unique_queue("files");
+    let dir = tempfile::tempdir().unwrap();
+    let big = format!(r#"{{"blob": "{}"}}"#, "x".repeat(5 * 1024 * 1024));
+    let path = dir.path().join("args.json");
+    std::fs::write(&path, &big).unwrap();
+    let at_file = format!("@{}", path.display());
+    let id = json(&["post", "big", "-q", &q, "--args", &at_file])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = json(&["show", &id, "-q", &q]);
+    assert_eq!(
+        shown["args"]["blob"].as_str().map(str::len),
+        Some(5 * 1024 * 1024)
+    );
+    // Human output cuts the 5 MB value (--json above has it whole).
+    let text = ok(&["show", &id, "-q", &q]);
+    assert!(
+        text.len() < 4096 && text.contains("--json shows all"),
+        "{} bytes",
+        text.len()
+    );
+
+    let out = run_with(
+        &["--json", "post", "piped", "-q", &q, "--args", "-"],
+        br#"{"from": "stdin"}"#,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let id: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shown = json(&["show", id["id"].as_str().unwrap(), "-q", &q]);
+    assert_eq!(shown["args"]["from"], "stdin");
+
+    let lines: String = (0..2500).map(|i| format!("{{\"n\": {i}}}\n")).collect();
+    let jsonl = dir.path().join("jobs.jsonl");
+    std::fs::write(&jsonl, lines).unwrap();
+    let posted = ok(&["post", "line", "-q", &q, "--from", jsonl.to_str().unwrap()]);
+    assert!(posted.contains("posted 2500 line jobs"), "{posted}");
+    assert_eq!(json(&["count", "-q", &q])["count"], 2 + 2500);
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"n\": 1}\nnot json\n").unwrap();
+    let out = run(&["post", "line", "-q", &q, "--from", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line 2"),
+        "nothing posted from a bad file"
+    );
+    assert_eq!(json(&["count", "-q", &q])["count"], 2 + 2500);
+}
+
+/// Seen: `history` printed epoch milliseconds and the `queues` and
+/// `handlers` tables were misaligned. Human output has RFC 3339 times and
+/// aligned columns; `--json` keeps epoch ms.
+#[test]
+fn human_output_has_rfc3339_times_and_aligned_tables() {
+    let q = unique_queue("human");
+    let id = json(&["post", "report", "-q", &q])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let history = ok(&["history", &id, "-q", &q]);
+    let posted = history.lines().find(|l| l.contains("posted")).unwrap();
+    let time = posted.split_whitespace().next().unwrap();
+    assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok(), "{history}");
+    let events: Value =
+        serde_json::from_str(ok(&["--json", "history", &id, "-q", &q]).lines().next().unwrap()).unwrap();
+    assert!(events["at"].is_i64(), "--json keeps epoch ms: {events}");
+    for table in [ok(&["queues"]), ok(&["handlers"]), ok(&["list", "-q", &q])] {
+        let lines: Vec<&str> = table.lines().collect();
+        let header = lines[0];
+        // Every column of every row starts where its header does.
+        let starts: Vec<usize> = header
+            .char_indices()
+            .filter(|&(i, c)| c != ' ' && (i == 0 || header.as_bytes()[i - 1] == b' '))
+            .map(|(i, _)| i)
+            .collect();
+        for row in &lines[1..] {
+            for &s in &starts[1..] {
+                assert!(
+                    row.len() <= s || row.as_bytes()[s - 1] == b' ',
+                    "misaligned row {row:?} under {header:?}"
+                );
+            }
+        }
+    }
+    let _ = Duration::ZERO;
+}
