@@ -154,7 +154,7 @@ impl fmt::Display for Report {
         let at = |us: u64| format!("{:.1} s", us.saturating_sub(t0) as f64 / 1e6);
         writeln!(
             f,
-            "supervisor tree SIGKILLs:  {} at {:?} ({} workers with it), restarted each time",
+            "supervisor tree SIGKILLs:  {} at {:?} (workers killed with it: {}), restarted each time",
             e.tree_kills.len(),
             e.tree_kills.iter().map(|&t| at(t)).collect::<Vec<_>>(),
             self.kills(KillKind::Tree)
