@@ -1,11 +1,15 @@
 //! The scripted test handler: does what its arguments say (succeed, fail,
 //! panic, sleep, spin without yielding, abort its process) and records
-//! what it saw in Redis, so end-to-end tests can drive the real binary.
+//! what it saw in Redis, or in a run log on any board ([`run_log`]), so
+//! end-to-end tests and the chaos tool can drive the real binary.
+
+pub mod run_log;
 
 use std::time::{Duration, Instant};
 
 use jobworker::{HandlerError, JobContext};
 use redis::AsyncCommands;
+use run_log::{RunOutcome, RunRecorder};
 use serde::{Deserialize, Serialize};
 
 /// What the scripted handler does.
@@ -52,23 +56,14 @@ pub struct Script {
     /// as the pipeline's next step (`JobContext::complete_into`).
     #[serde(default)]
     pub next_queue: Option<String>,
-    /// A file that gets a line `start <id>` when the job starts and
-    /// `done <id>` when it succeeds (any board; appends are atomic).
+    /// A run log (any board): a `start` line when a run starts and an
+    /// `end` line when it ends, with the job id, pid, fencing token, time
+    /// and outcome (see [`run_log`]).
     #[serde(default)]
     pub log_file: Option<String>,
 }
 
-/// Appends one line to `path`.
-fn log_line(path: &str, line: String) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    f.write_all(format!("{line}\n").as_bytes())
-}
-
 async fn record(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
-    if let Some(path) = &s.log_file {
-        log_line(path, format!("start {}", cx.id()))?;
-    }
     if s.count_key.is_none() && s.sandbox_key.is_none() {
         return Ok(());
     }
@@ -93,7 +88,24 @@ async fn record(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
 /// Runs a [`Script`].
 #[jobworker::handler(name = "scripted")]
 pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
-    record(&cx, &s).await?;
+    // Dropped with the handler if the worker stops it: then it logs the end.
+    let run = match &s.log_file {
+        Some(path) => Some(RunRecorder::start(path, &cx)?),
+        None => None,
+    };
+    let result = script(&cx, &s).await;
+    if let Some(run) = run {
+        run.end(match result {
+            Ok(()) => RunOutcome::Ok,
+            Err(_) => RunOutcome::Error,
+        })?;
+    }
+    result
+}
+
+/// What [`scripted`] does between its run-log lines.
+async fn script(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
+    record(cx, s).await?;
     if let Some(queue) = &s.next_queue {
         let next = Script {
             next_queue: None,
@@ -104,11 +116,7 @@ pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
     if s.until_attempt > 0 && cx.attempt() > s.until_attempt {
         return Ok(());
     }
-    let result = run(&cx, &s).await;
-    if let (Ok(()), Some(path)) = (&result, &s.log_file) {
-        log_line(path, format!("done {}", cx.id()))?;
-    }
-    result
+    run(cx, s).await
 }
 
 async fn run(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {

@@ -8,10 +8,12 @@
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
 //! - [`conformance`]: the board-contract suite every backend runs.
+//! - [`chaos`]: the fault-injection run behind `scripts/chaos`.
 //!
 //! Nothing here skips a test when a server or tool is missing: it panics
 //! with a message naming the Debian package to install.
 
+pub mod chaos;
 pub mod conformance;
 
 mod support {

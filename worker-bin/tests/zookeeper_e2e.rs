@@ -1,7 +1,7 @@
 //! The worker runtime on the ZooKeeper board, end to end: the real
 //! `jobworker --zookeeper …` binary with forked workers against a real
-//! ZooKeeper. The scripted handler logs `start <id>` and `done <id>` lines
-//! to a file, which works on any board.
+//! ZooKeeper. The scripted handler logs a `start` and an `end` line per run
+//! to a file (its run log), which works on any board.
 
 mod common;
 
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use common::{serial, Supervisor};
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, ListFilter, NewJob, Page};
+use jobworker_examples::scripted::run_log::{RunLine, RunOutcome};
 use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::{shared_zookeeper, unique_queue, wait_until};
 
@@ -38,15 +39,20 @@ fn logged(action: Action, millis: u64, log: &Path) -> Script {
     }
 }
 
-/// How many `start` and `done` lines each job has in `log`.
+/// How many runs each job in `log` started, and how many ended `ok`.
 fn tally(log: &Path) -> HashMap<String, (usize, usize)> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let mut out: HashMap<String, (usize, usize)> = HashMap::new();
     for line in text.lines() {
-        match line.split_once(' ') {
-            Some(("start", id)) => out.entry(id.to_owned()).or_default().0 += 1,
-            Some(("done", id)) => out.entry(id.to_owned()).or_default().1 += 1,
-            _ => panic!("bad log line {line:?}"),
+        match RunLine::parse(line) {
+            Some(RunLine::Start { id, .. }) => out.entry(id).or_default().0 += 1,
+            Some(RunLine::End {
+                id,
+                outcome: RunOutcome::Ok,
+                ..
+            }) => out.entry(id).or_default().1 += 1,
+            Some(RunLine::End { .. }) => {}
+            None => panic!("bad log line {line:?}"),
         }
     }
     out

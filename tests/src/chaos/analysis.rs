@@ -1,0 +1,502 @@
+//! What the runs say, against what the chaos run did: overlapping runs of
+//! one job and whether a lease expiry explains them, and why jobs ran more
+//! than once.
+//!
+//! Runs of one job are ordered by fencing token (it grows with every
+//! claim). Run A and a later run B **overlap** when B started before A
+//! ended. A run's end is its `end` line; a run without one ended when its
+//! process died (a killed worker: when it was seen dead; any other: when
+//! its exit was seen, at most a tick late), which only makes overlaps more
+//! likely to be found. An overlap is **explained** only if A's lease had
+//! expired before B was claimed:
+//!
+//! - A's worker was frozen (SIGSTOP) for at least the lease horizon minus
+//!   one heartbeat interval before B started: its last extend was at most
+//!   one interval (a third of the horizon) before the freeze, so its lease
+//!   ran out by then; or
+//! - the board recorded that A's lease expired (Redis history `stalled`,
+//!   ZooKeeper claimers' `recovering an expired lease`).
+//!
+//! Anything else is unexplained: a bug.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use jobworker_examples::scripted::run_log::RunOutcome;
+
+use crate::chaos::events::{Events, KillKind};
+use crate::chaos::evidence::Expired;
+use crate::chaos::runs::Run;
+
+/// Round trips of one heartbeat pass, allowed on top of its interval.
+pub const HEARTBEAT_SLACK: Duration = Duration::from_millis(100);
+/// A run that ended or started this close to a server outage (before the
+/// kill, or after the restart) may have lost its consume to it.
+pub const OUTAGE_MARGIN: Duration = Duration::from_secs(1);
+
+/// Why an overlap is allowed, or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Explanation {
+    /// The earlier run's worker was frozen past its lease before the later
+    /// run started.
+    Frozen,
+    /// The board recorded that the earlier run's lease expired.
+    ExpiryOnRecord,
+    /// Nothing explains it.
+    Unexplained,
+}
+
+impl Explanation {
+    /// Text for the report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Explanation::Frozen => "the earlier run's worker was frozen (SIGSTOP) past its lease",
+            Explanation::ExpiryOnRecord => {
+                "the board recorded the earlier run's lease as expired (no freeze long enough: a late heartbeat)"
+            }
+            Explanation::Unexplained => "UNEXPLAINED: no lease expiry allowed the later claim",
+        }
+    }
+}
+
+/// Two runs of one job that overlapped in time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlap {
+    /// The earlier claim's run.
+    pub earlier: Run,
+    /// Its end (µs; `None`: unknown, counted as never).
+    pub earlier_end_us: Option<u64>,
+    /// The later claim's run.
+    pub later: Run,
+    /// Why it is allowed, or not.
+    pub explanation: Explanation,
+}
+
+/// Why a run was not the job's last (its job ran again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Cause {
+    /// Its worker was frozen past its lease during the run.
+    Frozen,
+    /// Its worker was SIGKILLed during the run.
+    KilledMidRun,
+    /// Its supervisor tree was SIGKILLed during the run.
+    TreeKilledMidRun,
+    /// The handler returned `ok` but its worker (or tree) was SIGKILLed
+    /// before the consume was recorded.
+    KilledBeforeConsume,
+    /// It ended close to the board server's restart (its consume or its
+    /// heartbeat could not reach the server).
+    ServerRestart,
+    /// The worker stopped it (`aborted`): its lease was lost.
+    LeaseLost,
+    /// The board recorded its lease as expired (a late heartbeat).
+    ExpiryOnRecord,
+    /// The handler failed (retried).
+    HandlerFailed,
+    /// Nothing the run did or the board recorded explains it.
+    Unexplained,
+}
+
+impl Cause {
+    /// Text for the report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Cause::Frozen => "lease expired while its worker was frozen (SIGSTOP); the job was claimed again",
+            Cause::KilledMidRun => "worker SIGKILLed mid-run; its claim was given back after the crash",
+            Cause::TreeKilledMidRun => "supervisor tree SIGKILLed mid-run; the lease expired",
+            Cause::KilledBeforeConsume => {
+                "handler returned ok, then its worker was SIGKILLed before the consume was recorded"
+            }
+            Cause::ServerRestart => {
+                "ended around the server restart: its consume or heartbeat did not get through"
+            }
+            Cause::LeaseLost => "stopped by its worker after its lease was lost",
+            Cause::ExpiryOnRecord => "its lease expired on the board (late heartbeat)",
+            Cause::HandlerFailed => "the handler failed and the job was retried",
+            Cause::Unexplained => "UNEXPLAINED",
+        }
+    }
+}
+
+/// What the analysis found.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// Runs in the log.
+    pub runs: usize,
+    /// Runs by how they ended (`killed` for no end line).
+    pub outcomes: BTreeMap<&'static str, usize>,
+    /// Jobs with at least one run.
+    pub jobs_run: usize,
+    /// Jobs with more than one run.
+    pub jobs_run_again: usize,
+    /// Runs that were not their job's last, by cause.
+    pub extra_runs: BTreeMap<Cause, usize>,
+    /// Jobs whose handler returned `ok` more than once.
+    pub ok_more_than_once: usize,
+    /// Their extra `ok` runs, by cause.
+    pub extra_ok_runs: BTreeMap<Cause, usize>,
+    /// Overlapping runs.
+    pub overlaps: Vec<Overlap>,
+    /// Two runs under the same claim (same job and token, another pid).
+    pub same_claim_twice: Vec<(String, u64)>,
+    /// Runs without an end line whose process exit was never seen.
+    pub unknown_end: usize,
+    /// Jobs whose last run (by token) did not end `ok`: something else
+    /// completed them, or they were claimed again after completing.
+    pub last_run_not_ok: Vec<String>,
+    /// Examples of unexplained extra runs.
+    pub unexplained_runs: Vec<Run>,
+}
+
+impl Analysis {
+    /// Overlaps with each explanation.
+    pub fn overlaps_by(&self, explanation: Explanation) -> usize {
+        self.overlaps
+            .iter()
+            .filter(|o| o.explanation == explanation)
+            .count()
+    }
+}
+
+/// The facts the analysis reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// Every run logged.
+    pub runs: &'a [Run],
+    /// What the chaos run did.
+    pub events: &'a Events,
+    /// How long a lease lives without an extend (the heartbeat extends
+    /// every third of it).
+    pub horizon: Duration,
+    /// Expired leases on record.
+    pub expired: &'a Expired,
+}
+
+impl Facts<'_> {
+    /// When `run` ended: its end line, else its process' death.
+    fn end_of(&self, run: &Run) -> Option<u64> {
+        run.end
+            .map(|(at, _)| at)
+            .or_else(|| self.events.worker_exits.get(&run.pid).copied())
+    }
+
+    /// How long `run`'s worker had been frozen when `at` came (0 if it was
+    /// not frozen then).
+    fn frozen_before(&self, pid: u32, at: u64) -> u64 {
+        self.events
+            .freezes
+            .iter()
+            .filter(|f| f.pid == pid && f.from_us < at)
+            .map(|f| {
+                let until = f
+                    .to_us
+                    .or_else(|| self.events.worker_exits.get(&pid).copied())
+                    .unwrap_or(u64::MAX);
+                until.min(at) - f.from_us
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Was `run`'s worker frozen at some point while it ran?
+    fn frozen_during(&self, run: &Run) -> bool {
+        let end = self.end_of(run).unwrap_or(u64::MAX);
+        self.events
+            .freezes
+            .iter()
+            .any(|f| f.pid == run.pid && f.from_us < end && f.to_us.unwrap_or(u64::MAX) > run.start_us)
+    }
+
+    /// Had `earlier`'s worker been frozen past its lease when `later`
+    /// started? Its last extend was at most one heartbeat interval (a
+    /// third of the horizon, plus round trips) before the freeze.
+    fn frozen_past_lease(&self, earlier: &Run, later: &Run) -> bool {
+        let needed = self.horizon.saturating_sub(self.horizon / 3 + HEARTBEAT_SLACK);
+        let needed_us = u64::try_from(needed.as_micros()).unwrap_or(u64::MAX);
+        self.frozen_before(earlier.pid, later.start_us) >= needed_us
+    }
+
+    fn explain(&self, earlier: &Run, later: &Run) -> Explanation {
+        if self.frozen_past_lease(earlier, later) {
+            Explanation::Frozen
+        } else if self.expired.contains(&(earlier.id.clone(), earlier.pid)) {
+            Explanation::ExpiryOnRecord
+        } else {
+            Explanation::Unexplained
+        }
+    }
+
+    fn near_outage(&self, at: u64) -> bool {
+        let margin = u64::try_from(OUTAGE_MARGIN.as_micros()).unwrap_or(u64::MAX);
+        let after = margin + u64::try_from(self.horizon.as_micros()).unwrap_or(u64::MAX);
+        self.events
+            .outages
+            .iter()
+            .any(|o| at + margin >= o.down_us && at <= o.up_us + after)
+    }
+
+    /// Why `run` was followed by `next`, the job's next run.
+    fn cause(&self, run: &Run, next: &Run) -> Cause {
+        // Frozen while it ran, or (claimed just before the freeze, started
+        // after it) frozen past its lease when the next run started.
+        if self.frozen_during(run) || self.frozen_past_lease(run, next) {
+            return Cause::Frozen;
+        }
+        let kill = self.events.kill_of(run.pid).filter(|k| k.sent_us >= run.start_us);
+        match (run.end, kill) {
+            (None, Some(k)) if k.kind == KillKind::Worker => return Cause::KilledMidRun,
+            (None, Some(_)) => return Cause::TreeKilledMidRun,
+            (Some((_, RunOutcome::Ok)), Some(_)) => return Cause::KilledBeforeConsume,
+            _ => {}
+        }
+        if self.near_outage(self.end_of(run).unwrap_or(run.start_us)) {
+            return Cause::ServerRestart;
+        }
+        match run.end {
+            Some((_, RunOutcome::Aborted)) => Cause::LeaseLost,
+            _ if self.expired.contains(&(run.id.clone(), run.pid)) => Cause::ExpiryOnRecord,
+            Some((_, RunOutcome::Error | RunOutcome::Panicked)) => Cause::HandlerFailed,
+            _ => Cause::Unexplained,
+        }
+    }
+}
+
+/// Examples of unexplained runs kept for the report.
+const EXAMPLES: usize = 10;
+
+/// Analyses `facts`.
+pub fn analyse(facts: &Facts<'_>) -> Analysis {
+    let mut out = Analysis {
+        runs: facts.runs.len(),
+        ..Analysis::default()
+    };
+    let mut by_job: HashMap<&str, Vec<&Run>> = HashMap::new();
+    for run in facts.runs {
+        by_job.entry(run.id.as_str()).or_default().push(run);
+        let outcome = match run.end {
+            Some((_, o)) => o.as_str(),
+            None => "no end (process died)",
+        };
+        *out.outcomes.entry(outcome).or_default() += 1;
+        if run.end.is_none() && !facts.events.worker_exits.contains_key(&run.pid) {
+            out.unknown_end += 1;
+        }
+    }
+    out.jobs_run = by_job.len();
+    let mut same_claim = HashSet::new();
+    for (id, mut runs) in by_job {
+        runs.sort_by_key(|r| (r.token, r.start_us));
+        for pair in runs.windows(2) {
+            if pair[0].token == pair[1].token && same_claim.insert((id.to_owned(), pair[0].token)) {
+                out.same_claim_twice.push((id.to_owned(), pair[0].token));
+            }
+        }
+        for (i, earlier) in runs.iter().enumerate() {
+            let end = facts.end_of(earlier);
+            for later in &runs[i + 1..] {
+                if later.start_us < end.unwrap_or(u64::MAX) {
+                    out.overlaps.push(Overlap {
+                        earlier: (*earlier).clone(),
+                        earlier_end_us: end,
+                        later: (*later).clone(),
+                        explanation: facts.explain(earlier, later),
+                    });
+                }
+            }
+        }
+        let Some((last, superseded)) = runs.split_last() else {
+            continue;
+        };
+        if !matches!(last.end, Some((_, RunOutcome::Ok))) {
+            out.last_run_not_ok.push(id.to_owned());
+        }
+        if superseded.is_empty() {
+            continue;
+        }
+        out.jobs_run_again += 1;
+        let oks = runs
+            .iter()
+            .filter(|r| matches!(r.end, Some((_, RunOutcome::Ok))))
+            .count();
+        if oks > 1 {
+            out.ok_more_than_once += 1;
+        }
+        for (run, next) in superseded.iter().zip(&runs[1..]) {
+            let cause = facts.cause(run, next);
+            *out.extra_runs.entry(cause).or_default() += 1;
+            if matches!(run.end, Some((_, RunOutcome::Ok))) {
+                *out.extra_ok_runs.entry(cause).or_default() += 1;
+            }
+            if cause == Cause::Unexplained && out.unexplained_runs.len() < EXAMPLES {
+                out.unexplained_runs.push((*run).clone());
+            }
+        }
+    }
+    out.overlaps.sort_by_key(|o| (o.explanation, o.later.start_us));
+    out.last_run_not_ok.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::events::{Freeze, Kill, Outage};
+
+    const MS: u64 = 1_000;
+
+    fn run(id: &str, pid: u32, token: u64, start: u64, end: Option<(u64, RunOutcome)>) -> Run {
+        Run {
+            id: id.into(),
+            pid,
+            token,
+            start_us: start * MS,
+            end: end.map(|(at, o)| (at * MS, o)),
+        }
+    }
+
+    fn facts<'a>(runs: &'a [Run], events: &'a Events, expired: &'a Expired) -> Facts<'a> {
+        Facts {
+            runs,
+            events,
+            horizon: Duration::from_secs(3),
+            expired,
+        }
+    }
+
+    #[test]
+    fn a_kill_mid_run_is_a_duplicate_without_overlap() {
+        let mut events = Events::default();
+        events.kills.push(Kill {
+            pid: 10,
+            kind: KillKind::Worker,
+            sent_us: 50 * MS,
+            dead_us: Some(52 * MS),
+            open_runs: 2,
+        });
+        events.worker_exits.insert(10, 52 * MS);
+        let runs = [
+            run("a", 10, 1, 40, None),
+            run("a", 11, 2, 60, Some((80, RunOutcome::Ok))),
+        ];
+        let expired = Expired::new();
+        let a = analyse(&facts(&runs, &events, &expired));
+        assert!(a.overlaps.is_empty());
+        assert_eq!(a.extra_runs, BTreeMap::from([(Cause::KilledMidRun, 1)]));
+        assert_eq!(a.jobs_run_again, 1);
+        assert!(a.last_run_not_ok.is_empty());
+    }
+
+    #[test]
+    fn a_run_claimed_again_while_its_killed_worker_still_ran_is_unexplained() {
+        let mut events = Events::default();
+        events.kills.push(Kill {
+            pid: 10,
+            kind: KillKind::Tree,
+            sent_us: 100 * MS,
+            dead_us: Some(101 * MS),
+            open_runs: 2,
+        });
+        events.worker_exits.insert(10, 101 * MS);
+        let runs = [
+            run("a", 10, 1, 40, None),
+            run("a", 11, 2, 90, Some((120, RunOutcome::Ok))),
+        ];
+        let expired = Expired::new();
+        let a = analyse(&facts(&runs, &events, &expired));
+        assert_eq!(a.overlaps.len(), 1);
+        assert_eq!(a.overlaps[0].explanation, Explanation::Unexplained);
+        assert_eq!(a.overlaps[0].earlier_end_us, Some(101 * MS));
+        // With the expiry on record it is explained.
+        let expired = Expired::from([("a".to_owned(), 10)]);
+        let a = analyse(&facts(&runs, &events, &expired));
+        assert_eq!(a.overlaps_by(Explanation::ExpiryOnRecord), 1);
+    }
+
+    #[test]
+    fn a_freeze_past_the_lease_explains_an_overlap_and_a_short_one_does_not() {
+        let mut events = Events::default();
+        events.freezes.push(Freeze {
+            pid: 10,
+            from_us: 1_000 * MS,
+            to_us: Some(5_500 * MS),
+        });
+        // Claimed again 2.5 s into the freeze (horizon 3 s: at least 1.9 s needed).
+        let runs = [
+            run("a", 10, 1, 990, Some((5_510, RunOutcome::Aborted))),
+            run("a", 11, 2, 3_500, Some((3_520, RunOutcome::Ok))),
+        ];
+        let expired = Expired::new();
+        let a = analyse(&facts(&runs, &events, &expired));
+        assert_eq!(a.overlaps_by(Explanation::Frozen), 1);
+        assert_eq!(a.extra_runs, BTreeMap::from([(Cause::Frozen, 1)]));
+        // Claimed again 0.5 s into the freeze: the lease could not have expired.
+        let runs = [
+            run("a", 10, 1, 990, Some((5_510, RunOutcome::Aborted))),
+            run("a", 11, 2, 1_500, Some((1_520, RunOutcome::Ok))),
+        ];
+        let a = analyse(&facts(&runs, &events, &expired));
+        assert_eq!(a.overlaps_by(Explanation::Unexplained), 1);
+    }
+
+    #[test]
+    fn a_claim_frozen_before_its_run_started_is_a_frozen_duplicate() {
+        let mut events = Events::default();
+        events.freezes.push(Freeze {
+            pid: 10,
+            from_us: 1_000 * MS,
+            to_us: Some(5_500 * MS),
+        });
+        // Claimed just before the freeze, its handler started only after
+        // the SIGCONT, when the job had been claimed again and run.
+        let runs = [
+            run("a", 10, 1, 5_501, Some((5_510, RunOutcome::Ok))),
+            run("a", 11, 2, 3_500, Some((3_520, RunOutcome::Ok))),
+        ];
+        let expired = Expired::new();
+        let a = analyse(&facts(&runs, &events, &expired));
+        assert_eq!(a.overlaps_by(Explanation::Frozen), 1);
+        assert_eq!(a.extra_runs, BTreeMap::from([(Cause::Frozen, 1)]));
+        assert_eq!(a.extra_ok_runs, BTreeMap::from([(Cause::Frozen, 1)]));
+    }
+
+    #[test]
+    fn duplicates_get_their_causes_and_odd_jobs_are_listed() {
+        let mut events = Events::default();
+        events.kills.push(Kill {
+            pid: 10,
+            kind: KillKind::Worker,
+            sent_us: 50 * MS,
+            dead_us: Some(51 * MS),
+            open_runs: 3,
+        });
+        events.worker_exits.insert(10, 51 * MS);
+        events.outages.push(Outage {
+            down_us: 10_000 * MS,
+            up_us: 10_500 * MS,
+        });
+        let runs = [
+            // ok, then killed before its consume.
+            run("a", 10, 1, 40, Some((45, RunOutcome::Ok))),
+            run("a", 12, 2, 60, Some((70, RunOutcome::Ok))),
+            // ok during the outage.
+            run("b", 12, 1, 10_100, Some((10_120, RunOutcome::Ok))),
+            run("b", 12, 2, 15_000, Some((15_020, RunOutcome::Ok))),
+            // ok, then again for no reason; the last run failed.
+            run("c", 12, 1, 100, Some((120, RunOutcome::Ok))),
+            run("c", 13, 2, 200, Some((220, RunOutcome::Error))),
+            // the same claim run twice.
+            run("d", 12, 7, 300, Some((320, RunOutcome::Ok))),
+            run("d", 13, 7, 400, Some((420, RunOutcome::Ok))),
+        ];
+        let expired = Expired::new();
+        let a = analyse(&facts(&runs, &events, &expired));
+        assert_eq!(a.extra_runs[&Cause::KilledBeforeConsume], 1);
+        assert_eq!(a.extra_runs[&Cause::ServerRestart], 1);
+        assert_eq!(a.extra_runs[&Cause::Unexplained], 2);
+        assert_eq!(a.ok_more_than_once, 3);
+        assert_eq!(a.last_run_not_ok, ["c"]);
+        assert_eq!(a.same_claim_twice, [("d".to_owned(), 7)]);
+        assert!(a.overlaps.is_empty());
+        assert_eq!(a.outcomes["ok"], 7);
+    }
+}
