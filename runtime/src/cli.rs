@@ -9,6 +9,7 @@ mod output;
 mod post;
 mod run;
 mod server;
+mod workdir;
 
 use clap::Parser;
 

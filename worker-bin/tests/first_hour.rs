@@ -198,3 +198,55 @@ fn human_output_has_rfc3339_times_and_aligned_tables() {
     }
     let _ = Duration::ZERO;
 }
+
+/// Seen: two supervisors with the default --workdir collided on
+/// `jobworker-workers/sandbox-0` (the second could not lock it). Each now
+/// gets a directory of its own, removed when it exits.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_supervisors_with_the_default_workdir_both_run() {
+    let (_serial, board, q, key) = setup("e2e-workdirs").await;
+    let runtime = tempfile::tempdir().unwrap();
+    let start = || {
+        Command::new(env!("CARGO_BIN_EXE_jobworker"))
+            .args(["--redis", shared_redis().url(), "--queues", &q, "--workers", "1"])
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .env_remove("JOBWORKER_WORKDIR")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (start(), start());
+    // Both run a worker (the second could not before: the sandbox lock).
+    let any = jobworker::AnyBoard::Redis(board.clone());
+    jobworker_tests::wait_until("two live workers", Duration::from_secs(30), || async {
+        let live = jobworker::worker::list_workers(&any).await.unwrap();
+        live.iter().filter(|w| w.queues == [q.clone()]).count() == 2
+    })
+    .await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(
+            post(
+                &board,
+                &q,
+                &script(jobworker_examples::scripted::Action::Ok, 0, &key),
+                3,
+            )
+            .await,
+        );
+    }
+    for id in &ids {
+        wait_state(&board, &q, id, JobState::Completed, 60).await;
+    }
+    for child in [first, second] {
+        // SAFETY: SIGTERM to our own child process.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let left: Vec<_> = std::fs::read_dir(runtime.path().join("jobworker"))
+        .unwrap()
+        .collect();
+    assert!(left.is_empty(), "each run removed its directory: {left:?}");
+}

@@ -60,10 +60,16 @@ pub struct RunArgs {
     /// Jobs each worker runs at once.
     #[arg(long, short = 'c', default_value_t = 1, env = "JOBWORKER_CONCURRENCY")]
     pub concurrency: usize,
-    /// Directory holding `jobworker-workers/sandbox-<k>` (default: the
-    /// system temp directory).
+    /// Directory holding `jobworker-workers/sandbox-<k>` (kept; two
+    /// supervisors cannot share one). Default: a directory of this run's
+    /// own, `$XDG_RUNTIME_DIR/jobworker/<name>` (else under the temp dir),
+    /// removed at exit.
     #[arg(long, env = "JOBWORKER_WORKDIR")]
     pub workdir: Option<PathBuf>,
+    /// This supervisor's name: names its default work directory (default:
+    /// its pid).
+    #[arg(long, env = "JOBWORKER_NAME")]
+    pub name: Option<String>,
     /// Lease length in seconds (extended every third of it while a job
     /// runs). Default: the board's `expiry` config, else 30.
     #[arg(long, env = "JOBWORKER_EXPIRY")]

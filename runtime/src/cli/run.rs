@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::board::BoardSpec;
 use crate::cli::args::{BoardArgs, RunArgs};
 use crate::cli::server;
+use crate::cli::workdir::OwnWorkdir;
 use crate::error::{Error, Result};
 use crate::handler::Registry;
 use crate::redis::SyncBoard;
@@ -61,7 +62,15 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
         BoardSpec::Redis(o) => SyncBoard::connect(o.clone())?.config()?,
         BoardSpec::ZooKeeper(_) => HashMap::new(),
     };
-    let worker = worker_config(a, &stored)?;
+    let mut worker = worker_config(a, &stored)?;
+    // Without --workdir, a directory of this run's own (removed at exit).
+    let own = match &a.workdir {
+        Some(_) => None,
+        None => Some(OwnWorkdir::make(a.name.as_deref())?),
+    };
+    if let Some(own) = &own {
+        worker.workdir = own.path().to_path_buf();
+    }
     let workers = a
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
