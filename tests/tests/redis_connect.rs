@@ -61,10 +61,15 @@ async fn password_and_acl_user_in_the_url() {
             .unwrap_or_else(|e| panic!("{url}: {e}"));
         board.post(&unique_queue("auth"), NewJob::new("a")).await.unwrap();
     }
+    // Wrong or missing credentials are a config error (exit 2), not an
+    // unreachable server.
     let err = RedisBoard::connect(&format!("redis://app:wrong@127.0.0.1:{port}/"))
         .await
         .unwrap_err();
-    assert!(err.is_unavailable(), "{err}");
+    assert!(
+        err.is_invalid() && err.message().contains("refused the credentials"),
+        "{err}"
+    );
     assert!(
         !err.message().contains("wrong"),
         "the password must not appear in errors: {err}"
@@ -72,7 +77,48 @@ async fn password_and_acl_user_in_the_url() {
     let err = RedisBoard::connect(&format!("redis://127.0.0.1:{port}/"))
         .await
         .unwrap_err();
-    assert!(err.is_unavailable(), "{err}");
+    assert!(
+        err.is_invalid() && err.message().contains("refused the credentials"),
+        "{err}"
+    );
+}
+
+/// Seen: `redis://…/99` (a database the server does not have) was reported
+/// as "cannot reach redis" (exit 4), and a server that is not Redis as
+/// "Parse error at 1 / Unexpected `84`". Both are config errors now, with a
+/// message that says what to check.
+#[tokio::test]
+async fn a_bad_database_and_a_server_that_is_not_redis_are_config_errors() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let port = server.port().unwrap();
+    let err = RedisBoard::connect(&format!("redis://127.0.0.1:{port}/99"))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert!(
+        err.message().contains("no such database") && !err.message().contains('\n'),
+        "{err}"
+    );
+
+    // A server that answers like HTTP.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let http = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 256];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let err = RedisBoard::connect(&format!("redis://127.0.0.1:{http}/"))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert!(
+        err.message().contains("does not speak the Redis protocol") && !err.message().contains('\n'),
+        "{err}"
+    );
 }
 
 #[tokio::test]

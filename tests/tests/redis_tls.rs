@@ -218,8 +218,10 @@ async fn rediss_with_a_private_ca() {
     let err = RedisBoard::connect(&url)
         .await
         .expect_err("connecting without the private CA must fail");
-    assert!(err.is_unavailable(), "{err:?}");
+    // A certificate problem is a config error (exit 2) that says what to do.
+    assert!(err.is_invalid(), "{err:?}");
     assert!(err.message().contains(&url), "the error must name {url}: {err}");
+    assert!(err.message().contains(CA_ENV), "the error names the fix: {err}");
 
     // With the CA, it is.
     std::env::set_var(CA_ENV, &certs.ca);

@@ -323,3 +323,22 @@ fn job_ids_find_their_queue() {
     assert!(err.contains("several queues") && err.contains(&other), "{err}");
     assert_eq!(json(&["show", &id, "-q", &other])["state"], "ready");
 }
+
+/// Connection mistakes exit 2 (config) with one clear line; an unreachable
+/// server exits 4.
+#[test]
+fn connection_mistakes_are_config_errors() {
+    let url = format!(
+        "{}99",
+        shared_redis()
+            .url()
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+    );
+    let out = jobworker(&["--redis", &url, "count"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no such database") && stderr.trim().lines().count() == 1,
+        "{stderr}"
+    );
+}

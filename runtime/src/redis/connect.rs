@@ -107,12 +107,12 @@ pub(crate) async fn connect(url: &str) -> Result<Connection> {
     let mut first = client
         .get_multiplexed_async_connection_with_config(&probe)
         .await
-        .map_err(|e| Error::unavailable(format!("cannot reach redis at {}: {e}", redact(url))))?;
+        .map_err(|e| refused(&e, url))?;
     let info: String = redis::cmd("INFO")
         .arg("server")
         .query_async(&mut first)
         .await
-        .map_err(|e| Error::unavailable(format!("redis at {} did not answer INFO: {e}", redact(url))))?;
+        .map_err(|e| refused(&e, url))?;
     let manager = ConnectionManager::new_with_config(client.clone(), config)
         .await
         .map_err(|e| Error::unavailable(format!("cannot reach redis at {}: {e}", redact(url))))?;
@@ -122,6 +122,39 @@ pub(crate) async fn connect(url: &str) -> Result<Connection> {
         manager,
         url: url.to_owned(),
     })
+}
+
+/// What a failed first connection means for the user, in one line: a
+/// mistake in the URL or setup (wrong credentials, a database the server
+/// does not have, a server that does not speak Redis, a certificate that is
+/// not trusted) is a config error ([`Error::is_invalid`], exit 2); anything
+/// else (refused, timed out, name not found) is unreachable (exit 4).
+pub(crate) fn refused(e: &redis::RedisError, url: &str) -> Error {
+    let (url, text) = (redact(url), e.to_string());
+    let has = |needle: &str| text.to_lowercase().contains(needle);
+    if e.kind() == redis::ErrorKind::AuthenticationFailed || matches!(e.code(), Some("NOAUTH" | "WRONGPASS"))
+    {
+        Error::invalid(format!(
+            "redis at {url} refused the credentials: check the user and password in the URL \
+             (redis://user:password@host:port/db)"
+        ))
+    } else if has("db index is out of range") || has("switch database") {
+        Error::invalid(format!(
+            "redis at {url} has no such database: the number after the last / must be below the \
+             server's `databases` setting (16 by default)"
+        ))
+    } else if has("parse error") || has("incompatible type") {
+        Error::invalid(format!(
+            "the server at {url} does not speak the Redis protocol: is it the right host and port?"
+        ))
+    } else if has("certificate") || has("unknownissuer") || has("tls") || has("handshake") {
+        Error::invalid(format!(
+            "the TLS connection to redis at {url} failed ({text}); for a server certificate signed \
+             by a private CA, set {CA_ENV}=ca.pem"
+        ))
+    } else {
+        Error::unavailable(format!("cannot reach redis at {url}: {text}"))
+    }
 }
 
 pub(crate) fn check_version(info: &str, url: &str) -> Result<()> {

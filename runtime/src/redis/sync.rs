@@ -57,9 +57,7 @@ impl SyncBoard {
     }
 
     fn open(&self) -> Result<Connection> {
-        let unreachable = |e: redis::RedisError| {
-            Error::unavailable(format!("cannot reach redis at {}: {e}", redact(&self.opts.url)))
-        };
+        let unreachable = |e: redis::RedisError| crate::redis::connect::refused(&e, &self.opts.url);
         let con = self
             .client
             .get_connection_with_timeout(SYNC_TIMEOUT)
