@@ -151,6 +151,14 @@ impl RunAt {
 mod tests {
     use super::*;
 
+    #[test]
+    fn groups_follow_the_redis_rule() {
+        assert_eq!(failure_group("boom: disk full"), "boom");
+        assert_eq!(failure_group("Poison_Pill: x"), "poison-pill");
+        assert_eq!(failure_group("no kind here"), "error");
+        assert_eq!(failure_group("a/b: x"), "error");
+    }
+
     /// Seen: `run_at` was sent as this host's epoch time, so a host whose
     /// clock ran an hour behind posted jobs that ran at once. The board now
     /// gets the time left, which is the same whatever the host's clock.
@@ -377,6 +385,20 @@ pub fn validate_word(what: &str, text: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The failure group of a reason: its leading `kind:` word(s) lowercased,
+/// spaces and underscores as dashes (`stalled`, `fatal`, `poison-pill`);
+/// `error` when there is none. The same rule as the Redis board's Lua (`group_of`).
+pub fn failure_group(reason: &str) -> String {
+    let Some((kind, _)) = reason.split_once(':') else {
+        return "error".into();
+    };
+    let ok = |c: char| c.is_alphanumeric() || c == ' ' || c == '_' || c == '-';
+    if kind.is_empty() || !kind.chars().all(ok) {
+        return "error".into();
+    }
+    kind.to_lowercase().replace([' ', '_'], "-")
 }
 
 /// A held claim: the owner string on the job plus the fencing token.

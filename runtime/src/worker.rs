@@ -6,6 +6,7 @@ mod backoff;
 mod config;
 mod heartbeat;
 mod job;
+mod log;
 mod presence;
 mod run;
 mod sandbox;

@@ -250,3 +250,47 @@ async fn two_supervisors_with_the_default_workdir_both_run() {
         .collect();
     assert!(left.is_empty(), "each run removed its directory: {left:?}");
 }
+
+/// Seen: a successful and a trashed job logged nothing at INFO, and a
+/// failure logged `error=error: …`. Now each outcome is one line.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_outcome_is_one_log_line() {
+    use jobworker_examples::scripted::{Action, Script};
+    let (_serial, board, q, key) = setup("e2e-logs").await;
+    let ok = post(&board, &q, &script(Action::Ok, 0, &key), 3).await;
+    let flaky = Script {
+        until_attempt: 1,
+        ..script(Action::Retry, 0, &key)
+    };
+    let flaky = post(&board, &q, &flaky, 3).await;
+    let fatal = post(&board, &q, &script(Action::Fatal, 0, &key), 3).await;
+    let sup = Supervisor::start(&q, &["--workers", "1"]);
+    for (id, state) in [
+        (&ok, JobState::Completed),
+        (&flaky, JobState::Completed),
+        (&fatal, JobState::Trashed),
+    ] {
+        wait_state(&board, &q, id, state, 60).await;
+    }
+    let log = sup.log();
+    let line_of = |id: &jobworker::JobId, what: &str| {
+        log.lines()
+            .find(|l| l.contains(id.as_str()) && l.contains(what))
+            .unwrap_or_else(|| panic!("no {what:?} line for {id}:\n{log}"))
+            .to_owned()
+    };
+    assert!(line_of(&ok, "job completed").contains("took="));
+    let retried = line_of(&flaky, "job failed; will retry");
+    assert!(
+        retried.contains("reason=error: scripted failure") && retried.contains("retry_in="),
+        "{retried}"
+    );
+    assert!(line_of(&flaky, "job completed").contains("attempt=2"));
+    let trashed = line_of(&fatal, "job trashed");
+    assert!(
+        trashed.contains("group=fatal") && trashed.contains("reason=fatal: scripted fatal error"),
+        "{trashed}"
+    );
+    assert!(!log.contains("error=error:"), "no doubled words:\n{log}");
+    drop(sup);
+}

@@ -10,11 +10,12 @@ use crate::board::BoardSpec;
 use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
 use crate::handler::{CancelFlag, HandlerFn, JobContext, Registry};
-use crate::job::{Abandon, Claimed};
+use crate::job::{Abandon, Claimed, JobState};
 use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
 use crate::worker::heartbeat::{key_of, LeaseKey, Lost};
 use crate::worker::job::{panic_text, settle, Interrupt, Outcome, Reporter, Running, Settle};
+use crate::worker::log::{self, Settled};
 use crate::worker::presence::WorkerInfo;
 use crate::worker::sandbox::Sandbox;
 
@@ -513,29 +514,33 @@ impl Worker {
                     consumed.push(job);
                     continue;
                 }
-                Settle::Retry(error, after) => {
+                Settle::Retry(reason, after) => {
                     let delay = after.unwrap_or_else(|| self.cfg.backoff.delay(job.attempt));
-                    tracing::info!(job = %job.lease.job, queue = %job.lease.queue, name = %job.name, attempt = job.attempt, %error, "job failed");
+                    let retry = Abandon::Retry {
+                        delay,
+                        error: reason.clone(),
+                    };
                     self.board
-                        .abandon(&job.lease, Abandon::Retry { delay, error })
+                        .abandon(&job.lease, retry)
                         .await
-                        .map(|s| match s {
-                            crate::job::JobState::Trashed => "trashed (attempts exhausted)",
-                            _ => "retry scheduled",
+                        .map(|state| match state {
+                            JobState::Trashed => Settled::Trashed { reason },
+                            _ => Settled::Retrying { reason, delay },
                         })
                 }
-                Settle::Trash(reason) => {
-                    tracing::info!(job = %job.lease.job, queue = %job.lease.queue, name = %job.name, %reason, "job failed fatally");
-                    self.board.trash(&job.lease, &reason).await.map(|()| "trashed")
-                }
+                Settle::Trash(reason) => self
+                    .board
+                    .trash(&job.lease, &reason)
+                    .await
+                    .map(|()| Settled::Trashed { reason }),
                 Settle::Release => self
                     .board
                     .abandon(&job.lease, Abandon::Release)
                     .await
-                    .map(|_| "given back"),
-                Settle::Drop(why) => Ok(why),
+                    .map(|_| Settled::Released),
+                Settle::Drop(why) => Ok(Settled::Dropped(why)),
             };
-            log_settled(&job, result);
+            log::settled(&job, result);
         }
         // Consumed with the next claim (or by flush_consumes).
         self.done.extend(consumed);
@@ -558,7 +563,7 @@ impl Worker {
             if let Some(h) = &self.heartbeat {
                 h.release(&key_of(&job.lease));
             }
-            log_settled(&job, r.map(|()| "consumed"));
+            log::settled(&job, r.map(|()| Settled::Completed));
         }
     }
 
@@ -575,7 +580,7 @@ impl Worker {
                     if let Some(h) = &self.heartbeat {
                         h.release(&key_of(&job.lease));
                     }
-                    log_settled(&job, Err(e.clone()));
+                    log::settled(&job, Err(e.clone()));
                 }
             }
         }
@@ -693,23 +698,6 @@ impl Worker {
                 Ok(_) => tracing::info!(job = %job.lease.job, why, "job given back"),
                 Err(e) => tracing::warn!(job = %job.lease.job, error = %e, "cannot give the job back"),
             }
-        }
-    }
-}
-
-/// Logs how a job was settled.
-fn log_settled(job: &Running, result: Result<&str>) {
-    let (id, queue) = (&job.lease.job, &job.lease.queue);
-    match result {
-        Ok(what) => tracing::debug!(job = %id, queue = %queue, name = %job.name, what, "job settled"),
-        Err(e) if e.is_cancelled() => {
-            tracing::info!(job = %id, queue = %queue, "job cancelled before its result was recorded; result dropped")
-        }
-        Err(e) if e.is_lease_over() => {
-            tracing::warn!(job = %id, queue = %queue, error = %e, "lease lost before the result was recorded; result dropped")
-        }
-        Err(e) => {
-            tracing::error!(job = %id, queue = %queue, error = %e, "cannot record the result; the lease will expire and the job run again")
         }
     }
 }

@@ -86,22 +86,8 @@ impl JobRecord {
     /// Records a failure `reason` (and its group).
     pub fn fail(&mut self, reason: &str) {
         self.reason = Some(reason.to_owned());
-        self.group = Some(group_of(reason));
+        self.group = Some(crate::job::failure_group(reason));
     }
-}
-
-/// The failure group of a reason: its leading `kind:` word(s) lowercased,
-/// spaces and underscores as dashes (`stalled`, `fatal`, `poison-pill`);
-/// `error` when there is none. The same rule as the Redis board.
-pub(crate) fn group_of(reason: &str) -> String {
-    let Some((kind, _)) = reason.split_once(':') else {
-        return "error".into();
-    };
-    let ok = |c: char| c.is_alphanumeric() || c == ' ' || c == '_' || c == '-';
-    if kind.is_empty() || !kind.chars().all(ok) {
-        return "error".into();
-    }
-    kind.to_lowercase().replace([' ', '_'], "-")
 }
 
 /// The body of a `.lock` znode.
@@ -210,13 +196,5 @@ mod tests {
         let old = JobRecord::from_bytes(br#"{"name": "x"}"#).unwrap();
         assert_eq!((old.attempts, old.ending), (0, Ending::Live));
         assert_eq!(JobRecord::from_bytes(b"[]"), None);
-    }
-
-    #[test]
-    fn groups_follow_the_redis_rule() {
-        assert_eq!(group_of("boom: disk full"), "boom");
-        assert_eq!(group_of("Poison_Pill: x"), "poison-pill");
-        assert_eq!(group_of("no kind here"), "error");
-        assert_eq!(group_of("a/b: x"), "error");
     }
 }
