@@ -14,6 +14,7 @@ pub mod bench;
 pub mod board;
 pub mod cli;
 pub mod codec;
+pub mod console;
 pub mod embedded;
 pub mod error;
 #[doc(hidden)]

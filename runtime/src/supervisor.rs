@@ -6,6 +6,7 @@
 mod children;
 mod config;
 mod progress;
+mod relay;
 mod respawn;
 mod started;
 

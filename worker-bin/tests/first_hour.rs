@@ -294,3 +294,50 @@ async fn every_outcome_is_one_log_line() {
     assert!(!log.contains("error=error:"), "no doubled words:\n{log}");
     drop(sup);
 }
+
+/// Seen: `--progress` and log lines printed on one line. On a terminal
+/// (a pty, through `script`), every log line now stands on a line of its
+/// own: the bar is cleared before a line is written and drawn again below.
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_and_log_lines_never_share_a_line() {
+    use jobworker_examples::scripted::Action;
+    let (_serial, board, q, key) = setup("e2e-progress").await;
+    for _ in 0..30 {
+        post(&board, &q, &script(Action::Sleep, 50, &key), 3).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let typescript = dir.path().join("typescript");
+    let command = format!(
+        "{} --redis {} --queues {q} --workers 2 --concurrency 2 --until-drained --progress --workdir {}",
+        env!("CARGO_BIN_EXE_jobworker"),
+        shared_redis().url(),
+        dir.path().display()
+    );
+    let status = Command::new("script")
+        .args(["-qec", &command])
+        .arg(&typescript)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("run `script` (util-linux) to give jobworker a terminal");
+    assert!(status.success());
+    let raw = String::from_utf8_lossy(&std::fs::read(&typescript).unwrap()).into_owned();
+    assert!(raw.contains("jobs/s"), "the bar was drawn:\n{raw}");
+    let mut logged = 0;
+    for line in raw.split('\n') {
+        // What stays visible of a line (a terminal ends lines with \r\n):
+        // what follows its last carriage return.
+        let visible = line.trim_end_matches('\r').rsplit('\r').next().unwrap_or("");
+        let visible = visible.replace("\u{1b}[2K", "");
+        if visible.contains("INFO") {
+            logged += 1;
+            assert!(
+                !visible.contains("jobs/s"),
+                "a log line shares a line with the bar: {visible:?}"
+            );
+        }
+    }
+    assert!(logged > 30, "the workers' log lines came through: {logged}");
+    assert_eq!(board.job_count(&q).await.unwrap(), 0);
+}

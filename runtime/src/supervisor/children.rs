@@ -15,6 +15,7 @@ use crate::handler::Registry;
 use crate::redis::SyncBoard;
 use crate::supervisor::config::*;
 use crate::supervisor::progress::Progress;
+use crate::supervisor::relay::Relay;
 use crate::supervisor::respawn::{Ending, Streak, RESPAWN_MAX};
 use crate::supervisor::started::{self, StartedReader, StartedWriter};
 use crate::worker::{run_worker, EXIT_CANNOT_START};
@@ -61,6 +62,8 @@ struct Supervisor {
     /// A worker has started since the supervisor did: from then on it
     /// never gives up.
     any_started: bool,
+    /// The workers' stderr, relayed above the progress bar (when shown).
+    relay: Option<Relay>,
 }
 
 /// Runs the supervisor until it is told to stop (or the queues drain with
@@ -77,7 +80,7 @@ pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
     .map_err(|e| Error::io("cannot register signal handlers", e))?;
     let progress = match (&mut board, cfg.progress || cfg.until_drained) {
         (_, false) => None,
-        (Some(b), true) => Some(Progress::new(b.counts(&cfg.worker.queues)?)),
+        (Some(b), true) => Some(Progress::new(b.counts(&cfg.worker.queues)?, cfg.progress)),
         (None, true) => {
             return Err(Error::unsupported(
                 "--progress and --until-drained are not supported on ZooKeeper yet",
@@ -105,7 +108,11 @@ pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
         last_progress: Instant::now(),
         pending: Vec::new(),
         any_started: false,
+        relay: None,
     };
+    if sup.cfg.progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        sup.relay = Some(Relay::new()?);
+    }
     for index in 0..sup.cfg.workers {
         sup.slots.push(Slot::new(index));
         sup.spawn(index);
@@ -227,6 +234,12 @@ impl Supervisor {
         // The signal-hook registrations are inherited; close them so that
         // the worker's own (tokio) handlers receive the signals.
         drop(self.signals.take());
+        // The progress bar is the supervisor's; this worker logs into the
+        // relay, which writes above it.
+        crate::console::forget();
+        if let Some(relay) = &self.relay {
+            relay.become_stderr();
+        }
         if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err() || getppid() != parent {
             return 1;
         }
@@ -464,6 +477,9 @@ impl Supervisor {
             }
             self.poll_started();
             self.reap_children();
+            if let Some(relay) = self.relay.as_mut() {
+                relay.drain();
+            }
             let now = Instant::now();
             if !self.pending.is_empty() && now.duration_since(self.last_progress) >= PROGRESS_EVERY {
                 self.recover_pending();
@@ -493,6 +509,9 @@ impl Supervisor {
                 self.tick_progress();
             }
             std::thread::sleep(TICK);
+        }
+        if let Some(relay) = self.relay.as_mut() {
+            relay.drain();
         }
         if let (Some(p), Some(board)) = (&self.progress, self.board.as_mut()) {
             match board.counts(&self.cfg.worker.queues) {
