@@ -39,6 +39,8 @@ pub fn run(cli: Cli) -> i32 {
         Some(Command::Run(a)) => run::run(&cli.board, a),
         Some(Command::Handlers) => commands::handlers(cli.json).map(|()| 0),
         Some(Command::Server(c)) => server::server(&cli.board, c, cli.json).map(|()| 0),
+        Some(Command::Completions { shell }) => completions(*shell).map(|()| 0),
+        Some(Command::Man) => man().map(|()| 0),
         Some(_) => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -53,6 +55,26 @@ pub fn run(cli: Cli) -> i32 {
             exit_code(&e)
         }
     }
+}
+
+/// `jobworker completions SHELL`: the completion script, from the clap
+/// definition.
+fn completions(shell: clap_complete::Shell) -> crate::Result<()> {
+    let mut script = Vec::new();
+    let mut command = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut command, "jobworker", &mut script);
+    output::raw(&script);
+    Ok(())
+}
+
+/// `jobworker man`: the manual page (roff), from the clap definition.
+fn man() -> crate::Result<()> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+        .render(&mut page)
+        .map_err(|e| crate::Error::io("cannot write the manual page", e))?;
+    output::raw(&page);
+    Ok(())
 }
 
 /// Logs go to stderr, as text or JSON lines; `RUST_LOG` filters (default

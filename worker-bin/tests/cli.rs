@@ -342,3 +342,24 @@ fn connection_mistakes_are_config_errors() {
         "{stderr}"
     );
 }
+
+/// Shell completions and the manual page come from the clap definition.
+#[test]
+fn completions_and_man_page() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = jobworker(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            script.contains("jobworker") && script.contains("consume"),
+            "{shell}: {script}"
+        );
+    }
+    let out = jobworker(&["man"]);
+    assert!(out.status.success());
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        page.contains(".TH jobworker 1") && page.contains("completions"),
+        "{page}"
+    );
+}

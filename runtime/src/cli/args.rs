@@ -195,6 +195,14 @@ pub enum Command {
     /// on 127.0.0.1:6379): show or stop its redis-server.
     #[command(subcommand)]
     Server(ServerCommand),
+    /// Print a shell completion script (e.g. `jobworker completions bash >
+    /// /etc/bash_completion.d/jobworker`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; `jobworker man | man -l -`).
+    Man,
 }
 
 /// `server`.

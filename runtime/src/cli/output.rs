@@ -10,6 +10,18 @@ use crate::job::{Claimed, JobInfo};
 pub(crate) fn line(args: std::fmt::Arguments<'_>) {
     let mut out = std::io::stdout().lock();
     let written = out.write_fmt(args).and_then(|()| out.write_all(b"\n"));
+    ended(written);
+}
+
+/// Writes `bytes` to stdout as they are (see [`line`]).
+pub(crate) fn raw(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    ended(out.write_all(bytes).and_then(|()| out.flush()));
+}
+
+/// Ends the command when stdout cannot be written: quietly (exit 0) when
+/// its reader went away, with a message otherwise.
+fn ended(written: std::io::Result<()>) {
     if let Err(e) = written {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
