@@ -50,7 +50,12 @@ pub struct Flaky {
 #[jobworker::handler(queue = "demo", max_attempts = 4)]
 pub async fn flaky(cx: JobContext, args: Flaky) -> Result<(), HandlerError> {
     if cx.attempt() <= args.fail_times {
-        return Err(HandlerError::retry(Duration::from_millis(50)));
+        let why = format!(
+            "failing try {} on purpose (fails {} times)",
+            cx.attempt(),
+            args.fail_times
+        );
+        return Err(HandlerError::retry_msg(why).after(Duration::from_millis(50)));
     }
     Ok(())
 }

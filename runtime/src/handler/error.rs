@@ -44,6 +44,16 @@ impl HandlerError {
         }
     }
 
+    /// Makes a retry happen after `delay` (instead of the worker's
+    /// backoff): `HandlerError::retry_msg("busy").after(Duration::from_secs(5))`.
+    /// A fatal error stays fatal.
+    pub fn after(mut self, delay: Duration) -> Self {
+        if let HandlerErrorKind::Retry { after } = &mut self.kind {
+            *after = Some(delay);
+        }
+        self
+    }
+
     /// Give up at once: the job is trashed with `error` as the reason.
     pub fn fatal(error: impl fmt::Display) -> Self {
         HandlerError {
@@ -108,5 +118,10 @@ mod tests {
                 after: Some(Duration::from_secs(3))
             }
         );
+        let busy = HandlerError::retry_msg("busy").after(Duration::from_secs(5));
+        assert_eq!(busy.message(), "busy");
+        let after = Some(Duration::from_secs(5));
+        assert_eq!(busy.kind(), &HandlerErrorKind::Retry { after });
+        assert!(HandlerError::fatal("no").after(Duration::from_secs(1)).is_fatal());
     }
 }
