@@ -25,9 +25,16 @@ pub const EXIT_UNAVAILABLE: i32 = 4;
 /// Exit code for any other failure.
 pub const EXIT_FAILURE: i32 = 1;
 
+/// Set to check a command line only (it is parsed, not run): what
+/// `scripts/readme-check` does with the commands the README quotes.
+pub const PARSE_ONLY_ENV: &str = "JOBWORKER_PARSE_ONLY";
+
 /// Runs the `jobworker` command with the process arguments and exits.
 pub fn main() {
     let cli = Cli::parse();
+    if std::env::var_os(PARSE_ONLY_ENV).is_some() {
+        std::process::exit(0);
+    }
     std::process::exit(run(cli));
 }
 

@@ -16,6 +16,8 @@
 //! recognised (nothing answers on it) and replaced.
 
 use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -39,6 +41,90 @@ const POLL: Duration = Duration::from_millis(20);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Longest unix socket path (`sun_path` holds 108 bytes with the NUL).
 const MAX_SOCKET_PATH: usize = 107;
+
+/// The well-known local Redis tried before the private board.
+pub const LOCAL_REDIS: &str = "127.0.0.1:6379";
+
+/// The board the command line uses when given no URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DefaultBoard {
+    /// A Redis without a password answers on [`LOCAL_REDIS`].
+    Local {
+        /// Its URL.
+        url: String,
+    },
+    /// The private board (started now if it was not running).
+    Private {
+        /// Its directory.
+        board: LocalBoard,
+        /// Its server.
+        running: Running,
+    },
+}
+
+impl DefaultBoard {
+    /// The URL to connect to.
+    pub fn url(&self) -> &str {
+        match self {
+            DefaultBoard::Local { url } => url,
+            DefaultBoard::Private { running, .. } => &running.url,
+        }
+    }
+
+    /// Finds the board a command given no URL uses: with `data_dir`, the
+    /// private board there; else a Redis answering on [`LOCAL_REDIS`], else
+    /// the user's private board.
+    pub fn find(data_dir: Option<&Path>) -> Result<DefaultBoard> {
+        if let Some(dir) = data_dir {
+            let board = LocalBoard::at(dir);
+            let running = board.ensure()?;
+            return Ok(DefaultBoard::Private { board, running });
+        }
+        if answers_ping(LOCAL_REDIS) {
+            return Ok(DefaultBoard::Local {
+                url: format!("redis://{LOCAL_REDIS}/"),
+            });
+        }
+        let board = LocalBoard::for_user()?;
+        let running = board.ensure()?;
+        Ok(DefaultBoard::Private { board, running })
+    }
+}
+
+/// Connects an application to the board `jobworker` uses: the URL in
+/// `JOBWORKER_REDIS_URL` when set, else the [`DefaultBoard`] (a Redis on
+/// 127.0.0.1:6379, else the user's private board, started if need be).
+///
+/// ```no_run
+/// # async fn app() -> jobworker::Result<()> {
+/// use jobworker::{Board, NewJob};
+/// let board = jobworker::local::connect().await?;
+/// board.post("default", NewJob::new("hello")).await?;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn connect() -> Result<crate::redis::RedisBoard> {
+    let url = match std::env::var("JOBWORKER_REDIS_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => tokio::task::spawn_blocking(|| DefaultBoard::find(None).map(|b| b.url().to_owned()))
+            .await
+            .map_err(|e| Error::io("cannot find the default board", std::io::Error::other(e)))??,
+    };
+    crate::redis::RedisBoard::connect(&url).await
+}
+
+/// True when a Redis without a password answers PING at `addr`.
+fn answers_ping(addr: &str) -> bool {
+    let Ok(addr) = addr.parse::<SocketAddr>() else {
+        return false;
+    };
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut buf = [0u8; 16];
+    s.write_all(b"PING\r\n").is_ok() && matches!(s.read(&mut buf), Ok(n) if buf[..n].starts_with(b"+PONG"))
+}
 
 /// A private board's directory.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,33 +4,13 @@
 //! [`crate::local`]); and `jobworker server status|stop` for the private
 //! board.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
-
 use crate::board::BoardSpec;
 use crate::cli::args::{BoardArgs, ServerCommand};
 use crate::cli::output::outln;
 use crate::error::Result;
-use crate::local::LocalBoard;
+use crate::local::{DefaultBoard, LocalBoard, LOCAL_REDIS};
 use crate::redis::RedisOptions;
 use crate::zookeeper::ZooKeeperOptions;
-
-/// The well-known local Redis tried before the private board.
-pub const LOCAL_REDIS: &str = "127.0.0.1:6379";
-
-/// True when a Redis without a password answers PING at `addr`.
-fn answers_ping(addr: &str) -> bool {
-    let Ok(addr) = addr.parse::<SocketAddr>() else {
-        return false;
-    };
-    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    let mut buf = [0u8; 16];
-    s.write_all(b"PING\r\n").is_ok() && matches!(s.read(&mut buf), Ok(n) if buf[..n].starts_with(b"+PONG"))
-}
 
 /// The private board a command without a URL uses: `--data-dir`'s, else
 /// the user's.
@@ -47,23 +27,25 @@ fn resolve(args: &BoardArgs) -> Result<String> {
     if let Some(url) = &args.redis {
         return Ok(url.clone());
     }
-    if args.data_dir.is_none() && answers_ping(LOCAL_REDIS) {
-        eprintln!("jobworker: no --redis given; using the Redis answering on {LOCAL_REDIS}");
-        return Ok(format!("redis://{LOCAL_REDIS}/"));
+    let found = DefaultBoard::find(args.data_dir.as_deref())?;
+    match &found {
+        DefaultBoard::Local { .. } => {
+            eprintln!("jobworker: no --redis given; using the Redis answering on {LOCAL_REDIS}")
+        }
+        DefaultBoard::Private { board, running } => {
+            let how = if running.started_now {
+                "started now; it keeps running for the next command, `jobworker server stop` ends it"
+            } else {
+                "running"
+            };
+            eprintln!(
+                "jobworker: no --redis given; using the private board in {} (redis-server pid {}, {how})",
+                board.dir().display(),
+                running.pid
+            );
+        }
     }
-    let board = private_board(args)?;
-    let running = board.ensure()?;
-    let how = if running.started_now {
-        "started now; it keeps running for the next command, `jobworker server stop` ends it"
-    } else {
-        "running"
-    };
-    eprintln!(
-        "jobworker: no --redis given; using the private board in {} (redis-server pid {}, {how})",
-        board.dir().display(),
-        running.pid
-    );
-    Ok(running.url)
+    Ok(found.url().to_owned())
 }
 
 /// Board options for the Redis at `url` from the command line.
