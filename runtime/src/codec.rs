@@ -8,6 +8,7 @@
 //! and a reader that refuses what `msgpackutils.loads` refuses.
 
 pub mod datetime;
+mod ext;
 pub mod posting;
 
 pub use datetime::OsloDateTime;
@@ -146,7 +147,7 @@ fn write_value(out: &mut Vec<u8>, v: &Value) {
 /// says why Python would fail: bad or truncated msgpack, the reserved byte
 /// `c1`, trailing bytes, a str that is not UTF-8, a map key that is neither
 /// str nor bin, an ext code below 0 other than the timestamp (-1), a bad
-/// timestamp, or an oslo ext (0, 1, 4, 5, 6, 7) whose handler would raise.
+/// timestamp, or an oslo ext (0 to 7) whose handler would raise (see [`ext`]).
 /// `depth` is how many more levels of nesting are allowed.
 fn oslo_loads(bytes: &[u8], depth: usize) -> Result<Value, String> {
     let mut reader = Reader { rest: bytes };
@@ -268,58 +269,9 @@ impl<'a> Reader<'a> {
         };
         let code = self.take(1)?[0] as i8;
         let data = self.take(n)?;
-        check_ext(code, data, depth)?;
+        ext::check_ext(code, data, depth)?;
         Ok(Value::Ext(code, data.to_vec()))
     }
-}
-
-/// What Python does on meeting an ext: msgpack-python checks a timestamp
-/// (-1) and refuses other negative codes; oslo's handlers decode codes 0, 1,
-/// 4, 5, 6 and 7 and fail on a bad payload. Codes 2 (`itertools.count`) and
-/// 3 (`netaddr.IPAddress`) are not checked.
-#[inline(never)]
-fn check_ext(code: i8, data: &[u8], depth: usize) -> Result<(), String> {
-    // Python decodes a nested payload through about three more frames of
-    // its 1000-frame recursion limit; charge as much.
-    let depth = depth.saturating_sub(EXT_DEPTH_COST - 1);
-    match code {
-        -1 => check_timestamp(data),
-        ..=-2 => Err(format!("ext type {code} is not allowed (only 0..127 and -1)")),
-        0 => check_uuid(data),
-        1 | 6 => datetime::check_datetime_payload(data, depth)
-            .map_err(|e| format!("bad datetime (ext {code}): {e}")),
-        7 => datetime::check_date_payload(data, depth).map_err(|e| format!("bad date (ext 7): {e}")),
-        4 | 5 => oslo_loads(data, depth).map(drop),
-        _ => Ok(()),
-    }
-}
-
-/// msgpack-python's timestamp (ext -1): 4, 8 or 12 bytes, nanoseconds below
-/// one billion.
-fn check_timestamp(data: &[u8]) -> Result<(), String> {
-    let be = |b: &[u8]| b.iter().fold(0u64, |acc, x| acc << 8 | u64::from(*x));
-    let nanos = match data.len() {
-        4 => 0,
-        8 => be(data) >> 34,
-        12 => be(&data[..4]),
-        n => return Err(format!("bad timestamp (ext -1): {n} bytes")),
-    };
-    if nanos >= 1_000_000_000 {
-        return Err("bad timestamp (ext -1): nanoseconds out of range".into());
-    }
-    Ok(())
-}
-
-/// Oslo's UUID ext (0): `uuid.UUID(hex=<ascii payload>)`, i.e. 32 hex digits
-/// once braces, hyphens and a `urn:uuid:` prefix are removed.
-fn check_uuid(data: &[u8]) -> Result<(), String> {
-    let text = std::str::from_utf8(data).unwrap_or("");
-    let hex = text.replace("urn:", "").replace("uuid:", "");
-    let hex = hex.trim_matches(|c| c == '{' || c == '}').replace('-', "");
-    if !data.is_ascii() || hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err("bad uuid (ext 0): not 32 hex digits".into());
-    }
-    Ok(())
 }
 
 /// The last value stored under the str key `key`, as a Python dict lookup

@@ -15,6 +15,11 @@ use rmpv::Value;
 /// gives up near its recursion limit of 1000).
 const MAX_DEPTH: usize = 1000;
 
+/// The most digits an integer may have: Python (3.11 and later, which
+/// taskflow 6.5 needs) refuses to convert longer ones
+/// (`sys.get_int_max_str_digits()`), so `json.loads` fails on them.
+const MAX_INT_DIGITS: usize = 4300;
+
 /// Writes `value` as Python's `json.dumps` would write the Python value it
 /// stands for. Fails on what has no JSON form: binary, ext values, strings
 /// that are not UTF-8, and map keys that are neither strings, numbers,
@@ -150,8 +155,8 @@ pub(crate) fn float_repr(f: f64) -> String {
 /// Reads one JSON document as Python's `json.loads` does (strict mode):
 /// `NaN`, `Infinity` and `-Infinity` are accepted, control characters inside
 /// strings are not, duplicate object keys keep the first key's place and the
-/// last value, lone surrogates become U+FFFD, and integers too large for 64
-/// bits become floats.
+/// last value, lone surrogates become U+FFFD, integers too large for 64
+/// bits become floats, and integers of more than 4300 digits are refused.
 pub(crate) fn loads(bytes: &[u8]) -> Result<Value, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not utf-8: {e}"))?;
     if text.starts_with('\u{feff}') {
@@ -382,6 +387,11 @@ impl Reader<'_> {
             }
         }
         let text = std::str::from_utf8(&self.text[start..self.at]).unwrap_or_default();
+        if !float && text.trim_start_matches('-').len() > MAX_INT_DIGITS {
+            return Err(format!(
+                "integer at byte {start} exceeds the limit ({MAX_INT_DIGITS} digits) for integer string conversion"
+            ));
+        }
         if !float {
             if let Ok(n) = text.parse::<i64>() {
                 return Ok(Value::from(n));
@@ -578,6 +588,16 @@ mod tests {
                 String::from_utf8_lossy(bytes)
             );
         }
+        let digits = |n: usize| format!("[-{}]", "9".repeat(n));
+        assert!(loads(digits(MAX_INT_DIGITS).as_bytes()).is_ok());
+        assert!(
+            loads(digits(MAX_INT_DIGITS + 1).as_bytes()).is_err(),
+            "python's int digit limit"
+        );
+        assert!(
+            loads(format!("{}.5", "9".repeat(MAX_INT_DIGITS + 1)).as_bytes()).is_ok(),
+            "floats have none"
+        );
         let mut deep = "[".repeat(MAX_DEPTH + 1);
         deep.push_str(&"]".repeat(MAX_DEPTH + 1));
         assert!(loads(deep.as_bytes()).is_err());

@@ -96,7 +96,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<JsonPosting, Undecodable> {
         None => Priority::NORMAL,
         Some(p) => p
             .as_str()
-            .and_then(Priority::from_taskflow_name)
+            // Python's `str.upper()`, as taskflow's `JobPriority.convert`
+            // calls it: "hıgh" (dotless i) is HIGH.
+            .and_then(|name| Priority::from_taskflow_name(&name.to_uppercase()))
             .ok_or_else(|| Undecodable::rejected(format!("priority {p} is not a taskflow priority")))?,
     };
     let text = |v: &Value, what: &str| {
@@ -217,6 +219,12 @@ mod tests {
             let e = decode(bytes).unwrap_err();
             assert!(!e.taskflow_rejects, "{e:?}");
         }
+        let dotless = decode("{\"uuid\": \"u\", \"name\": \"n\", \"priority\": \"h\u{131}gh\"}".as_bytes());
+        assert_eq!(
+            dotless.map(|p| p.priority),
+            Ok(Priority::HIGH),
+            "python upper-cases the dotless i to I"
+        );
         let p = decode(b"{\"name\": \"n\", \"uuid\": \"u\", \"priority\": \"very_low\"}").unwrap();
         assert_eq!((p.priority, p.details), (Priority::VERY_LOW, Value::Map(vec![])));
     }
