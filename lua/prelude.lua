@@ -237,18 +237,24 @@ local function purge_trashed(id)
   return true
 end
 
+-- The oldest members of a retention index (zset member → time) beyond
+-- `keep` of them or older than `max_age`: at most `budget` of each.
+local function beyond(index, keep, max_age, now_ms, budget)
+  local old = redis.call('ZRANGEBYSCORE', index, '-inf', now_ms - max_age, 'LIMIT', 0, budget)
+  local excess = redis.call('ZCARD', index) - keep - #old
+  if excess > 0 then
+    for _, id in ipairs(redis.call('ZRANGE', index, #old, #old + math.min(excess, budget) - 1)) do
+      old[#old + 1] = id
+    end
+  end
+  return old
+end
+
 -- Drops trashed jobs beyond the trash's count or age (at most `budget` per
 -- call, oldest first, so the cost stays bounded). Only jobs that are still
 -- trashed go; an index entry of a job that lives again is dropped alone.
 local function prune_trash(keep, max_age, now_ms, budget)
-  local old = redis.call('ZRANGEBYSCORE', K_TRASHED, '-inf', now_ms - max_age, 'LIMIT', 0, budget)
-  local excess = redis.call('ZCARD', K_TRASHED) - keep - #old
-  if excess > 0 then
-    for _, id in ipairs(redis.call('ZRANGE', K_TRASHED, #old, #old + math.min(excess, budget) - 1)) do
-      old[#old + 1] = id
-    end
-  end
-  for _, id in ipairs(old) do
+  for _, id in ipairs(beyond(K_TRASHED, keep, max_age, now_ms, budget)) do
     if redis.call('HGET', job_key(id), 'state') == 'trashed' then
       purge_trashed(id)
     else
@@ -347,14 +353,7 @@ end
 -- Drops completed jobs beyond the history's count or age (at most
 -- `budget` of each per call, so the cost stays bounded).
 local function prune_history(keep, max_age, now_ms, budget)
-  local old = redis.call('ZRANGEBYSCORE', K_COMPLETED, '-inf', now_ms - max_age, 'LIMIT', 0, budget)
-  local excess = redis.call('ZCARD', K_COMPLETED) - keep - #old
-  if excess > 0 then
-    for _, id in ipairs(redis.call('ZRANGE', K_COMPLETED, #old, #old + math.min(excess, budget) - 1)) do
-      old[#old + 1] = id
-    end
-  end
-  for _, id in ipairs(old) do
+  for _, id in ipairs(beyond(K_COMPLETED, keep, max_age, now_ms, budget)) do
     redis.call('ZREM', K_COMPLETED, id)
     forget_job(id)
   end

@@ -186,18 +186,7 @@ impl ZooKeeperBoard {
     /// rare path: only for a job whose record lacks its znode name).
     async fn find_in_trash(&self, paths: &QueuePaths, uuid: &str) -> Result<Option<(Vec<u8>, zk::Stat)>> {
         let what = format!("cannot read the trash of queue {}", paths.queue);
-        let trash = paths.trash.clone();
-        let names = match self
-            .read(&what, |client| {
-                let trash = trash.clone();
-                async move { client.list_children(&trash).await }
-            })
-            .await?
-        {
-            Ok(names) => names,
-            Err(zk::Error::NoNode) => return Ok(None),
-            Err(e) => return Err(self.session().error(&what, &e)),
-        };
+        let names = self.children(&what, &paths.trash).await?;
         let copies = self
             .read_many(&what, names.iter().map(|n| paths.trashed(n)).collect())
             .await?;

@@ -233,17 +233,7 @@ impl ZooKeeperBoard {
         if !over && !self.trash_age_due(&paths.queue) {
             return Ok(0);
         }
-        let names = match self
-            .read(&what, |client| {
-                let trash = trash.clone();
-                async move { client.list_children(&trash).await }
-            })
-            .await?
-        {
-            Ok(names) => names,
-            Err(zk::Error::NoNode) => return Ok(0),
-            Err(e) => return Err(self.session().error(&what, &e)),
-        };
+        let names = self.children(&what, &paths.trash).await?;
         let copies = self
             .read_many(&what, names.iter().map(|n| paths.trashed(n)).collect())
             .await?;
