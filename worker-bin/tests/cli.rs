@@ -204,6 +204,11 @@ fn bad_input_gets_clear_errors() {
     let err = fails(2, &["post", "x", "--args", "{not json"]);
     assert!(err.contains("--args"), "{err}");
     let err = fails(3, &["show", "no-such-job"]);
+    assert!(
+        err.contains("no-such-job") && err.contains("not in any queue"),
+        "{err}"
+    );
+    let err = fails(3, &["show", "no-such-job", "-q", "default"]);
     assert!(err.contains("no-such-job") && err.contains("not found"), "{err}");
     let out = jobworker(&["--redis", "redis://127.0.0.1:1/", "count"]);
     assert_eq!(

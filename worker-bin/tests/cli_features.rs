@@ -558,14 +558,18 @@ fn recurring_every_posts_runs_that_claims_pick_up() {
         runs.len()
     );
     let text = cli.text(&["recur", "list", "-q", &q]);
-    assert!(text.starts_with(&tid) && text.contains("tick"), "{text}");
+    let row = text.lines().nth(1).unwrap_or_default();
+    assert!(row.starts_with(&tid) && row.contains("tick"), "{text}");
 
     assert_eq!(
         cli.json(&["recur", "remove", &tid, "-q", &q])["result"],
         "removed"
     );
     assert_eq!(cli.json(&["recur", "list", "-q", &q]), serde_json::json!([]));
-    assert_eq!(cli.text(&["recur", "list", "-q", &q]), "");
+    assert_eq!(
+        cli.text(&["recur", "list", "-q", &q]),
+        format!("no recurring jobs in queue {q}\n")
+    );
     let err = cli.fails(3, &["recur", "remove", &tid, "-q", &q]);
     assert!(err.contains(&tid), "{err}");
     cli.claim(&q, "o", 50);
@@ -812,9 +816,10 @@ fn history_lists_a_jobs_events_in_order() {
     assert_eq!(events[1]["worker"], "worker-7");
     let at: Vec<i64> = events.iter().map(|e| e["at"].as_i64().unwrap()).collect();
     assert!(at.windows(2).all(|w| w[0] <= w[1]), "{at:?}");
-    // History is JSON lines with or without --json.
+    // Without --json: a table with a header and RFC 3339 times.
     let text = cli.text(&["history", &id, "-q", &q]);
-    assert_eq!(text.lines().count(), 3, "{text}");
+    assert_eq!(text.lines().count(), 1 + 3, "{text}");
+    assert!(text.starts_with("TIME") && text.contains("consumed"), "{text}");
     let err = cli.fails(3, &["history", "no-such-job", "-q", &q]);
     assert!(err.contains("no-such-job"), "{err}");
 }

@@ -272,6 +272,8 @@ async fn recur(board: &RedisBoard, r: &RecurCommand, json: bool) -> Result<()> {
             let list = board.recurring(&q.queue).await?;
             if json {
                 output::json(&to_json(&list)?);
+            } else if list.is_empty() {
+                outln!("no recurring jobs in queue {}", q.queue);
             } else {
                 let rows = list.iter().map(|t| {
                     [

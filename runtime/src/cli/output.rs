@@ -107,8 +107,12 @@ pub(crate) fn claimed_text(c: &Claimed) {
     );
 }
 
-/// A table of jobs.
+/// A table of jobs (or a line saying there are none).
 pub(crate) fn jobs_text(jobs: &[JobInfo]) {
+    if jobs.is_empty() {
+        outln!("no jobs");
+        return;
+    }
     let rows = jobs.iter().map(|j| {
         [
             j.id.clone(),
