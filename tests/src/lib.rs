@@ -8,6 +8,7 @@
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
 //! - [`conformance`]: the board-contract suite every backend runs.
+//! - [`shape`]: lines per production file and function, held to limits.
 //! - [`chaos`]: the fault-injection run behind `scripts/chaos`.
 //!
 //! Nothing here skips a test when a server or tool is missing: it panics
@@ -15,6 +16,7 @@
 
 pub mod chaos;
 pub mod conformance;
+pub mod shape;
 
 mod support {
     pub mod exit;
