@@ -348,22 +348,7 @@ impl RedisServer {
             .stdout(log)
             .stderr(log_err)
             .process_group(0);
-        let parent = std::process::id();
-        // SAFETY: the closure runs in the forked child before exec and only
-        // makes async-signal-safe system calls (prctl, getppid) without
-        // allocating. The spawning thread is blocked in `spawn` until exec,
-        // so the parent-death signal is armed against a living thread.
-        unsafe {
-            cmd.pre_exec(move || {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
-                    .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
-                if std::os::unix::process::parent_id() != parent {
-                    // The parent is already gone; do not outlive it.
-                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
+        crate::fork::die_with_parent(&mut cmd, Signal::SIGKILL);
         let child = cmd.spawn().map_err(|e| {
             StartFailure::Fatal(if e.kind() == io::ErrorKind::NotFound {
                 Error::unavailable(MISSING_HINT)

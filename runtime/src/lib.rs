@@ -1,12 +1,14 @@
 //! jobworker: a background-job runtime for Rust on taskflow-compatible job
 //! boards.
 //!
-//! Applications [`post`](Board::post) jobs to a [`Board`] (Redis; ZooKeeper
-//! later); workers [`claim`](Board::claim) them with a lease, run them, and
+//! Applications [`post`](Board::post) jobs to a [`Board`] (Redis or
+//! ZooKeeper); workers [`claim`](Board::claim) them with a lease, run them, and
 //! [`consume`](Board::consume), [`abandon`](Board::abandon) or
 //! [`trash`](Board::trash) them. The Redis layout is wire-compatible with
 //! OpenStack taskflow's `RedisJobBoard`, so Python taskflow and jobworker can
 //! share jobs.
+
+#![deny(unsafe_code, missing_docs)]
 
 extern crate self as jobworker;
 
@@ -17,13 +19,17 @@ pub mod codec;
 pub mod console;
 pub mod embedded;
 pub mod error;
+#[allow(unsafe_code)]
+mod fork;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod handler;
 pub mod job;
 pub mod local;
+pub mod recurring;
 pub mod redis;
 pub mod schedule;
+pub mod stats;
 pub mod supervisor;
 pub mod worker;
 pub mod zookeeper;

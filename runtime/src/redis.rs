@@ -3,11 +3,14 @@
 
 mod admin;
 mod board;
+mod capabilities;
 mod connect;
 mod deps;
 mod keys;
 mod locate;
+mod presence;
 mod read;
+mod recover;
 mod recurring;
 mod reply;
 mod scripts;
@@ -15,14 +18,12 @@ mod stats;
 mod sync;
 mod wait;
 
-pub use crate::board::MAX_CLAIM_COUNT;
-pub use admin::{FailureGroup, QueueSettings, CONFIG_KEYS};
+pub use admin::CONFIG_KEYS;
 pub use board::{
     RedisBoard, RedisOptions, DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_COUNT, DEFAULT_TRASH_AGE,
     DEFAULT_TRASH_COUNT,
 };
 pub use connect::MIN_REDIS_VERSION;
 pub use keys::{QueueKeys, DEFAULT_PREFIX};
-pub use recurring::{RecurringInfo, RecurringJob, DEFAULT_BACKLOG};
-pub use stats::{day_name, parse_day, QueueStats, Timing};
-pub use sync::{QueueCounts, SyncBoard, POISON_CRASHES};
+pub use recover::POISON_CRASHES;
+pub use sync::SyncBoard;

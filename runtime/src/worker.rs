@@ -7,12 +7,12 @@ mod config;
 mod heartbeat;
 mod job;
 mod log;
-mod presence;
+mod recover;
 mod run;
 mod sandbox;
 
 pub use backoff::Backoff;
 pub use config::{WorkerConfig, DEFAULT_EXPIRY, DEFAULT_GRACE, DEFAULT_INTERVAL};
-pub use presence::{list_workers, WorkerInfo};
+
 pub use run::{run_worker, WorkerExit, EXIT_CANNOT_START, EXIT_STUCK};
 pub use sandbox::Sandbox;

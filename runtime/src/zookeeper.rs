@@ -49,6 +49,7 @@
 
 mod board;
 mod cache;
+mod capabilities;
 mod claim;
 mod entities;
 mod finish;

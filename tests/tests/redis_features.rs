@@ -13,7 +13,8 @@ use std::time::{Duration, SystemTime};
 use futures_util::{Stream, StreamExt};
 use jobworker::codec::decode_posting;
 use jobworker::embedded::{RedisServer, ServerOptions};
-use jobworker::redis::{RecurringJob, RedisBoard, RedisOptions};
+use jobworker::recurring::RecurringJob;
+use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::schedule::Rule;
 use jobworker::{Abandon, Board, Claimed, JobId, JobState, ListFilter, NewJob, Page, Priority};
 use jobworker_tests::{shared_redis, unique_queue, wait_until};
@@ -1396,7 +1397,7 @@ async fn stats_count_wait_and_run_times_failures_and_retries() {
     let s = b.stats(&q, None).await.unwrap();
     assert_eq!(s.queue, q);
     let today = server_ms(&b).await.div_euclid(DAY_MS);
-    assert_eq!(s.day, jobworker::redis::day_name(today));
+    assert_eq!(s.day, jobworker::stats::day_name(today));
     assert_eq!(s.wait.count, 3);
     // Waits are about 300, 450 and 600 ms.
     assert!(

@@ -7,7 +7,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use jobworker::redis::{RecurringJob, RedisBoard, RedisOptions};
+use jobworker::recurring::RecurringJob;
+use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::schedule::Rule;
 use jobworker::{Board, JobId, JobState, ListFilter, NewJob, Page, Priority};
 use jobworker_tests::{run_python_async, shared_redis, unique_queue};

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use jobworker::worker::WorkerInfo;
+use jobworker::board::{Presence, WorkerInfo};
 use jobworker::AnyBoard;
 use jobworker_tests::{shared_redis, wait_until};
 
@@ -54,13 +54,14 @@ async fn workers_on_hosts_an_hour_off_are_listed_as_live_from_either_side() {
     wait_until(
         "the worker an hour behind to be listed",
         Duration::from_secs(20),
-        || async { mine(jobworker::worker::list_workers(&any).await.unwrap()) == 1 },
+        || async { mine(any.live_workers().await.unwrap()) == 1 },
     )
     .await;
     // A reader an hour ahead sees it too, and does not delete it.
     assert_eq!(mine(workers_seen_from("+3600")), 1, "log:\n{}", sup.log());
-    assert_eq!(mine(jobworker::worker::list_workers(&any).await.unwrap()), 1);
-    let info = jobworker::worker::list_workers(&any)
+    assert_eq!(mine(any.live_workers().await.unwrap()), 1);
+    let info = any
+        .live_workers()
         .await
         .unwrap()
         .into_iter()

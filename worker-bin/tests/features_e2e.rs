@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use jobworker::redis::RecurringJob;
+use jobworker::recurring::RecurringJob;
 use jobworker::schedule::Rule;
 use jobworker::{Board, JobState, ListFilter, Page};
 use jobworker_examples::scripted::{Action, Script};

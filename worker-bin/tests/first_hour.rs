@@ -220,7 +220,7 @@ async fn two_supervisors_with_the_default_workdir_both_run() {
     // Both run a worker (the second could not before: the sandbox lock).
     let any = jobworker::AnyBoard::Redis(board.clone());
     jobworker_tests::wait_until("two live workers", Duration::from_secs(30), || async {
-        let live = jobworker::worker::list_workers(&any).await.unwrap();
+        let live = jobworker::board::Presence::live_workers(&any).await.unwrap();
         live.iter().filter(|w| w.queues == [q.clone()]).count() == 2
     })
     .await;

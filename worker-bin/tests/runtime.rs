@@ -87,9 +87,7 @@ async fn killed_worker_job_is_reclaimed_at_once_and_slot_respawned() {
     assert_eq!(info.attempts, 1, "the crash counts one attempt");
     assert_eq!(runs(&board, &key).await[id.as_str()], 2);
     wait_until("the slot to be respawned", Duration::from_secs(10), || async {
-        let live = jobworker::worker::list_workers(&jobworker::AnyBoard::Redis(board.clone()))
-            .await
-            .unwrap();
+        let live = jobworker::board::Presence::live_workers(&board).await.unwrap();
         let mine: Vec<_> = live.iter().filter(|w| w.queues == [q.clone()]).collect();
         mine.len() == 2 && mine.iter().all(|w| w.pid as i32 != victim)
     })
@@ -311,10 +309,8 @@ async fn in_process_worker_exits_when_drained() {
     assert_eq!(board.job_count(&q).await.unwrap(), 0);
 }
 
-async fn live_workers(board: &RedisBoard, q: &str) -> Vec<jobworker::worker::WorkerInfo> {
-    let all = jobworker::worker::list_workers(&jobworker::AnyBoard::Redis(board.clone()))
-        .await
-        .unwrap();
+async fn live_workers(board: &RedisBoard, q: &str) -> Vec<jobworker::board::WorkerInfo> {
+    let all = jobworker::board::Presence::live_workers(board).await.unwrap();
     all.into_iter().filter(|w| w.queues == [q.to_owned()]).collect()
 }
 

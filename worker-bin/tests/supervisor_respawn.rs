@@ -109,7 +109,7 @@ async fn workers_that_cannot_start_end_the_supervisor_with_the_reason() {
     let (_serial, board, q, key) = setup("e2e-nostart").await;
     let first = Supervisor::start(&q, &["--workers", "1"]);
     wait_until("the first worker", Duration::from_secs(10), || async {
-        jobworker::worker::list_workers(&jobworker::AnyBoard::Redis(board.clone()))
+        jobworker::board::Presence::live_workers(&board)
             .await
             .unwrap()
             .iter()

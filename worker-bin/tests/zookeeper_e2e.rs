@@ -107,6 +107,18 @@ async fn two_thousand_jobs_run_once_on_zookeeper_with_two_workers() {
         board.job_count(&q).await.unwrap() == 0
     })
     .await;
+    // The supervisor forks, so it must stay single-threaded: a ZooKeeper
+    // client in it would leave its I/O thread behind, and the workers it
+    // forks next would hang.
+    let threads = std::fs::read_dir(format!("/proc/{}/task", sup.pid()))
+        .unwrap()
+        .count();
+    assert_eq!(
+        threads,
+        1,
+        "the supervisor has {threads} threads; log:\n{}",
+        sup.log()
+    );
     sup.signal(libc::SIGTERM);
     assert!(sup.wait_exit(Duration::from_secs(30)).success(), "{}", sup.log());
     let runs = tally(&log);
@@ -124,7 +136,8 @@ async fn two_thousand_jobs_run_once_on_zookeeper_with_two_workers() {
 /// Must-show: kill -9 of a worker holding ZooKeeper claims; its jobs are
 /// completed exactly once, by the other workers. With 30 s leases and 10 s
 /// sessions, they come back within seconds only because the worker forked
-/// in the dead one's place gives its claims back first.
+/// in the dead one's place gives its claims back first (the supervisor
+/// cannot: it runs no ZooKeeper client).
 #[tokio::test(flavor = "multi_thread")]
 async fn jobs_of_a_killed_worker_complete_exactly_once_elsewhere() {
     let _serial = serial().await;
@@ -197,6 +210,18 @@ async fn jobs_of_a_killed_worker_complete_exactly_once_elsewhere() {
         board.job_count(&q).await.unwrap() == 0
     })
     .await;
+    // The supervisor forks, so it must stay single-threaded: a ZooKeeper
+    // client in it would leave its I/O thread behind, and the workers it
+    // forks next would hang.
+    let threads = std::fs::read_dir(format!("/proc/{}/task", sup.pid()))
+        .unwrap()
+        .count();
+    assert_eq!(
+        threads,
+        1,
+        "the supervisor has {threads} threads; log:\n{}",
+        sup.log()
+    );
     sup.signal(libc::SIGTERM);
     assert!(sup.wait_exit(Duration::from_secs(30)).success(), "{}", sup.log());
 }

@@ -75,13 +75,13 @@ pub async fn measure_board(
     let sup = Spawned::start(board_args, opts, &q)?;
     until("the first job", Duration::from_millis(1), empty).await?;
     f.first_job_ms = started.elapsed().as_secs_f64() * 1e3;
-    sup.signal(libc::SIGTSTP);
+    sup.signal(nix::sys::signal::Signal::SIGTSTP);
     tokio::time::sleep(Duration::from_millis(300)).await;
     post_n(board, &q, opts.jobs).await?;
     let mut pids = children(sup.child.id());
     pids.push(sup.child.id());
     let t0 = Instant::now();
-    sup.signal(libc::SIGCONT);
+    sup.signal(nix::sys::signal::Signal::SIGCONT);
     let mut peak: f64 = 0.0;
     let mut last_sample = Instant::now() - Duration::from_secs(1);
     until("the drain", Duration::from_millis(5), || {

@@ -12,6 +12,8 @@ use crate::board::Board;
 use crate::error::{Error, Result};
 use crate::job::NewJob;
 use crate::redis::RedisBoard;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 /// Pickup probes posted one at a time.
 const PROBES: usize = 200;
@@ -53,13 +55,12 @@ impl Spawned {
         })
     }
 
-    pub fn signal(&self, sig: i32) {
-        // SAFETY: a signal to our own child process.
-        unsafe { libc::kill(self.child.id() as i32, sig) };
+    pub fn signal(&self, sig: Signal) {
+        let _ = kill(Pid::from_raw(self.child.id() as i32), sig);
     }
 
     pub async fn stop(mut self) -> Result<()> {
-        self.signal(libc::SIGTERM);
+        self.signal(Signal::SIGTERM);
         let end = Instant::now() + Duration::from_secs(60);
         while self.child.try_wait().map_err(|e| Error::io("wait", e))?.is_none() {
             if Instant::now() > end {
@@ -74,7 +75,7 @@ impl Spawned {
 impl Drop for Spawned {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            self.signal(libc::SIGQUIT);
+            self.signal(Signal::SIGQUIT);
             std::thread::sleep(Duration::from_millis(500));
             let _ = self.child.kill();
             let _ = self.child.wait();
@@ -94,7 +95,7 @@ pub(crate) fn pss_mib(pid: u32) -> f64 {
 }
 
 async fn worker_pids(board: &RedisBoard, queue: &str) -> Result<Vec<u32>> {
-    let live = crate::worker::list_workers(&crate::board::AnyBoard::Redis(board.clone())).await?;
+    let live = crate::board::Presence::live_workers(board).await?;
     Ok(live
         .into_iter()
         .filter(|w| w.queues == [queue.to_owned()])
@@ -144,12 +145,12 @@ pub(crate) async fn measure(
 
     // Drain with the workers already running: quiet them, queue the jobs,
     // resume them.
-    sup.signal(libc::SIGTSTP);
+    sup.signal(Signal::SIGTSTP);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = counters(board).await?;
     post_noops(board, &q, opts.jobs).await?;
     let t0 = Instant::now();
-    sup.signal(libc::SIGCONT);
+    sup.signal(Signal::SIGCONT);
     let mut samples: Vec<f64> = Vec::new();
     let mut last_sample = Instant::now() - Duration::from_secs(1);
     until("the drain", Duration::from_millis(5), || {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::board::{AnyBoard, Board, BoardSpec};
+use crate::board::{Admin, AnyBoard, Board, BoardSpec, Presence};
 use crate::cli::args::{AbandonArgs, ClaimArgs, Cli, Command, ListArgs};
 use crate::cli::output::outln;
 use crate::cli::{output, server};
@@ -76,15 +76,7 @@ pub(crate) async fn execute(cli: &Cli) -> Result<()> {
             }
             Ok(())
         }
-        feature => {
-            let Some(board) = board.as_redis() else {
-                return Err(Error::unsupported(format!(
-                    "`jobworker {}` is not supported on ZooKeeper (it needs the Redis board)",
-                    command_name(feature)
-                )));
-            };
-            crate::cli::features::execute(board, feature, json).await
-        }
+        feature => crate::cli::features::execute(&board, feature, json).await,
     }
 }
 
@@ -252,7 +244,7 @@ pub(crate) fn handlers(json: bool) -> Result<()> {
 }
 
 async fn workers(board: &AnyBoard, json: bool) -> Result<()> {
-    let list = crate::worker::list_workers(board).await?;
+    let list = board.live_workers().await?;
     if json {
         output::json(&serde_json::to_value(&list).map_err(|e| Error::codec(e.to_string()))?);
     } else if list.is_empty() {
@@ -356,11 +348,4 @@ async fn bench_zookeeper(
         print_side_by_side(opts, &zk_fig, &redis_fig);
     }
     Ok(())
-}
-
-/// The subcommand's name as typed (`tag`, `recur`, …), for messages.
-fn command_name(command: &Command) -> String {
-    let debug = format!("{command:?}");
-    let name = debug.split(['(', ' ', '{']).next().unwrap_or_default();
-    name.to_lowercase()
 }

@@ -142,7 +142,7 @@ pub struct RecurAddArgs {
     #[arg(long, default_value = "UTC", requires = "cron")]
     pub tz: String,
     /// Most missed runs posted when catching up.
-    #[arg(long, default_value_t = crate::redis::DEFAULT_BACKLOG)]
+    #[arg(long, default_value_t = crate::recurring::DEFAULT_BACKLOG)]
     pub backlog: u32,
     /// Arguments as JSON.
     #[arg(long, default_value = "null")]

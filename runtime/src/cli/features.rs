@@ -5,6 +5,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use crate::board::Board;
+use crate::board::{Admin, AnyBoard, Events};
 use crate::cli::args::{Command, JobQueueArg, QueueArg};
 use crate::cli::commands::json_to_msgpack;
 use crate::cli::feature_args::{
@@ -14,8 +15,9 @@ use crate::cli::output;
 use crate::cli::output::outln;
 use crate::error::{Error, Result};
 use crate::job::{JobId, Page, Priority};
-use crate::redis::{parse_day, RecurringJob, RedisBoard};
+use crate::recurring::RecurringJob;
 use crate::schedule::Rule;
+use crate::stats::parse_day;
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
     serde_json::to_value(value).map_err(|e| Error::codec(e.to_string()))
@@ -53,7 +55,7 @@ pub(crate) fn parse_span(text: &str) -> Result<Duration> {
 
 /// Runs a feature command (the other commands are run by
 /// `commands::execute`).
-pub(crate) async fn execute(board: &RedisBoard, command: &Command, json: bool) -> Result<()> {
+pub(crate) async fn execute(board: &AnyBoard, command: &Command, json: bool) -> Result<()> {
     match command {
         Command::Priority(a) => priority(board, &a.queue, &a.id, &a.priority, json).await,
         Command::Cancel(a) => cancel(board, &a.queue, &a.ids, a.with_dependents, json).await,
@@ -97,13 +99,13 @@ fn say(json: bool, what: &str, subject: &str) {
 }
 
 /// The queue of job `id` (`q`'s, or the one that holds it).
-async fn queue_of(board: &RedisBoard, q: &JobQueueArg, id: &str) -> Result<String> {
+async fn queue_of(board: &AnyBoard, q: &JobQueueArg, id: &str) -> Result<String> {
     let job = JobId::from(id);
     q.of(id, || board.queues_of(&job)).await
 }
 
 /// `ids` grouped by their queue (`q`'s, or each one's own).
-async fn by_queue(board: &RedisBoard, q: &JobQueueArg, ids: &[String]) -> Result<Vec<(String, Vec<JobId>)>> {
+async fn by_queue(board: &AnyBoard, q: &JobQueueArg, ids: &[String]) -> Result<Vec<(String, Vec<JobId>)>> {
     let mut groups: Vec<(String, Vec<JobId>)> = Vec::new();
     for id in ids {
         let queue = queue_of(board, q, id).await?;
@@ -115,7 +117,7 @@ async fn by_queue(board: &RedisBoard, q: &JobQueueArg, ids: &[String]) -> Result
     Ok(groups)
 }
 
-async fn priority(board: &RedisBoard, q: &JobQueueArg, id: &str, prio: &str, json: bool) -> Result<()> {
+async fn priority(board: &AnyBoard, q: &JobQueueArg, id: &str, prio: &str, json: bool) -> Result<()> {
     let prio = Priority::parse(prio)?;
     let queue = queue_of(board, q, id).await?;
     let state = board.set_priority(&queue, &JobId::from(id), prio).await?;
@@ -123,7 +125,7 @@ async fn priority(board: &RedisBoard, q: &JobQueueArg, id: &str, prio: &str, jso
     Ok(())
 }
 
-async fn cancel(board: &RedisBoard, q: &JobQueueArg, list: &[String], deps: bool, json: bool) -> Result<()> {
+async fn cancel(board: &AnyBoard, q: &JobQueueArg, list: &[String], deps: bool, json: bool) -> Result<()> {
     for (queue, jobs) in by_queue(board, q, list).await? {
         for (queue, id) in board.cancel(&queue, &jobs, deps).await? {
             say(json, "cancelled", &format!("{queue}/{id}"));
@@ -132,7 +134,7 @@ async fn cancel(board: &RedisBoard, q: &JobQueueArg, list: &[String], deps: bool
     Ok(())
 }
 
-async fn tag(board: &RedisBoard, t: &TagCommand, json: bool) -> Result<()> {
+async fn tag(board: &AnyBoard, t: &TagCommand, json: bool) -> Result<()> {
     match t {
         TagCommand::Add(c) | TagCommand::Remove(c) => {
             let tags: Vec<&str> = c.tags.iter().map(String::as_str).collect();
@@ -169,7 +171,7 @@ async fn tag(board: &RedisBoard, t: &TagCommand, json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn tracking(board: &RedisBoard, q: &JobQueueArg, id: &str, on: bool, json: bool) -> Result<()> {
+async fn tracking(board: &AnyBoard, q: &JobQueueArg, id: &str, on: bool, json: bool) -> Result<()> {
     let job = JobId::from(id);
     let queue = queue_of(board, q, id).await?;
     if on {
@@ -181,7 +183,7 @@ async fn tracking(board: &RedisBoard, q: &JobQueueArg, id: &str, on: bool, json:
     Ok(())
 }
 
-async fn failed(board: &RedisBoard, a: &FailedArgs, json: bool) -> Result<()> {
+async fn failed(board: &AnyBoard, a: &FailedArgs, json: bool) -> Result<()> {
     let queues = if a.queue.is_empty() {
         board.queues().await?
     } else {
@@ -222,7 +224,7 @@ async fn failed(board: &RedisBoard, a: &FailedArgs, json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn settle(board: &RedisBoard, a: &SettleArgs, purge: bool, json: bool) -> Result<()> {
+async fn settle(board: &AnyBoard, a: &SettleArgs, purge: bool, json: bool) -> Result<()> {
     let verb = if purge { "purged" } else { "retried" };
     if a.all || a.group.is_some() {
         // Without -q: every queue jobworker posted to.
@@ -262,7 +264,7 @@ async fn settle(board: &RedisBoard, a: &SettleArgs, purge: bool, json: bool) -> 
     ))
 }
 
-async fn recur(board: &RedisBoard, r: &RecurCommand, json: bool) -> Result<()> {
+async fn recur(board: &AnyBoard, r: &RecurCommand, json: bool) -> Result<()> {
     match r {
         RecurCommand::Add(a) => {
             let id = board.recur(&a.queue.queue, recurring_job(a)?).await?;
@@ -320,7 +322,7 @@ fn recurring_job(a: &RecurAddArgs) -> Result<RecurringJob> {
     Ok(job)
 }
 
-async fn queues(board: &RedisBoard, json: bool) -> Result<()> {
+async fn queues(board: &AnyBoard, json: bool) -> Result<()> {
     let mut rows = Vec::new();
     for queue in board.queues().await? {
         let settings = board.settings(&queue).await?;
@@ -345,7 +347,7 @@ async fn queues(board: &RedisBoard, json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn stats(board: &RedisBoard, q: &QueueArg, day: Option<&str>, json: bool) -> Result<()> {
+async fn stats(board: &AnyBoard, q: &QueueArg, day: Option<&str>, json: bool) -> Result<()> {
     let day = day.map(parse_day).transpose()?;
     let s = board.stats(&q.queue, day).await?;
     if json {
@@ -374,7 +376,7 @@ async fn stats(board: &RedisBoard, q: &QueueArg, day: Option<&str>, json: bool) 
     Ok(())
 }
 
-async fn events(board: &RedisBoard, tracked: bool, count: Option<usize>) -> Result<()> {
+async fn events(board: &AnyBoard, tracked: bool, count: Option<usize>) -> Result<()> {
     let mut stream = Box::pin(board.events(tracked).await?);
     eprintln!(
         "jobworker: listening for {} events",
@@ -393,7 +395,7 @@ async fn events(board: &RedisBoard, tracked: bool, count: Option<usize>) -> Resu
 
 /// A job's history: one JSON object per event with `--json` (times in ms
 /// since the epoch), else a table with RFC 3339 times.
-async fn history(board: &RedisBoard, q: &JobQueueArg, id: &str, json: bool) -> Result<()> {
+async fn history(board: &AnyBoard, q: &JobQueueArg, id: &str, json: bool) -> Result<()> {
     let queue = queue_of(board, q, id).await?;
     let events = board.history(&queue, &JobId::from(id)).await?;
     if json {
@@ -418,7 +420,7 @@ async fn history(board: &RedisBoard, q: &JobQueueArg, id: &str, json: bool) -> R
     Ok(())
 }
 
-async fn config(board: &RedisBoard, c: &ConfigCommand, json: bool) -> Result<()> {
+async fn config(board: &AnyBoard, c: &ConfigCommand, json: bool) -> Result<()> {
     match c {
         ConfigCommand::Get { key } => {
             let mut all: Vec<(String, String)> = board.config().await?.into_iter().collect();

@@ -5,13 +5,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::board::BoardSpec;
+use crate::board::BlockingBoard;
 use crate::cli::args::{BoardArgs, RunArgs};
 use crate::cli::server;
 use crate::cli::workdir::OwnWorkdir;
 use crate::error::{Error, Result};
 use crate::handler::Registry;
-use crate::redis::SyncBoard;
 use crate::supervisor::{supervise, SupervisorConfig};
 use crate::worker::{run_worker, WorkerConfig};
 
@@ -58,10 +57,7 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
         );
     }
     let spec = server::spec(board)?;
-    let stored = match &spec {
-        BoardSpec::Redis(o) => SyncBoard::connect(o.clone())?.config()?,
-        BoardSpec::ZooKeeper(_) => HashMap::new(),
-    };
+    let stored = BlockingBoard::connect(&spec)?.config()?;
     let mut worker = worker_config(a, &stored)?;
     // Without --workdir, a directory of this run's own (removed at exit).
     let own = match &a.workdir {

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use crate::board::{FailureGroup, QueueSettings};
 use crate::error::{Error, Result};
 use crate::job::{validate_word, JobId, JobState, Page, Priority};
 use crate::redis::board::RedisBoard;
@@ -14,28 +15,6 @@ use crate::redis::scripts::{self, SCRIPTS};
 
 /// Most jobs a retry or purge of a whole group handles per script call.
 const GROUP_BATCH: usize = 500;
-
-/// A queue's settings (see [`RedisBoard::pause`], [`RedisBoard::set_limit`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-pub struct QueueSettings {
-    /// Claims hand out nothing while paused.
-    pub paused: bool,
-    /// At most this many jobs of the queue are claimed at once, across all
-    /// workers (`None`: no limit).
-    pub limit: Option<u32>,
-}
-
-/// Jobs trashed for one kind of failure in one queue.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct FailureGroup {
-    /// The queue.
-    pub queue: String,
-    /// The kind of failure (`error`, `fatal`, `stalled`, `crashed`,
-    /// `poison-pill`, `timeout`, …).
-    pub group: String,
-    /// Jobs in it.
-    pub count: u64,
-}
 
 fn ids_of(jobs: &[JobId]) -> Vec<&str> {
     jobs.iter().map(JobId::as_str).collect()

@@ -199,7 +199,7 @@ impl RedisBoard {
 
     /// Indexes jobs in the listings that jobworker has not seen (posted by
     /// taskflow), quarantining postings that cannot be decoded. Scans at
-    /// most [`INDEX_SCAN_BUDGET`] entries, resuming where the last call
+    /// most `INDEX_SCAN_BUDGET` entries, resuming where the last call
     /// stopped; returns how many jobs it indexed.
     pub async fn index_foreign(&self, queue: &str) -> Result<usize> {
         let keys = self.keys(queue)?;

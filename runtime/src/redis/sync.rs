@@ -3,37 +3,21 @@
 
 use redis::Connection;
 
+use crate::board::{QueueCounts, Recovered};
 use crate::error::{Error, Result};
 use crate::redis::connect::{check_version, client, redact};
-use crate::redis::reply::Reply;
-use crate::redis::scripts::{invocation, SCRIPTS};
+use crate::redis::recover::{add_counts, counts_pipe, recover_invocation, recovered};
 use crate::redis::RedisOptions;
 
 /// Timeout of the supervisor's calls: short, so that it never blocks its
 /// signal handling for long.
 const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Crashes after which a job counts as a poison pill and is trashed.
-pub const POISON_CRASHES: u32 = 3;
-
 /// A blocking connection with the board's options (no threads, no runtime).
 pub struct SyncBoard {
     client: redis::Client,
     con: Option<Connection>,
     opts: RedisOptions,
-}
-
-/// How many jobs a set of queues holds, for progress reports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueueCounts {
-    /// Jobs in the listings (ready, scheduled, claimed).
-    pub listed: usize,
-    /// Jobs claimed right now.
-    pub claimed: usize,
-    /// Jobs in the completed history.
-    pub completed: usize,
-    /// Jobs in the trash.
-    pub trashed: usize,
 }
 
 impl SyncBoard {
@@ -94,31 +78,18 @@ impl SyncBoard {
     /// Gives back every lease `owner` holds in `queue` (a dead worker's),
     /// counting an attempt and a crash on each job; returns (back to ready,
     /// trashed).
-    pub fn recover_owner(&mut self, queue: &str, owner: &str, reason: &str) -> Result<(usize, usize)> {
-        let keys = self.opts.keys(queue)?;
-        let mut inv = invocation(&SCRIPTS.recover_owner, &keys);
-        inv.arg(owner).arg(reason).arg(POISON_CRASHES);
-        let value = self.retrying(|con| inv.invoke(con))?;
-        let reply = Reply::from_value(value)?;
-        Ok((reply.int(1)? as usize, reply.int(2)? as usize))
+    pub fn recover_owner(&mut self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
+        let inv = recover_invocation(&self.opts.keys(queue)?, owner, reason);
+        recovered(self.retrying(|con| inv.invoke(con))?)
     }
 
     /// Counts jobs over `queues`.
     pub fn counts(&mut self, queues: &[String]) -> Result<QueueCounts> {
         let mut total = QueueCounts::default();
         for q in queues {
-            let keys = self.opts.keys(q)?;
-            let mut pipe = redis::pipe();
-            pipe.hlen(keys.listings())
-                .zcard(keys.leases())
-                .zcard(keys.completed())
-                .hlen(keys.trash());
-            let (listed, claimed, completed, trashed): (usize, usize, usize, usize) =
-                self.retrying(|con| pipe.query(con))?;
-            total.listed += listed;
-            total.claimed += claimed;
-            total.completed += completed;
-            total.trashed += trashed;
+            let pipe = counts_pipe(&self.opts.keys(q)?);
+            let counts = self.retrying(|con| pipe.query(con))?;
+            add_counts(&mut total, counts);
         }
         Ok(total)
     }

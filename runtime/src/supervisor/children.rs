@@ -6,14 +6,13 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, SigmaskHow, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use nix::unistd::{fork, getpid, getppid, setpgid, ForkResult, Pid};
+use nix::unistd::{getpid, getppid, setpgid, ForkResult, Pid};
 use signal_hook::consts::{SIGCHLD, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU};
 use signal_hook::iterator::Signals;
 
-use crate::board::BoardSpec;
+use crate::board::{BlockingBoard, Recovered};
 use crate::error::{Error, Result};
 use crate::handler::Registry;
-use crate::redis::SyncBoard;
 use crate::supervisor::config::*;
 use crate::supervisor::progress::Progress;
 use crate::supervisor::relay::Relay;
@@ -51,8 +50,8 @@ struct Slot {
 struct Supervisor {
     cfg: SupervisorConfig,
     registry: Registry,
-    /// A blocking Redis client (none on ZooKeeper: see `recover_pending`).
-    board: Option<SyncBoard>,
+    /// The board, reached without a runtime (the supervisor forks).
+    board: BlockingBoard,
     signals: Option<Signals>,
     slots: Vec<Slot>,
     /// Deadline after which remaining children are killed.
@@ -64,6 +63,9 @@ struct Supervisor {
     last_progress: Instant,
     /// Recoveries that failed (Redis unreachable), retried every tick.
     pending: Vec<(String, String)>,
+    /// Recoveries the supervisor cannot make itself, handed to the next
+    /// worker it forks (see `BlockingBoard::recover_owner`).
+    handoff: Vec<(String, String)>,
     /// A worker has started since the supervisor did: from then on it
     /// never gives up.
     any_started: bool,
@@ -75,22 +77,15 @@ struct Supervisor {
 /// `until_drained`); returns the process exit code.
 pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
     cfg.validate()?;
-    let mut board = match &cfg.board {
-        BoardSpec::Redis(o) => Some(SyncBoard::connect(o.clone())?),
-        BoardSpec::ZooKeeper(_) => None,
-    };
+    let mut board = BlockingBoard::connect(&cfg.board)?;
     let signals = Signals::new([
         SIGCHLD, SIGTERM, SIGINT, SIGQUIT, SIGTSTP, SIGCONT, SIGHUP, SIGTTIN, SIGTTOU,
     ])
     .map_err(|e| Error::io("cannot register signal handlers", e))?;
-    let progress = match (&mut board, cfg.progress || cfg.until_drained) {
-        (_, false) => None,
-        (Some(b), true) => Some(Progress::new(b.counts(&cfg.worker.queues)?, cfg.progress)),
-        (None, true) => {
-            return Err(Error::unsupported(
-                "--progress and --until-drained are not supported on ZooKeeper yet",
-            ))
-        }
+    let progress = if cfg.progress || cfg.until_drained {
+        Some(Progress::new(board.counts(&cfg.worker.queues)?, cfg.progress))
+    } else {
+        None
     };
     tracing::info!(
         workers = cfg.workers,
@@ -112,6 +107,7 @@ pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
         progress,
         last_progress: Instant::now(),
         pending: Vec::new(),
+        handoff: Vec::new(),
         any_started: false,
         relay: None,
     };
@@ -177,10 +173,9 @@ impl Supervisor {
         // registered its own handlers (crate::worker unblocks them), so none
         // is lost in between.
         let blocked = worker_signals().thread_swap_mask(SigmaskHow::SIG_BLOCK).ok();
-        // SAFETY: the supervisor is single-threaded (no runtime, no threads:
-        // signal-hook's iterator and the blocking Redis connection start
-        // none), so the child may run arbitrary code after fork.
-        let forked = unsafe { fork() };
+        // The supervisor is single-threaded (no runtime, no threads:
+        // signal-hook's iterator and the blocking board start none).
+        let forked = crate::fork::fork_single_threaded();
         if let (Ok(ForkResult::Parent { .. }) | Err(_), Some(old)) = (&forked, &blocked) {
             let _ = old.thread_set_mask();
         }
@@ -195,10 +190,8 @@ impl Supervisor {
                 slot.started = started;
                 slot.respawn_at = None;
                 tracing::info!(slot = index, pid = child.as_raw(), owner = %slot.owner, "worker started");
-                if self.board.is_none() {
-                    // Handed to the child (see `WorkerConfig::recover`).
-                    self.pending.clear();
-                }
+                // The child gives these back (`WorkerConfig::recover`).
+                self.handoff.clear();
             }
             Ok(ForkResult::Child) => {
                 // Never unwind into the supervisor's frames (they own the
@@ -237,9 +230,7 @@ impl Supervisor {
         // which forwards it in order.
         let _ = setpgid(Pid::from_raw(0), Pid::from_raw(0));
         let mut cfg = self.cfg.worker.clone();
-        if self.board.is_none() {
-            cfg.recover = self.pending.clone();
-        }
+        cfg.recover = std::mem::take(&mut self.handoff);
         cfg.slot = index;
         cfg.owner = owner_of(parent, index, getpid());
         let started = move || notice.map_or((), StartedWriter::send);
@@ -277,7 +268,7 @@ impl Supervisor {
                 .push((owner.clone(), format!("worker {owner} {how}")));
             self.recover_pending();
         }
-        if let Some(Err(e)) = self.board.as_mut().map(|b| b.remove_worker(&owner)) {
+        if let Err(e) = self.board.remove_worker(&owner) {
             tracing::debug!(error = %e, "cannot remove the worker entry");
         }
         let slot = &mut self.slots[pos];
@@ -329,21 +320,22 @@ impl Supervisor {
     }
 
     /// Gives back every lease of the dead workers at once; what cannot be
-    /// done now (Redis unreachable) stays pending for the next tick.
+    /// done now (the board unreachable) stays pending for the next tick;
+    /// failing that, the leases end at their deadline (on ZooKeeper also
+    /// with the dead worker's session).
     fn recover_pending(&mut self) {
-        let Some(board) = self.board.as_mut() else {
-            // ZooKeeper: the next worker forked gives the claims back
-            // (`WorkerConfig::recover`); failing that they end with the dead
-            // worker's session or lease deadline, whichever comes first.
-            return;
-        };
+        let board = &mut self.board;
         let mut failed = Vec::new();
         for (owner, reason) in std::mem::take(&mut self.pending) {
             let mut ok = true;
             for queue in &self.cfg.worker.queues {
                 match board.recover_owner(queue, &owner, &reason) {
-                    Ok((0, 0)) => {}
-                    Ok((back, trashed)) => {
+                    Ok(None) => {
+                        self.handoff.push((owner.clone(), reason.clone()));
+                        break;
+                    }
+                    Ok(Some(Recovered { back: 0, trashed: 0 })) => {}
+                    Ok(Some(Recovered { back, trashed })) => {
                         tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
                     }
                     Err(e) => {
@@ -422,8 +414,8 @@ impl Supervisor {
         if let Some(relay) = self.relay.as_mut() {
             relay.drain();
         }
-        if let (Some(p), Some(board)) = (&self.progress, self.board.as_mut()) {
-            match board.counts(&self.cfg.worker.queues) {
+        if let Some(p) = &self.progress {
+            match self.board.counts(&self.cfg.worker.queues) {
                 Ok(c) => p.summary(&c),
                 Err(e) => tracing::warn!(error = %e, "cannot read the final counts"),
             }
@@ -433,10 +425,7 @@ impl Supervisor {
     }
 
     fn tick_progress(&mut self) {
-        let Some(board) = self.board.as_mut() else {
-            return;
-        };
-        let counts = match board.counts(&self.cfg.worker.queues) {
+        let counts = match self.board.counts(&self.cfg.worker.queues) {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read progress");

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::redis::QueueCounts;
+use crate::board::QueueCounts;
 
 /// The window the shown rate is measured over.
 pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(10);

@@ -18,7 +18,7 @@ pub const RESPAWN_MAX: Duration = Duration::from_secs(5);
 pub const STREAK_RESET: Duration = Duration::from_secs(10);
 /// Start failures in a row, in every slot and before any worker ever
 /// started, after which the supervisor gives up (exit code
-/// [`EXIT_CANNOT_START`](crate::supervisor::EXIT_CANNOT_START)).
+/// [`EXIT_CANNOT_START`](crate::worker::EXIT_CANNOT_START)).
 pub const START_FAILURE_LIMIT: u32 = 5;
 
 /// How a worker process ended, as the respawn policy sees it.

@@ -42,8 +42,8 @@ pub struct WorkerConfig {
     /// working directory is per process).
     pub chdir: bool,
     /// Dead workers whose claims this worker gives back before it starts,
-    /// as (owner, reason): the supervisor's crash recovery on boards it
-    /// cannot reach itself (ZooKeeper; it runs no async client).
+    /// as (owner, reason): the supervisor's crash recovery where it cannot
+    /// reach the board itself (ZooKeeper: see `BlockingBoard`).
     pub recover: Vec<(String, String)>,
     /// Exit once the queues hold no jobs and none runs here (the worker of
     /// `--workers 0 --until-drained`; under a supervisor, it decides).
@@ -78,10 +78,10 @@ impl WorkerConfig {
         for q in &self.queues {
             crate::redis::QueueKeys::default_namespace("jw", q)?;
         }
-        if self.concurrency == 0 || self.concurrency > crate::redis::MAX_CLAIM_COUNT {
+        if self.concurrency == 0 || self.concurrency > crate::board::MAX_CLAIM_COUNT {
             return Err(Error::invalid(format!(
                 "concurrency must be 1 to {}, not {}",
-                crate::redis::MAX_CLAIM_COUNT,
+                crate::board::MAX_CLAIM_COUNT,
                 self.concurrency
             )));
         }

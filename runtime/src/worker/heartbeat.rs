@@ -11,13 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::board::Board;
 use futures_util::StreamExt;
 
-use crate::board::{AnyBoard, BoardSpec};
+use crate::board::{Admin, AnyBoard, Board, BoardSpec, Events, Presence, WorkerInfo};
 use crate::error::{Error, Result};
 use crate::job::{JobId, Lease};
-use crate::worker::presence::{self, WorkerInfo};
 
 /// How often the thread checks whether it should stop.
 const STOP_POLL: Duration = Duration::from_millis(50);
@@ -151,7 +149,8 @@ fn beat_thread(
     let beat = horizon / 3;
     rt.block_on(async move {
         let mut board: Option<AnyBoard> = None;
-        // Cancels of this worker's jobs, announced by `cancel` (Redis).
+        // Cancels of this worker's jobs, announced by `cancel` (where the
+        // board announces them).
         let mut cancels = None;
         let backend = spec.backend();
         while !stop.load(Ordering::SeqCst) {
@@ -165,8 +164,8 @@ fn beat_thread(
             // Subscribed before the extends below: a cancel that came
             // before the subscription is caught by their refusal.
             if cancels.is_none() {
-                if let Some(b) = board.as_ref().and_then(AnyBoard::as_redis) {
-                    cancels = b.cancels_of(&info.owner).await.ok();
+                if let Some(b) = &board {
+                    cancels = b.cancels_of(&info.owner).await.ok().flatten();
                 }
             }
             let snapshot: Vec<(LeaseKey, Lease, Instant)> = held
@@ -205,7 +204,7 @@ fn beat_thread(
             }
             if let Some(b) = &board {
                 info.jobs = snapshot.iter().map(|(k, _, _)| k.0 .0.clone()).collect();
-                if let Err(e) = presence::record(b, &mut info).await {
+                if let Err(e) = record_presence(b, &mut info).await {
                     tracing::debug!(error = %e, "cannot record worker presence");
                 }
             }
@@ -234,7 +233,17 @@ fn beat_thread(
             }
         }
         if let Some(b) = &board {
-            let _ = presence::remove(b, &info.owner).await;
+            let _ = b.remove_worker(&info.owner).await;
         }
     });
+}
+
+/// Writes (or refreshes) the worker's registry entry, stamped with the
+/// server's time.
+async fn record_presence(board: &AnyBoard, info: &mut WorkerInfo) -> Result<()> {
+    info.beat_ms = board.server_ms().await?.max(0) as u64;
+    if info.started_ms == 0 {
+        info.started_ms = info.beat_ms;
+    }
+    board.record_worker(info).await
 }

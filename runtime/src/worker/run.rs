@@ -7,6 +7,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::board::BoardSpec;
+use crate::board::WorkerInfo;
 use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
 use crate::handler::{CancelFlag, HandlerFn, JobContext, Registry};
@@ -16,7 +17,7 @@ use crate::worker::heartbeat::Heartbeat;
 use crate::worker::heartbeat::{key_of, LeaseKey, Lost};
 use crate::worker::job::{panic_text, settle, Interrupt, Outcome, Reporter, Running, Settle};
 use crate::worker::log::{self, Settled};
-use crate::worker::presence::WorkerInfo;
+use crate::worker::recover::recover_dead;
 use crate::worker::sandbox::Sandbox;
 
 /// Exit code of a worker process whose handler would not stop (after a
@@ -85,8 +86,8 @@ impl Signals {
             term: s(SignalKind::terminate())?,
             int: s(SignalKind::interrupt())?,
             quit: s(SignalKind::quit())?,
-            tstp: s(SignalKind::from_raw(libc::SIGTSTP))?,
-            cont: s(SignalKind::from_raw(libc::SIGCONT))?,
+            tstp: s(SignalKind::from_raw(nix::sys::signal::Signal::SIGTSTP as i32))?,
+            cont: s(SignalKind::from_raw(nix::sys::signal::Signal::SIGCONT as i32))?,
         })
     }
 
@@ -172,21 +173,7 @@ impl Worker {
         handlers: tokio::runtime::Handle,
     ) -> Result<Worker> {
         let board = spec.connect().await?;
-        if let AnyBoard::ZooKeeper(zk) = &board {
-            for (owner, reason) in &cfg.recover {
-                for queue in &cfg.queues {
-                    match zk.recover_owner(queue, owner, reason).await {
-                        Ok((0, 0)) => {}
-                        Ok((back, trashed)) => {
-                            tracing::warn!(queue = %queue, owner, back, trashed, "recovered the claims of a dead worker")
-                        }
-                        Err(e) => {
-                            tracing::error!(queue = %queue, owner, error = %e, "cannot recover the claims of a dead worker")
-                        }
-                    }
-                }
-            }
-        }
+        recover_dead(&board, &cfg).await;
         let sandbox = Sandbox::create(&cfg.workdir, cfg.slot, cfg.concurrency)?;
         if cfg.chdir && cfg.concurrency == 1 {
             std::env::set_current_dir(sandbox.root())

@@ -3,10 +3,12 @@
 //! before and after every job.
 
 use std::fs;
-use std::os::fd::AsRawFd;
+
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use nix::fcntl::{Flock, FlockArg};
 
 use crate::error::{Error, Result};
 
@@ -17,14 +19,13 @@ pub struct Sandbox {
     slots: usize,
     /// An exclusive `flock` on `sandbox-<k>.lock`, held while the worker
     /// lives, so that no two workers ever use (and empty) one sandbox.
-    _lock: Arc<fs::File>,
+    _lock: Arc<Flock<fs::File>>,
 }
 
 fn make_private_dir(path: &Path) -> Result<()> {
     if let Ok(meta) = fs::symlink_metadata(path) {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if meta.file_type().is_symlink() || !meta.is_dir() || meta.uid() != me {
+        let me = nix::unistd::geteuid();
+        if meta.file_type().is_symlink() || !meta.is_dir() || meta.uid() != me.as_raw() {
             return Err(Error::invalid(format!(
                 "refusing sandbox {}: it is a symlink, not a directory, or owned by another user",
                 path.display()
@@ -73,13 +74,12 @@ impl Sandbox {
         let lock_path = base.join(format!("sandbox-{worker}.lock"));
         let lock = fs::File::create(&lock_path)
             .map_err(|e| Error::io(&format!("cannot create {}", lock_path.display()), e))?;
-        // SAFETY: flock on a file descriptor we own; LOCK_NB never blocks.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(Error::invalid(format!(
+        let lock = Flock::lock(lock, FlockArg::LockExclusiveNonblock).map_err(|_| {
+            Error::invalid(format!(
                 "sandbox {} is in use by another worker; give each supervisor its own --workdir",
                 root.display()
-            )));
-        }
+            ))
+        })?;
         empty_dir(&root)?;
         let sandbox = Sandbox {
             root,

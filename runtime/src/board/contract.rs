@@ -1,0 +1,209 @@
+//! The board contract: taskflow's job board (post, claim with expiry,
+//! extend, consume, abandon, trash) plus leases with fencing tokens, which
+//! every backend implements.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page};
+
+/// What one [`Board::reap`] pass did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct ReapReport {
+    /// Scheduled jobs that became ready.
+    pub promoted: usize,
+    /// Expired leases recovered (attempt counted).
+    pub stalled: usize,
+    /// Jobs posted by taskflow that were indexed.
+    pub indexed: usize,
+}
+
+/// The job-board contract, implemented by every backend.
+///
+/// Every verb that takes a [`Lease`] refuses a stale one (expired, or
+/// replaced by a newer claim) with an error for which
+/// [`Error::is_not_owner`](crate::Error::is_not_owner) is true, and never
+/// changes the job then.
+pub trait Board: Sync {
+    /// Posts a job; returns its id.
+    fn post(&self, queue: &str, job: NewJob) -> impl Future<Output = Result<JobId>> + Send;
+
+    /// Posts several jobs to `queue`, in one round trip where the backend
+    /// can (each post is still its own); one result per job, in order.
+    fn post_many(
+        &self,
+        queue: &str,
+        jobs: &[NewJob],
+    ) -> impl Future<Output = Result<Vec<Result<JobId>>>> + Send {
+        async move {
+            let posts = jobs.iter().map(|job| self.post(queue, job.clone()));
+            Ok(futures_util::future::join_all(posts).await)
+        }
+    }
+
+    /// Atomically claims up to `count` ready jobs for `who` with a lease of
+    /// `expiry`, taking queues in the order given and, within a queue,
+    /// higher priority first, then FIFO. Due scheduled jobs are promoted
+    /// and expired leases recovered first.
+    fn claim(
+        &self,
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<Claimed>>> + Send {
+        self.claim_holding(queues, who, expiry, count, 0)
+    }
+
+    /// [`claim`](Board::claim) for a worker that holds `holding` jobs now.
+    /// A suspect (a job whose worker died while it held several, so the
+    /// crash could not be blamed on one) is given only to a claimer holding
+    /// none, as the only job of the claim ([`Claimed::suspect`]), so that a
+    /// poison pill shows itself by crashing a worker alone.
+    fn claim_holding(
+        &self,
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+        holding: usize,
+    ) -> impl Future<Output = Result<Vec<Claimed>>> + Send;
+
+    /// Claims one named job (taskflow's claim), whatever its place in the
+    /// order, with a lease of `expiry`, or (`None`, as taskflow allows) held
+    /// until it is consumed, abandoned or trashed: on ZooKeeper, as long as
+    /// the claiming session lives. Fails with `is_already_claimed` when
+    /// someone holds it.
+    fn claim_job(
+        &self,
+        queue: &str,
+        job: &JobId,
+        who: &str,
+        expiry: Option<Duration>,
+    ) -> impl Future<Output = Result<Claimed>> + Send;
+
+    /// Extends a held lease to `expiry` from now (the heartbeat).
+    fn extend(&self, lease: &Lease, expiry: Duration) -> impl Future<Output = Result<()>> + Send;
+
+    /// The job is done: it leaves the board (kept in bounded history).
+    fn consume(&self, lease: &Lease) -> impl Future<Output = Result<()>> + Send;
+
+    /// Consumes several jobs at once (one round trip where the backend can);
+    /// one result per lease, in order.
+    fn consume_many(&self, leases: &[Lease]) -> impl Future<Output = Result<Vec<Result<()>>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(leases.len());
+            for lease in leases {
+                out.push(self.consume(lease).await);
+            }
+            Ok(out)
+        }
+    }
+
+    /// Consumes `done`, then claims like [`claim_holding`](Board::claim_holding)
+    /// (`holding` counts the jobs still running, not `done`): a worker's
+    /// settle-and-take step, in one round trip where the backend can.
+    fn consume_then_claim(
+        &self,
+        done: &[Lease],
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+        holding: usize,
+    ) -> impl Future<Output = Result<(Vec<Result<()>>, Vec<Claimed>)>> + Send {
+        async move {
+            validate_claim(who, expiry, count)?;
+            let consumed = self.consume_many(done).await?;
+            // The consumes are settled: a failed claim must not make the
+            // caller consume them again; it claims next time round.
+            let claimed = match self.claim_holding(queues, who, expiry, count, holding).await {
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claim after consume failed; retrying on the next round");
+                    Vec::new()
+                }
+            };
+            Ok((consumed, claimed))
+        }
+    }
+
+    /// Gives the claim back; returns where the job went (ready, scheduled,
+    /// or trashed when a counted retry used up its attempts).
+    fn abandon(&self, lease: &Lease, how: Abandon) -> impl Future<Output = Result<JobState>> + Send;
+
+    /// Gives the job up: it moves to the trash with `reason`.
+    fn trash(&self, lease: &Lease, reason: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// The job's state; `is_not_found` when the board has no trace of it.
+    fn state(&self, queue: &str, job: &JobId) -> impl Future<Output = Result<JobState>> + Send;
+
+    /// Everything the board knows about one job.
+    fn show(&self, queue: &str, job: &JobId) -> impl Future<Output = Result<JobInfo>> + Send;
+
+    /// The current owner string of the job, if it is claimed.
+    fn find_owner(&self, queue: &str, job: &JobId) -> impl Future<Output = Result<Option<String>>> + Send;
+
+    /// A page of the queue's jobs.
+    fn list(
+        &self,
+        queue: &str,
+        filter: ListFilter,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
+
+    /// Jobs in the queue's listings (ready, scheduled and claimed), as
+    /// taskflow counts them.
+    fn job_count(&self, queue: &str) -> impl Future<Output = Result<usize>> + Send;
+
+    /// Promotes due jobs, recovers expired leases and indexes jobs posted
+    /// by taskflow, without claiming.
+    fn reap(&self, queue: &str) -> impl Future<Output = Result<ReapReport>> + Send;
+
+    /// Waits until one of `queues` may have claimable work, or `timeout`
+    /// passes; returns whether work may be there. Wakes on posts without
+    /// polling the server; also wakes when a scheduled job falls due or a
+    /// lease expires.
+    fn wait(&self, queues: &[&str], timeout: Duration) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// Most jobs one claim may take (on every backend).
+pub const MAX_CLAIM_COUNT: usize = 1000;
+
+/// Checks the arguments of a claim (every backend); an expiry of `None`
+/// (a claim held until released) passes.
+pub(crate) fn validate_claim(who: &str, expiry: impl Into<Option<Duration>>, count: usize) -> Result<()> {
+    if who.is_empty() {
+        return Err(crate::Error::invalid("a claim needs a non-empty owner"));
+    }
+    if expiry.into().is_some_and(|e| e < Duration::from_millis(1)) {
+        return Err(crate::Error::invalid("a claim needs an expiry of at least 1 ms"));
+    }
+    if count == 0 || count > MAX_CLAIM_COUNT {
+        return Err(crate::Error::invalid(format!(
+            "claim count must be 1 to {MAX_CLAIM_COUNT}, not {count}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_are_checked_before_any_request() {
+        assert!(validate_claim("", Duration::from_secs(1), 1)
+            .unwrap_err()
+            .is_invalid());
+        assert!(validate_claim("w", Duration::ZERO, 1).unwrap_err().is_invalid());
+        assert!(validate_claim("w", Duration::from_secs(1), 0)
+            .unwrap_err()
+            .is_invalid());
+        assert!(validate_claim("w", Duration::from_secs(1), MAX_CLAIM_COUNT + 1)
+            .unwrap_err()
+            .is_invalid());
+        assert!(validate_claim("w", Duration::from_secs(1), MAX_CLAIM_COUNT).is_ok());
+    }
+}

@@ -1,0 +1,75 @@
+//! Crash recovery on Redis: giving back a dead worker's leases at once
+//! (`recover_owner.lua`), for the async board and the supervisor's
+//! blocking one alike; and the job counts the supervisor's progress reads.
+
+use redis::ScriptInvocation;
+
+use crate::board::{QueueCounts, Recovered, Recovery};
+use crate::error::Result;
+use crate::redis::board::RedisBoard;
+use crate::redis::keys::QueueKeys;
+use crate::redis::reply::Reply;
+use crate::redis::scripts::{invocation, SCRIPTS};
+
+/// Crashes after which a job counts as a poison pill and is trashed.
+pub const POISON_CRASHES: u32 = 3;
+
+/// The call of `recover_owner.lua` for `owner`'s leases in `keys`' queue.
+pub(crate) fn recover_invocation<'a>(keys: &QueueKeys, owner: &str, reason: &str) -> ScriptInvocation<'a> {
+    let mut inv = invocation(&SCRIPTS.recover_owner, keys);
+    inv.arg(owner).arg(reason).arg(POISON_CRASHES);
+    inv
+}
+
+/// Reads the reply of `recover_owner.lua`.
+pub(crate) fn recovered(value: redis::Value) -> Result<Recovered> {
+    let reply = Reply::from_value(value)?;
+    Ok(Recovered {
+        back: reply.int(1)? as usize,
+        trashed: reply.int(2)? as usize,
+    })
+}
+
+/// The pipeline counting one queue's jobs: listed, claimed, completed,
+/// trashed.
+pub(crate) fn counts_pipe(keys: &QueueKeys) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.hlen(keys.listings())
+        .zcard(keys.leases())
+        .zcard(keys.completed())
+        .hlen(keys.trash());
+    pipe
+}
+
+/// Adds one queue's counts (the reply of [`counts_pipe`]) to `total`.
+pub(crate) fn add_counts(
+    total: &mut QueueCounts,
+    (listed, claimed, completed, trashed): (usize, usize, usize, usize),
+) {
+    total.listed += listed;
+    total.claimed += claimed;
+    total.completed += completed;
+    total.trashed += trashed;
+}
+
+impl RedisBoard {
+    /// How many jobs `queues` hold together.
+    pub(crate) async fn counts(&self, queues: &[String]) -> Result<QueueCounts> {
+        let mut total = QueueCounts::default();
+        for q in queues {
+            add_counts(
+                &mut total,
+                self.conn.query_pipe(&counts_pipe(&self.keys(q)?)).await?,
+            );
+        }
+        Ok(total)
+    }
+}
+
+impl Recovery for RedisBoard {
+    async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
+        let inv = recover_invocation(&self.keys(queue)?, owner, reason);
+        let mut con = self.connection();
+        recovered(inv.invoke_async::<redis::Value>(&mut con).await?)
+    }
+}

@@ -1,0 +1,147 @@
+//! The ZooKeeper board's capabilities beyond the contract: the worker
+//! registry (taskflow's conductor entities), crash recovery and the
+//! server's clock are real; the qless operator features are not built on
+//! ZooKeeper yet and answer with an `is_unsupported` error.
+
+use std::collections::HashMap;
+
+use crate::board::{
+    unsupported_on_zookeeper as refuse, Admin, CancelStream, EventStream, Events, FailureGroup, Presence,
+    QueueCounts, QueueSettings, Recovered, Recovery, WorkerInfo,
+};
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobState, Page, Priority};
+use crate::recurring::{RecurringInfo, RecurringJob};
+use crate::stats::QueueStats;
+use crate::zookeeper::ZooKeeperBoard;
+
+impl Admin for ZooKeeperBoard {
+    async fn queues(&self) -> Result<Vec<String>> {
+        refuse("listing the queues")
+    }
+    async fn queues_of(&self, id: &JobId) -> Result<Vec<String>> {
+        ZooKeeperBoard::queues_of(self, id).await
+    }
+    async fn server_ms(&self) -> Result<i64> {
+        ZooKeeperBoard::server_ms(self).await
+    }
+    async fn counts(&self, _: &[String]) -> Result<QueueCounts> {
+        refuse("counting jobs by state")
+    }
+    async fn settings(&self, _: &str) -> Result<QueueSettings> {
+        refuse("queue settings")
+    }
+    async fn pause(&self, _: &str) -> Result<()> {
+        refuse("pausing a queue")
+    }
+    async fn resume(&self, _: &str) -> Result<()> {
+        refuse("resuming a queue")
+    }
+    async fn set_limit(&self, _: &str, _: Option<u32>) -> Result<()> {
+        refuse("a queue limit")
+    }
+    async fn set_priority(&self, _: &str, _: &JobId, _: Priority) -> Result<JobState> {
+        refuse("changing a priority")
+    }
+    async fn cancel(&self, _: &str, _: &[JobId], _: bool) -> Result<Vec<(String, JobId)>> {
+        refuse("cancel")
+    }
+    async fn tag(&self, _: &str, _: &JobId, _: &[&str]) -> Result<Vec<String>> {
+        refuse("tagging a posted job")
+    }
+    async fn untag(&self, _: &str, _: &JobId, _: &[&str]) -> Result<Vec<String>> {
+        refuse("untagging a job")
+    }
+    async fn tagged(&self, _: &str, _: &str, _: Page) -> Result<Vec<JobId>> {
+        refuse("finding jobs by tag")
+    }
+    async fn top_tags(&self, _: &str, _: Page) -> Result<Vec<(String, u64)>> {
+        refuse("counting tags")
+    }
+    async fn track(&self, _: &str, _: &JobId) -> Result<()> {
+        refuse("tracking")
+    }
+    async fn untrack(&self, _: &str, _: &JobId) -> Result<()> {
+        refuse("tracking")
+    }
+    async fn tracked(&self, _: &str) -> Result<Vec<JobId>> {
+        refuse("tracking")
+    }
+    async fn failed(&self, _: &str) -> Result<Vec<FailureGroup>> {
+        refuse("failure groups")
+    }
+    async fn failed_jobs(&self, _: &str, _: &str, _: Page) -> Result<Vec<JobId>> {
+        refuse("failure groups")
+    }
+    async fn retry(&self, _: &str, _: &[JobId]) -> Result<Vec<Result<()>>> {
+        refuse("retrying trashed jobs")
+    }
+    async fn purge(&self, _: &str, _: &[JobId]) -> Result<Vec<Result<()>>> {
+        refuse("purging trashed jobs")
+    }
+    async fn settle_failed(&self, _: &str, _: Option<&str>, _: bool) -> Result<usize> {
+        refuse("failure groups")
+    }
+    async fn history(&self, _: &str, _: &JobId) -> Result<Vec<serde_json::Value>> {
+        refuse("job history")
+    }
+    async fn stats(&self, _: &str, _: Option<i64>) -> Result<QueueStats> {
+        refuse("statistics")
+    }
+    async fn recur(&self, _: &str, _: RecurringJob) -> Result<String> {
+        refuse("recurring jobs")
+    }
+    async fn unrecur(&self, _: &str, _: &str) -> Result<()> {
+        refuse("recurring jobs")
+    }
+    async fn recurring(&self, _: &str) -> Result<Vec<RecurringInfo>> {
+        refuse("recurring jobs")
+    }
+    async fn config(&self) -> Result<HashMap<String, String>> {
+        refuse("board configuration")
+    }
+    async fn set_config(&self, _: &str, _: Option<&str>) -> Result<()> {
+        refuse("board configuration")
+    }
+}
+
+impl Events for ZooKeeperBoard {
+    async fn events(&self, _: bool) -> Result<EventStream> {
+        refuse("the event stream")
+    }
+
+    /// None: a worker hears of a cancel through its refused extends.
+    async fn cancels_of(&self, _: &str) -> Result<Option<CancelStream>> {
+        Ok(None)
+    }
+}
+
+impl Recovery for ZooKeeperBoard {
+    async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
+        let (back, trashed) = ZooKeeperBoard::recover_owner(self, queue, owner, reason).await?;
+        Ok(Recovered { back, trashed })
+    }
+}
+
+/// Workers are taskflow conductor entities: ephemeral, so a dead worker's
+/// entry goes with its session.
+impl Presence for ZooKeeperBoard {
+    async fn record_worker(&self, info: &WorkerInfo) -> Result<()> {
+        let queues: Vec<&str> = info.queues.iter().map(String::as_str).collect();
+        let metadata = serde_json::to_value(info).map_err(|e| Error::codec(e.to_string()))?;
+        self.register_worker_for(&queues, &info.owner, metadata).await
+    }
+    async fn remove_worker(&self, owner: &str) -> Result<()> {
+        self.unregister_worker(owner).await
+    }
+    async fn live_workers(&self) -> Result<Vec<WorkerInfo>> {
+        let mut live: Vec<WorkerInfo> = self
+            .list_workers()
+            .await?
+            .into_iter()
+            .filter_map(|entity| serde_json::from_value(entity["metadata"].clone()).ok())
+            .collect();
+        live.sort_by(|a, b| a.owner.cmp(&b.owner));
+        Ok(live)
+    }
+}

@@ -1,0 +1,94 @@
+//! What one verb costs Redis, seen by the server itself: `MONITOR` on a
+//! private redis-server (so no other client adds to what it shows) lists
+//! each command a client sends, and the commands scripts run inside (as
+//! `lua`), which are not round trips. In the steady state a claim is one
+//! script call, whether it finds a job or not.
+
+use std::time::Duration;
+
+use jobworker::embedded::{RedisServer, ServerOptions};
+use jobworker::redis::RedisBoard;
+use jobworker::{Board, NewJob};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+const LONG: Duration = Duration::from_secs(300);
+
+/// The commands clients sent while `call` ran (their names, in order), as
+/// `MONITOR` shows them; commands run inside scripts are left out.
+async fn commands_of<F, Fut>(server: &RedisServer, call: F) -> Vec<String>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let port = server.port().expect("a TCP server");
+    let mut monitor = BufReader::new(TcpStream::connect(("127.0.0.1", port)).await.unwrap());
+    monitor.get_mut().write_all(b"MONITOR\r\n").await.unwrap();
+    let mut line = String::new();
+    monitor.read_line(&mut line).await.unwrap();
+    assert_eq!(line.trim_end(), "+OK", "MONITOR started");
+    call().await;
+    let marker = format!("end-of-call-{}", std::process::id());
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: String = redis::cmd("ECHO")
+        .arg(&marker)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let mut sent = Vec::new();
+    loop {
+        line.clear();
+        monitor.read_line(&mut line).await.unwrap();
+        if line.contains(&marker) {
+            return sent;
+        }
+        // `+<time> [<db> <client>] "<COMMAND>" "<arg>"…`
+        let Some((client, command)) = line.split_once("] \"") else {
+            continue;
+        };
+        if client.ends_with(" lua") {
+            continue;
+        }
+        let name = command.split('"').next().unwrap_or_default();
+        if name != "HELLO" && name != "CLIENT" {
+            sent.push(name.to_owned());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_steady_state_claim_is_one_round_trip() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
+    let q = "steady";
+    for i in 0..3 {
+        board.post(q, NewJob::new(format!("j{i}"))).await.unwrap();
+    }
+    // The first claim of a board registers the queue (once per process).
+    let first = board.claim(&[q], "w", LONG, 1).await.unwrap().remove(0);
+    board.consume(&first.lease).await.unwrap();
+
+    let sent = commands_of(&server, || async {
+        let claimed = board.claim(&[q], "w", LONG, 1).await.unwrap();
+        assert_eq!(claimed.len(), 1, "the claim takes a job");
+    })
+    .await;
+    assert_eq!(sent, ["EVALSHA"], "a claim that finds a job");
+
+    let sent = commands_of(&server, || async {
+        let claimed = board.claim(&[q], "w", LONG, 5).await.unwrap();
+        assert_eq!(claimed.len(), 1, "the last job");
+        let none = board.claim(&[q], "w", LONG, 5).await.unwrap();
+        assert!(none.is_empty(), "the queue is empty");
+    })
+    .await;
+    assert_eq!(
+        sent,
+        ["EVALSHA", "EVALSHA"],
+        "two claims, the second finding nothing"
+    );
+}
