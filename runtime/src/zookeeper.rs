@@ -47,10 +47,13 @@
 //! `is_unsupported` error naming ZooKeeper; the other qless features live
 //! on the Redis board only.
 
+mod abandon;
 mod board;
 mod cache;
 mod claim;
+mod consume;
 mod entities;
+mod extend;
 mod finish;
 mod json;
 mod lease;
@@ -64,6 +67,8 @@ mod record;
 mod recover;
 mod retention;
 mod session;
+mod take_back;
+mod trash;
 mod wait;
 
 pub use board::ZooKeeperBoard;
