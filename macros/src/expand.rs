@@ -4,7 +4,7 @@
 use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{parse_quote, Attribute, Path, ReturnType};
+use syn::{parse_quote, Attribute, ItemFn, Path, ReturnType};
 
 use crate::validate::Handler;
 
@@ -14,10 +14,10 @@ pub fn expand(handler: &Handler) -> TokenStream {
         krate,
         name,
         queue,
-        timeout_ms,
         max_attempts,
         func,
         args_ty,
+        ..
     } = handler;
     let ident = &func.sig.ident;
     let vis = &func.vis;
@@ -38,7 +38,55 @@ pub fn expand(handler: &Handler) -> TokenStream {
         ReturnType::Default => (Span::call_site(), Span::call_site()),
     };
 
-    let (args_param, decode) = match args_ty {
+    let (args_param, decode) = decode_args(args_ty, &inner, ty_span);
+    let call = call_handler(ident, args_ty, ret_first, ret_last);
+    let (runner, run_variant) = runner(func, &inner, &args_param, &decode, &call, ret_last);
+
+    let set_attempts = max_attempts.map(|n| quote!(.max_attempts(#n)));
+    let args_call = quote_spanned!(ty_span=> .args(args));
+    let (mod_doc, job_doc, post_doc) = docs(handler);
+    let submission = submission(handler, &cfgs, &run_variant);
+
+    quote! {
+        #func
+
+        #(#cfgs)*
+        #[doc = #mod_doc]
+        #vis mod #ident {
+            #![allow(unused_imports, dead_code, clippy::future_not_send)]
+            use super::*;
+
+            /// The job name.
+            pub const NAME: &str = #name;
+            /// The queue jobs are posted to.
+            pub const QUEUE: &str = #queue;
+
+            #[doc = #job_doc]
+            pub fn job(args: &#ty) -> #inner::Result<#inner::NewJob> {
+                let job = #inner::NewJob::new(NAME) #args_call?;
+                ::core::result::Result::Ok(job #set_attempts)
+            }
+
+            #[doc = #post_doc]
+            pub async fn post<B: #inner::Board>(board: &B, args: &#ty) -> #inner::Result<#inner::JobId> {
+                board.post(QUEUE, job(args)?).await
+            }
+
+            #runner
+        }
+
+        #submission
+    }
+}
+
+/// The runner's parameter name and the statement decoding the arguments
+/// (none for a context-only handler).
+fn decode_args(
+    args_ty: &Option<syn::Type>,
+    inner: &TokenStream,
+    ty_span: Span,
+) -> (TokenStream, TokenStream) {
+    match args_ty {
         Some(ty) => {
             let decode_fn = quote_spanned!(ty_span=> #inner::__private::decode_args::<#ty>);
             (quote!(args), quote!(let args: #ty = #decode_fn(&cx, args)?;))
@@ -46,9 +94,17 @@ pub fn expand(handler: &Handler) -> TokenStream {
         // A context-only handler ignores its payload (a job posted by
         // taskflow may carry one).
         None => (quote!(_args), TokenStream::new()),
-    };
-    // `super::f(cx, args)` (and `.await`) spanned over the return type, so
-    // that a wrong error type is reported there.
+    }
+}
+
+/// `super::f(cx, args)` (and `.await`) spanned over the return type, so
+/// that a wrong error type is reported there.
+fn call_handler(
+    ident: &syn::Ident,
+    args_ty: &Option<syn::Type>,
+    ret_first: Span,
+    ret_last: Span,
+) -> TokenStream {
     let mut callee = ident.clone();
     callee.set_span(ret_first);
     let call_args = match args_ty {
@@ -57,10 +113,22 @@ pub fn expand(handler: &Handler) -> TokenStream {
     };
     let mut call_args = Group::new(Delimiter::Parenthesis, call_args);
     call_args.set_span(ret_last);
-    let call = quote_spanned!(ret_first=> super::#callee #call_args);
-    let result_ty = quote!(::core::result::Result<(), #inner::HandlerError>);
+    quote_spanned!(ret_first=> super::#callee #call_args)
+}
 
-    let (runner, run_variant) = if func.sig.asyncness.is_some() {
+/// The `__run` function of the generated module and the `HandlerFn`
+/// variant it fits (`Async` or `Blocking`).
+fn runner(
+    func: &ItemFn,
+    inner: &TokenStream,
+    args_param: &TokenStream,
+    decode: &TokenStream,
+    call: &TokenStream,
+    ret_last: Span,
+) -> (TokenStream, TokenStream) {
+    let ident = &func.sig.ident;
+    let result_ty = quote!(::core::result::Result<(), #inner::HandlerError>);
+    if func.sig.asyncness.is_some() {
         let await_call = quote_spanned!(ret_last=> #call.await);
         let body = quote! {
             #decode
@@ -92,10 +160,19 @@ pub fn expand(handler: &Handler) -> TokenStream {
             }
         };
         (runner, quote!(Blocking))
-    };
+    }
+}
 
-    let set_attempts = max_attempts.map(|n| quote!(.max_attempts(#n)));
-    let args_call = quote_spanned!(ty_span=> .args(args));
+/// The doc comments of the generated module and of its `job` and `post`
+/// helpers.
+fn docs(handler: &Handler) -> (String, String, String) {
+    let Handler {
+        name,
+        queue,
+        max_attempts,
+        args_ty,
+        ..
+    } = handler;
     let args_doc = match args_ty {
         Some(_) => "",
         None => " The handler takes no arguments: pass `&()`.",
@@ -113,7 +190,21 @@ pub fn expand(handler: &Handler) -> TokenStream {
         }
     );
     let post_doc = format!("Posts a `{name}` job to queue `{queue}`; returns its id.{args_doc}");
+    (mod_doc, job_doc, post_doc)
+}
 
+/// The `inventory` submission of the handler's registry entry.
+fn submission(handler: &Handler, cfgs: &[&Attribute], run_variant: &TokenStream) -> TokenStream {
+    let Handler {
+        krate,
+        name,
+        queue,
+        timeout_ms,
+        max_attempts,
+        func,
+        ..
+    } = handler;
+    let ident = &func.sig.ident;
     let timeout = match timeout_ms {
         Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
         None => quote!(::core::option::Option::None),
@@ -124,33 +215,6 @@ pub fn expand(handler: &Handler) -> TokenStream {
     };
 
     quote! {
-        #func
-
-        #(#cfgs)*
-        #[doc = #mod_doc]
-        #vis mod #ident {
-            #![allow(unused_imports, dead_code, clippy::future_not_send)]
-            use super::*;
-
-            /// The job name.
-            pub const NAME: &str = #name;
-            /// The queue jobs are posted to.
-            pub const QUEUE: &str = #queue;
-
-            #[doc = #job_doc]
-            pub fn job(args: &#ty) -> #inner::Result<#inner::NewJob> {
-                let job = #inner::NewJob::new(NAME) #args_call?;
-                ::core::result::Result::Ok(job #set_attempts)
-            }
-
-            #[doc = #post_doc]
-            pub async fn post<B: #inner::Board>(board: &B, args: &#ty) -> #inner::Result<#inner::JobId> {
-                board.post(QUEUE, job(args)?).await
-            }
-
-            #runner
-        }
-
         #(#cfgs)*
         #krate::__private::inventory::submit! {
             #krate::HandlerEntry {

@@ -10,6 +10,8 @@
 pub mod datetime;
 mod ext;
 pub mod posting;
+mod read;
+mod write;
 
 pub use datetime::OsloDateTime;
 pub use posting::{
@@ -17,7 +19,8 @@ pub use posting::{
     PostingParts,
 };
 
-use rmpv::Value;
+use read::{map_get, oslo_loads, truthy};
+use write::{write_ext, write_int, write_map_len, write_str, write_value};
 
 /// How deeply containers and ext payloads may nest when reading. Python
 /// gives up at 1024 container levels (msgpack-python's C unpacker); we stop
@@ -30,273 +33,27 @@ const MAX_DEPTH: usize = 512;
 /// after some 330 nested ext payloads (we do after 170).
 const EXT_DEPTH_COST: usize = 3;
 
-// ---------------------------------------------------------------------------
-// Writing, as msgpack-python packs Python values.
-
-/// Writes an int in its smallest form, as msgpack-python packs a Python int.
-fn write_int(out: &mut Vec<u8>, n: i64) {
-    match n {
-        0.. => write_uint(out, n.unsigned_abs()),
-        -32..=-1 => out.push(n as u8),
-        -128..=-33 => out.extend([0xd0, n as u8]),
-        -32_768..=-129 => push_be(out, 0xd1, &(n as i16).to_be_bytes()),
-        -2_147_483_648..=-32_769 => push_be(out, 0xd2, &(n as i32).to_be_bytes()),
-        _ => push_be(out, 0xd3, &n.to_be_bytes()),
+/// The `details` a jobworker posting carries (both backends): `{"args":
+/// args}`, or `{}` for a job without arguments.
+pub(crate) fn details_of(args: &rmpv::Value) -> rmpv::Value {
+    if args.is_nil() {
+        rmpv::Value::Map(Vec::new())
+    } else {
+        rmpv::Value::Map(vec![(rmpv::Value::from("args"), args.clone())])
     }
 }
 
-/// Writes a non-negative int in its smallest form.
-fn write_uint(out: &mut Vec<u8>, n: u64) {
-    match n {
-        0..=0x7f => out.push(n as u8),
-        0x80..=0xff => out.extend([0xcc, n as u8]),
-        0x100..=0xffff => push_be(out, 0xcd, &(n as u16).to_be_bytes()),
-        0x1_0000..=0xffff_ffff => push_be(out, 0xce, &(n as u32).to_be_bytes()),
-        _ => push_be(out, 0xcf, &n.to_be_bytes()),
-    }
-}
-
-fn push_be(out: &mut Vec<u8>, marker: u8, bytes: &[u8]) {
-    out.push(marker);
-    out.extend_from_slice(bytes);
-}
-
-/// Writes a length header in its smallest form: `fix.0 | len` when `len`
-/// is below `fix.1`, else the 8-bit form (for families that have one), the
-/// 16-bit form or the 32-bit form, whose markers are `wide`.
-fn write_len(out: &mut Vec<u8>, len: usize, fix: Option<(u8, usize)>, wide: (Option<u8>, u8, u8)) {
-    let (m8, m16, m32) = wide;
-    match (fix, m8) {
-        (Some((base, limit)), _) if len < limit => out.push(base | len as u8),
-        (_, Some(m8)) if len <= 0xff => out.extend([m8, len as u8]),
-        _ if len <= 0xffff => push_be(out, m16, &(len as u16).to_be_bytes()),
-        _ => push_be(out, m32, &(len as u32).to_be_bytes()),
-    }
-}
-
-/// Writes a msgpack str (fixstr, str8, str16 or str32).
-fn write_str(out: &mut Vec<u8>, s: &str) {
-    write_len(out, s.len(), Some((0xa0, 32)), (Some(0xd9), 0xda, 0xdb));
-    out.extend_from_slice(s.as_bytes());
-}
-
-/// Writes a msgpack bin (Python `bytes`).
-fn write_bin(out: &mut Vec<u8>, b: &[u8]) {
-    write_len(out, b.len(), None, (Some(0xc4), 0xc5, 0xc6));
-    out.extend_from_slice(b);
-}
-
-/// Writes a map header for `len` entries.
-fn write_map_len(out: &mut Vec<u8>, len: usize) {
-    write_len(out, len, Some((0x80, 16)), (None, 0xde, 0xdf));
-}
-
-/// Writes an ext value: fixext for 1, 2, 4, 8 and 16 bytes, else ext8/16/32.
-fn write_ext(out: &mut Vec<u8>, code: i8, data: &[u8]) {
-    match data.len() {
-        1 => out.push(0xd4),
-        2 => out.push(0xd5),
-        4 => out.push(0xd6),
-        8 => out.push(0xd7),
-        16 => out.push(0xd8),
-        n => write_len(out, n, None, (Some(0xc7), 0xc8, 0xc9)),
-    }
-    out.push(code as u8);
-    out.extend_from_slice(data);
-}
-
-/// Writes any value the way msgpack-python writes the Python value it
-/// decodes to: floats are always float64 (`cb`, a decoded float32 included),
-/// ints take their smallest form, and a str holding invalid UTF-8 (which
-/// Python could not have) is written as bin.
-fn write_value(out: &mut Vec<u8>, v: &Value) {
-    match v {
-        Value::Nil => out.push(0xc0),
-        Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
-        // An rmpv integer is always an i64 or a u64.
-        Value::Integer(i) => match (i.as_i64(), i.as_u64()) {
-            (Some(n), _) => write_int(out, n),
-            (_, n) => write_uint(out, n.unwrap_or_default()),
-        },
-        Value::F32(f) => push_be(out, 0xcb, &f64::from(*f).to_be_bytes()),
-        Value::F64(f) => push_be(out, 0xcb, &f.to_be_bytes()),
-        Value::String(s) => match s.as_str() {
-            Some(text) => write_str(out, text),
-            None => write_bin(out, s.as_bytes()),
-        },
-        Value::Binary(b) => write_bin(out, b),
-        Value::Array(items) => {
-            write_len(out, items.len(), Some((0x90, 16)), (None, 0xdc, 0xdd));
-            items.iter().for_each(|item| write_value(out, item));
-        }
-        Value::Map(entries) => {
-            write_map_len(out, entries.len());
-            for (key, value) in entries {
-                write_value(out, key);
-                write_value(out, value);
-            }
-        }
-        Value::Ext(code, data) => write_ext(out, *code, data),
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Reading, as oslo `msgpackutils.loads` reads.
-
-/// Decodes one whole msgpack value the way `msgpackutils.loads` does, or
-/// says why Python would fail: bad or truncated msgpack, the reserved byte
-/// `c1`, trailing bytes, a str that is not UTF-8, a map key that is neither
-/// str nor bin, an ext code below 0 other than the timestamp (-1), a bad
-/// timestamp, or an oslo ext (0 to 7) whose handler would raise (see [`ext`]).
-/// `depth` is how many more levels of nesting are allowed.
-fn oslo_loads(bytes: &[u8], depth: usize) -> Result<Value, String> {
-    let mut reader = Reader { rest: bytes };
-    let value = reader.value(depth)?;
-    match reader.rest.len() {
-        0 => Ok(value),
-        n => Err(format!("not msgpack: {n} trailing bytes after the value")),
-    }
-}
-
-struct Reader<'a> {
-    rest: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if self.rest.len() < n {
-            return Err("not msgpack: unexpected end of data".into());
-        }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Ok(head)
-    }
-
-    /// Reads a big-endian unsigned number of `n` (1, 2, 4 or 8) bytes.
-    fn uint(&mut self, n: usize) -> Result<u64, String> {
-        Ok(self.take(n)?.iter().fold(0, |acc, b| acc << 8 | u64::from(*b)))
-    }
-
-    /// Reads a length of `n` bytes.
-    fn len(&mut self, n: usize) -> Result<usize, String> {
-        usize::try_from(self.uint(n)?).map_err(|_| "not msgpack: length too large".to_string())
-    }
-
-    /// Reads one value. Containers are handled here and everything else in
-    /// [`Self::scalar`], which keeps this recursive frame small.
-    fn value(&mut self, depth: usize) -> Result<Value, String> {
-        let depth = depth.checked_sub(1).ok_or("not msgpack: nested too deeply")?;
-        let marker = self.take(1)?[0];
-        match marker {
-            0x80..=0x8f => self.map(usize::from(marker & 0x0f), depth),
-            0x90..=0x9f => self.array(usize::from(marker & 0x0f), depth),
-            0xdc | 0xdd => {
-                let n = self.len(2 << (marker - 0xdc))?;
-                self.array(n, depth)
-            }
-            0xde | 0xdf => {
-                let n = self.len(2 << (marker - 0xde))?;
-                self.map(n, depth)
-            }
-            0xc7..=0xc9 | 0xd4..=0xd8 => self.ext(marker, depth),
-            _ => self.scalar(marker),
-        }
-    }
-
-    #[inline(never)]
-    fn scalar(&mut self, marker: u8) -> Result<Value, String> {
-        let width = |base: u8| 1usize << (marker - base);
-        Ok(match marker {
-            0x00..=0x7f => Value::from(marker),
-            0xa0..=0xbf => self.str(usize::from(marker & 0x1f))?,
-            0xc0 => Value::Nil,
-            0xc2 => Value::Boolean(false),
-            0xc3 => Value::Boolean(true),
-            0xc4..=0xc6 => {
-                let n = self.len(width(0xc4))?;
-                Value::Binary(self.take(n)?.to_vec())
-            }
-            0xca => Value::F32(f32::from_bits(self.uint(4)? as u32)),
-            0xcb => Value::F64(f64::from_bits(self.uint(8)?)),
-            0xcc..=0xcf => Value::from(self.uint(width(0xcc))?),
-            0xd0..=0xd3 => {
-                let bits = 64 - 8 * width(0xd0) as u32;
-                Value::from(((self.uint(width(0xd0))? << bits) as i64) >> bits)
-            }
-            0xd9..=0xdb => {
-                let n = self.len(width(0xd9))?;
-                self.str(n)?
-            }
-            0xe0..=0xff => Value::from(marker as i8),
-            // c1 is reserved; containers and exts never get here.
-            _ => return Err(format!("not msgpack: reserved byte {marker:02x}")),
-        })
-    }
-
-    fn str(&mut self, n: usize) -> Result<Value, String> {
-        let text = std::str::from_utf8(self.take(n)?)
-            .map_err(|_| "not msgpack: str is not valid utf-8".to_string())?;
-        Ok(Value::from(text))
-    }
-
-    fn array(&mut self, n: usize, depth: usize) -> Result<Value, String> {
-        // Each item takes at least one byte: cap the allocation by what is left.
-        let mut items = Vec::with_capacity(n.min(self.rest.len()));
-        for _ in 0..n {
-            items.push(self.value(depth)?);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn map(&mut self, n: usize, depth: usize) -> Result<Value, String> {
-        let mut entries = Vec::with_capacity(n.min(self.rest.len() / 2));
-        for _ in 0..n {
-            let key = self.value(depth)?;
-            if !matches!(key, Value::String(_) | Value::Binary(_)) {
-                return Err("not msgpack: map key is neither str nor bin".into());
-            }
-            entries.push((key, self.value(depth)?));
-        }
-        Ok(Value::Map(entries))
-    }
-
-    /// Reads an ext (after its `marker`) and runs the check its decoder
-    /// would run in Python.
-    fn ext(&mut self, marker: u8, depth: usize) -> Result<Value, String> {
-        let n = match marker {
-            0xd4..=0xd8 => 1 << (marker - 0xd4),
-            _ => self.len(1 << (marker - 0xc7))?,
-        };
-        let code = self.take(1)?[0] as i8;
-        let data = self.take(n)?;
-        ext::check_ext(code, data, depth)?;
-        Ok(Value::Ext(code, data.to_vec()))
-    }
-}
-
-/// The last value stored under the str key `key`, as a Python dict lookup
-/// sees it (a bin key with the same bytes is a different key).
-fn map_get<'v>(entries: &'v [(Value, Value)], key: &str) -> Option<&'v Value> {
-    entries
-        .iter()
-        .rev()
-        .find(|(k, _)| k.as_str() == Some(key))
-        .map(|(_, v)| v)
-}
-
-/// Python truthiness of the decoded value.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Nil => false,
-        Value::Boolean(b) => *b,
-        Value::Integer(i) => i.as_i64() != Some(0),
-        Value::F32(f) => *f != 0.0,
-        Value::F64(f) => *f != 0.0,
-        Value::String(s) => !s.as_bytes().is_empty(),
-        Value::Binary(b) => !b.is_empty(),
-        Value::Array(items) => !items.is_empty(),
-        Value::Map(entries) => !entries.is_empty(),
-        Value::Ext(..) => true,
+/// A job's arguments: `details["args"]` when present (jobworker's
+/// postings), the whole `details` otherwise (taskflow's), nil when empty.
+pub(crate) fn args_of(details: &rmpv::Value) -> rmpv::Value {
+    match details {
+        rmpv::Value::Map(entries) if entries.is_empty() => rmpv::Value::Nil,
+        rmpv::Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str() == Some("args"))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| details.clone()),
+        other => other.clone(),
     }
 }
 
@@ -336,6 +93,7 @@ mod fixtures {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmpv::Value;
 
     fn loads(bytes: &[u8]) -> Result<Value, String> {
         oslo_loads(bytes, MAX_DEPTH)
@@ -466,29 +224,5 @@ mod tests {
         let most = (MAX_DEPTH - 1) / (EXT_DEPTH_COST + 1);
         assert!(loads(&datetimes(most)).is_ok());
         assert!(loads(&datetimes(most + 1)).is_err());
-    }
-}
-
-/// The `details` a jobworker posting carries (both backends): `{"args":
-/// args}`, or `{}` for a job without arguments.
-pub(crate) fn details_of(args: &rmpv::Value) -> rmpv::Value {
-    if args.is_nil() {
-        rmpv::Value::Map(Vec::new())
-    } else {
-        rmpv::Value::Map(vec![(rmpv::Value::from("args"), args.clone())])
-    }
-}
-
-/// A job's arguments: `details["args"]` when present (jobworker's
-/// postings), the whole `details` otherwise (taskflow's), nil when empty.
-pub(crate) fn args_of(details: &rmpv::Value) -> rmpv::Value {
-    match details {
-        rmpv::Value::Map(entries) if entries.is_empty() => rmpv::Value::Nil,
-        rmpv::Value::Map(entries) => entries
-            .iter()
-            .find(|(k, _)| k.as_str() == Some("args"))
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| details.clone()),
-        other => other.clone(),
     }
 }

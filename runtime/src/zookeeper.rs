@@ -47,11 +47,14 @@
 //! `is_unsupported` error naming ZooKeeper; the other qless features live
 //! on the Redis board only.
 
+mod abandon;
 mod board;
 mod cache;
 mod capabilities;
 mod claim;
+mod consume;
 mod entities;
+mod extend;
 mod finish;
 mod json;
 mod lease;
@@ -65,6 +68,8 @@ mod record;
 mod recover;
 mod retention;
 mod session;
+mod take_back;
+mod trash;
 mod wait;
 
 pub use board::ZooKeeperBoard;

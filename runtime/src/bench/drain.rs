@@ -177,24 +177,7 @@ pub(crate) async fn measure(
 
     // Pickup latency with idle workers.
     progress("pickup latency (200 probes)");
-    let key = format!("{}:pickup", board.keys(&q)?.namespace);
-    for _ in 0..PROBES {
-        let probe = Pickup {
-            posted_us: now_us(),
-            key: key.clone(),
-        };
-        board.post(&q, NewJob::new(NAME).args(&Some(probe))?).await?;
-        tokio::time::sleep(PROBE_GAP).await;
-    }
-    until("the pickup probes", Duration::from_millis(5), || async {
-        Ok(board.conn.query::<usize>(redis::cmd("LLEN").arg(&key)).await? >= PROBES)
-    })
-    .await?;
-    let waits: Vec<u64> = board
-        .conn
-        .query(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
-        .await?;
-    f.pickup_ms = Percentiles::of(waits.into_iter().map(|us| us as f64 / 1e3).collect());
+    f.pickup_ms = pickup_latency(board, &q).await?;
     sup.stop().await?;
 
     // Drain including start-up: the jobs wait, then jobworker starts.
@@ -206,4 +189,29 @@ pub(crate) async fn measure(
     f.drain_incl_startup_per_s = opts.jobs as f64 / t0.elapsed().as_secs_f64();
     sup.stop().await?;
     drop_queue(board, &q).await
+}
+
+/// Pickup latency with idle workers: posts [`PROBES`] probes one at a time
+/// and reads how long each waited before a worker ran it.
+async fn pickup_latency(board: &RedisBoard, q: &str) -> Result<Percentiles> {
+    let key = format!("{}:pickup", board.keys(q)?.namespace);
+    for _ in 0..PROBES {
+        let probe = Pickup {
+            posted_us: now_us(),
+            key: key.clone(),
+        };
+        board.post(q, NewJob::new(NAME).args(&Some(probe))?).await?;
+        tokio::time::sleep(PROBE_GAP).await;
+    }
+    until("the pickup probes", Duration::from_millis(5), || async {
+        Ok(board.conn.query::<usize>(redis::cmd("LLEN").arg(&key)).await? >= PROBES)
+    })
+    .await?;
+    let waits: Vec<u64> = board
+        .conn
+        .query(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
+        .await?;
+    Ok(Percentiles::of(
+        waits.into_iter().map(|us| us as f64 / 1e3).collect(),
+    ))
 }

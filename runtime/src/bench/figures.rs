@@ -92,7 +92,6 @@ impl Figures {
 
     /// Prints the human table.
     pub fn print_table(&self) {
-        let l = &self.limits;
         println!(
             "jobworker bench: {} no-op jobs, --workers {} --concurrency {}, redis {}",
             self.jobs,
@@ -104,7 +103,16 @@ impl Figures {
                 "without persistence"
             }
         );
-        let rows: Vec<(&str, String)> = vec![
+        for (k, v) in self.rows() {
+            println!("  {k:<26} {v}");
+        }
+        self.print_claim_costs();
+    }
+
+    /// The table's rows: a label and its figures.
+    fn rows(&self) -> Vec<(&'static str, String)> {
+        let l = &self.limits;
+        vec![
             (
                 "enqueue, one by one",
                 format!("{:>10.0} jobs/s", self.enqueue_one_per_s),
@@ -169,10 +177,11 @@ impl Figures {
                     l.lifecycle_limit_per_s, l.lifecycle_cpu_us
                 ),
             ),
-        ];
-        for (k, v) in rows {
-            println!("  {k:<26} {v}");
-        }
+        ]
+    }
+
+    /// The claim cost lines (claims on a short and a deep queue), when measured.
+    fn print_claim_costs(&self) {
         if let Some(costs) = &self.claim_cost {
             for c in costs {
                 println!(

@@ -207,13 +207,7 @@ impl ZooKeeperBoard {
         let what = format!("cannot claim job {} in queue {}", k.uuid, paths.queue);
         let client = self.client(&what).await?;
         let id = claim_id();
-        let body = match expiry {
-            Some(expiry) => {
-                let lease_ms = (expiry.as_millis() as i64).max(1);
-                LockBody::lease(who, self.now_ms() + lease_ms, lease_ms, &id)
-            }
-            None => LockBody::held(who, &id),
-        };
+        let body = self.lock_body(who, expiry, &id);
         let lock = paths.lock(&k.znode);
         let sent = local_ms();
         let mut w = client.new_multi_writer();
@@ -265,6 +259,31 @@ impl ZooKeeperBoard {
                 }
             }
         };
+        let record = self.claimed_record(paths, k, record_read, &lock_stat).await?;
+        Ok(self.claimed(paths, k, who, &lock_data, &lock_stat, record))
+    }
+
+    /// The lock body of a claim by `who` with claim id `id`: with a lease
+    /// deadline, or held for as long as the session lives (`expiry` none).
+    fn lock_body(&self, who: &str, expiry: Option<Duration>, id: &str) -> LockBody {
+        match expiry {
+            Some(expiry) => {
+                let lease_ms = (expiry.as_millis() as i64).max(1);
+                LockBody::lease(who, self.now_ms() + lease_ms, lease_ms, id)
+            }
+            None => LockBody::held(who, id),
+        }
+    }
+
+    /// The record of a job whose lock is ours: the one read along with the
+    /// claim, or read again. When it cannot be read, the lock is let go.
+    async fn claimed_record(
+        &self,
+        paths: &QueuePaths,
+        k: &Known,
+        record_read: Option<Result<(Vec<u8>, zk::Stat), zk::Error>>,
+        lock_stat: &zk::Stat,
+    ) -> Result<Option<JobRecord>> {
         let record = match record_read {
             Some(Ok((data, _))) => Ok(JobRecord::from_bytes(&data)),
             // Posted by taskflow: no record yet.
@@ -275,11 +294,25 @@ impl ZooKeeperBoard {
             Ok(record) => record,
             Err(e) => {
                 // We hold the lock but cannot hand the claim back: let go.
-                self.release_lock(paths, k, &lock_stat).await;
+                self.release_lock(paths, k, lock_stat).await;
                 return Err(e);
             }
         };
-        let held = LockBody::parse(&lock_data);
+        Ok(record)
+    }
+
+    /// The claim of `k` by `who`, now that its lock (`lock_data`,
+    /// `lock_stat`) is ours.
+    fn claimed(
+        &self,
+        paths: &QueuePaths,
+        k: &Known,
+        who: &str,
+        lock_data: &[u8],
+        lock_stat: &zk::Stat,
+        record: Option<JobRecord>,
+    ) -> Attempt {
+        let held = LockBody::parse(lock_data);
         self.inner
             .cache
             .saw_lock(&paths.queue, &k.znode, held.deadline_ms);
@@ -288,7 +321,7 @@ impl ZooKeeperBoard {
             0 => self.inner.opts.default_max_attempts,
             n => n,
         };
-        Ok(Attempt::Claimed(Box::new(Claimed {
+        Attempt::Claimed(Box::new(Claimed {
             lease: Lease {
                 queue: paths.queue.clone(),
                 job: JobId(k.uuid.clone()),
@@ -303,7 +336,7 @@ impl ZooKeeperBoard {
             max_attempts,
             priority: k.priority,
             suspect: false,
-        })))
+        }))
     }
 
     /// Deletes the lock `stat` of our own claim on `k` that cannot be handed

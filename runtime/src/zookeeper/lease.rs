@@ -1,4 +1,5 @@
-//! extend, consume, abandon and trash: the verbs that take a [`Lease`].
+//! Checking a [`Lease`] and the machinery shared by the verbs that take one
+//! (extend, consume, abandon and trash, each in a file of its own).
 //!
 //! Each first checks the lease against the lock znode, as taskflow checks
 //! the owner: the lock must exist, name the lease's owner, be the very
@@ -8,22 +9,18 @@
 //! transaction deletes the lock at the version checked (see `finish`), so
 //! a lease that changes in between is refused, never half-applied.
 
-use std::time::Duration;
-
 use zookeeper_client as zk;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::{Abandon, JobState, Lease};
+use crate::job::Lease;
 use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::posting;
-use crate::zookeeper::record::{Ending, JobRecord, LockBody};
-use crate::zookeeper::retention::hour_of;
-use crate::zookeeper::session::{is_definite, local_ms, PERSISTENT};
+use crate::zookeeper::record::{JobRecord, LockBody};
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Tries of a verb whose transaction lost a race (each re-checks the lease).
-const TRIES: usize = 4;
+pub(super) const TRIES: usize = 4;
 
 /// A lease found held, with what the ending transactions need.
 pub(crate) struct Held {
@@ -47,7 +44,7 @@ impl Held {
     /// The job's record as of this lease (a new one for a job posted by
     /// taskflow), naming the job znode and this claim's token, and the
     /// version to write it at (`None`: create).
-    fn record(&self, default_max_attempts: u32) -> (JobRecord, Option<i32>) {
+    pub(super) fn record(&self, default_max_attempts: u32) -> (JobRecord, Option<i32>) {
         let (mut record, version) = match &self.record {
             Some((r, v)) => (r.clone(), Some(*v)),
             None => {
@@ -150,226 +147,8 @@ impl ZooKeeperBoard {
         })
     }
 
-    /// extend: moves the lease deadline in the lock body (version-checked).
-    pub(crate) async fn extend_lease(&self, lease: &Lease, expiry: Duration) -> Result<()> {
-        let paths = self.paths(&lease.queue)?;
-        let what = format!(
-            "cannot extend the lease on job {} in queue {}",
-            lease.job, lease.queue
-        );
-        for _ in 0..TRIES {
-            let held = self.held(&paths, lease).await?;
-            let lease_ms = (expiry.as_millis() as i64).max(1);
-            let mut body = held.lock.clone();
-            body.deadline_ms = Some(self.now_ms() + lease_ms);
-            body.lease_ms = Some(lease_ms);
-            let client = self.client(&what).await?;
-            let sent = local_ms();
-            match self.set_lock(&client, &paths, &held, &body).await {
-                Ok(mtime) => {
-                    self.session().clock.sample(mtime, sent, local_ms());
-                    self.inner
-                        .cache
-                        .saw_lock(&paths.queue, &held.znode, body.deadline_ms);
-                    return Ok(());
-                }
-                // Changed meanwhile: the next check tells whether it is ours.
-                Err(zk::Error::BadVersion | zk::Error::NoNode) => continue,
-                Err(e) if is_definite(&e) => return Err(self.session().error(&what, &e)),
-                // Unknown outcome: check and extend again (idempotent).
-                Err(e) => {
-                    tracing::warn!(job = %lease.job, queue = %lease.queue, error = %e, "extend outcome unknown")
-                }
-            }
-        }
-        Err(self.keeps_changing(&what))
-    }
-
-    /// Writes `body` to the lock of `held`, at the lock's version read and,
-    /// when the job has a record, only if the record is unchanged too: a
-    /// recovery of the lease rewrites the record, and a lock made again
-    /// since has the same version as the one read. Returns the write's
-    /// server time (ms; 0 when unknown).
-    async fn set_lock(
-        &self,
-        client: &zk::Client,
-        paths: &QueuePaths,
-        held: &Held,
-        body: &LockBody,
-    ) -> Result<i64, zk::Error> {
-        let lock = paths.lock(&held.znode);
-        let version = Some(held.lock_stat.version);
-        let Some((_, record_version)) = &held.record else {
-            return client
-                .set_data(&lock, &body.to_bytes(), version)
-                .await
-                .map(|s| s.mtime);
-        };
-        let mut w = client.new_check_writer(&paths.record(&held.uuid), Some(*record_version))?;
-        w.add_set_data(&lock, &body.to_bytes(), version)?;
-        match w.commit().await {
-            Ok(results) => Ok(match results.first() {
-                Some(zk::MultiWriteResult::SetData { stat }) => stat.mtime,
-                _ => 0,
-            }),
-            Err(zk::CheckWriteError::CheckFailed { .. }) => Err(zk::Error::BadVersion),
-            Err(zk::CheckWriteError::OperationFailed { source, .. }) => Err(source),
-            Err(zk::CheckWriteError::RequestFailed { source }) => Err(source),
-        }
-    }
-
-    /// consume: deletes lock and job; the record says completed (with a
-    /// history entry) or goes when no history is kept.
-    pub(crate) async fn consume_lease(&self, lease: &Lease) -> Result<()> {
-        let paths = self.paths(&lease.queue)?;
-        let what = format!("cannot consume job {} in queue {}", lease.job, lease.queue);
-        let keep = self.inner.opts.history_count > 0;
-        let mut history = keep;
-        for _ in 0..TRIES {
-            let held = self.held(&paths, lease).await?;
-            let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
-            let now = self.now_ms();
-            record.ending = Ending::Completed;
-            record.finished_ms = Some(now);
-            record.run_at_ms = 0;
-            let hour = hour_of(now);
-            let finish = Finish {
-                paths: &paths,
-                znode: &held.znode,
-                uuid: lease.job.as_str(),
-                lock_version: held.lock_stat.version,
-                job_version: held.job_stat.version,
-                record,
-                record_version,
-                drop_record: !keep,
-            };
-            let how = How::Consume {
-                history: history.then_some(hour),
-            };
-            let client = self.client(&what).await?;
-            match self.finish(&client, &finish, &how).await {
-                Ok(()) => {
-                    self.inner.cache.forget(&paths.queue, &held.znode);
-                    self.drop_stale_delay(&paths, &held, None);
-                    if history {
-                        self.count_consumed(&paths.queue);
-                    }
-                    return Ok(());
-                }
-                Err(Failed::NoBucket) => {
-                    let bucket = paths.history_bucket(hour);
-                    if let Err(e) = client.mkdir(&bucket, PERSISTENT).await {
-                        return Err(self.session().error(&what, &e));
-                    }
-                }
-                // The id was consumed before within the hour (posted again).
-                Err(Failed::HistoryTaken) => history = false,
-                Err(Failed::NoParent) => self.remake(&paths).await?,
-                Err(Failed::Refused(e)) => return Err(self.session().error(&what, &e)),
-                Err(Failed::Unknown(e)) => {
-                    tracing::warn!(job = %lease.job, queue = %lease.queue, error = %e, "consume outcome unknown; checking");
-                    if self.landed(&finish, &held, &how).await? {
-                        self.inner.cache.forget(&paths.queue, &held.znode);
-                        return Ok(());
-                    }
-                }
-                // Raced: the next check tells.
-                Err(_) => {}
-            }
-        }
-        Err(self.keeps_changing(&what))
-    }
-
-    /// abandon: the lock goes; a counted retry updates the record and
-    /// schedules the job, or trashes it once its attempts are used up.
-    pub(crate) async fn abandon_lease(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
-        let paths = self.paths(&lease.queue)?;
-        let what = format!("cannot abandon job {} in queue {}", lease.job, lease.queue);
-        let mut trash_suffix = false;
-        for _ in 0..TRIES {
-            let held = self.held(&paths, lease).await?;
-            let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
-            let now = self.now_ms();
-            let (ending, state) = match &how {
-                Abandon::Release => {
-                    // Claimable at once: a retry time left from an earlier
-                    // try must not make it show as scheduled.
-                    record.run_at_ms = 0;
-                    (How::Release { delayed: None }, JobState::Ready)
-                }
-                Abandon::Retry { delay, error } => {
-                    record.attempts += 1;
-                    record.fail(error);
-                    let max = match record.max_attempts {
-                        0 => self.inner.opts.default_max_attempts,
-                        n => n,
-                    };
-                    if record.attempts >= max {
-                        record.ending = Ending::Trashed;
-                        record.finished_ms = Some(now);
-                        record.fail(&format!(
-                            "{error} (attempts exhausted: {} of {max})",
-                            record.attempts
-                        ));
-                        let trash_name = trash_name(&held, trash_suffix);
-                        (
-                            How::Trash {
-                                posting: held.posting.clone(),
-                                trash_name,
-                            },
-                            JobState::Trashed,
-                        )
-                    } else if delay.is_zero() {
-                        record.run_at_ms = 0;
-                        (How::Release { delayed: None }, JobState::Ready)
-                    } else {
-                        let at = now + (delay.as_millis() as i64).max(1);
-                        record.run_at_ms = at;
-                        (How::Release { delayed: Some(at) }, JobState::Scheduled)
-                    }
-                }
-            };
-            match self
-                .end_claim(&paths, &held, record, record_version, &ending, &what)
-                .await?
-            {
-                Ended::Done => return Ok(state),
-                Ended::TrashTaken => trash_suffix = true,
-                Ended::Retry => {}
-            }
-        }
-        Err(self.keeps_changing(&what))
-    }
-
-    /// trash: the posting moves to the trash, with `reason` in the record.
-    pub(crate) async fn trash_lease(&self, lease: &Lease, reason: &str) -> Result<()> {
-        let paths = self.paths(&lease.queue)?;
-        let what = format!("cannot trash job {} in queue {}", lease.job, lease.queue);
-        let mut suffix = false;
-        for _ in 0..TRIES {
-            let held = self.held(&paths, lease).await?;
-            let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
-            record.ending = Ending::Trashed;
-            record.finished_ms = Some(self.now_ms());
-            record.fail(reason);
-            let how = How::Trash {
-                posting: held.posting.clone(),
-                trash_name: trash_name(&held, suffix),
-            };
-            match self
-                .end_claim(&paths, &held, record, record_version, &how, &what)
-                .await?
-            {
-                Ended::Done => return Ok(()),
-                Ended::TrashTaken => suffix = true,
-                Ended::Retry => {}
-            }
-        }
-        Err(self.keeps_changing(&what))
-    }
-
     /// Commits the end of a held claim.
-    async fn end_claim(
+    pub(super) async fn end_claim(
         &self,
         paths: &QueuePaths,
         held: &Held,
@@ -431,7 +210,7 @@ impl ZooKeeperBoard {
     /// once its claim ended, the entry goes unless it is the new one
     /// (`keep`), in the background (a stale entry only delays the job until
     /// its time).
-    fn drop_stale_delay(&self, paths: &QueuePaths, held: &Held, keep: Option<i64>) {
+    pub(super) fn drop_stale_delay(&self, paths: &QueuePaths, held: &Held, keep: Option<i64>) {
         let old = held.record.as_ref().map(|(r, _)| r.run_at_ms);
         let Some(at) = old.filter(|at| *at > self.now_ms() && Some(*at) != keep) else {
             return;
@@ -451,7 +230,7 @@ impl ZooKeeperBoard {
     /// A missing lock alone proves nothing (the lease may have expired and
     /// been recovered, or the session lost): when this says false, the
     /// caller checks the lease again, which reports how it was lost.
-    async fn landed(&self, f: &Finish<'_>, held: &Held, how: &How) -> Result<bool> {
+    pub(super) async fn landed(&self, f: &Finish<'_>, held: &Held, how: &How) -> Result<bool> {
         let paths = f.paths;
         let what = format!("cannot check job {} of queue {}", held.uuid, paths.queue);
         let mut reads = self
@@ -482,13 +261,13 @@ impl ZooKeeperBoard {
         })
     }
 
-    fn keeps_changing(&self, what: &str) -> Error {
+    pub(super) fn keeps_changing(&self, what: &str) -> Error {
         Error::unavailable(format!("{what}: the job keeps changing under us; try again"))
     }
 }
 
 /// What committing the end of a claim did.
-enum Ended {
+pub(super) enum Ended {
     /// Committed.
     Done,
     /// Check the lease again and retry.
@@ -499,7 +278,7 @@ enum Ended {
 
 /// The trash copy's name: the job znode's, or with the lock's zxid when a
 /// copy of that name is already there (the jobs path was made again).
-fn trash_name(held: &Held, suffixed: bool) -> String {
+pub(super) fn trash_name(held: &Held, suffixed: bool) -> String {
     if suffixed {
         format!("{}-{}", held.znode, held.lock_stat.czxid)
     } else {

@@ -15,14 +15,10 @@ use zookeeper_client as zk;
 use crate::board::ReapReport;
 use crate::error::Result;
 use crate::zookeeper::cache::{Known, Snapshot, READ_BATCH};
-use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::{Ending, JobRecord, LockBody};
 use crate::zookeeper::session::PERSISTENT;
 use crate::zookeeper::ZooKeeperBoard;
-
-/// Tries of a transaction that lost a race on the job's record.
-const RECORD_TRIES: usize = 4;
 
 /// Leases recovered by one pass.
 #[derive(Debug, Default)]
@@ -171,125 +167,6 @@ impl ZooKeeperBoard {
             }
         }
         Ok((back, trashed))
-    }
-
-    /// Deletes the lock of `k` (if it is still the very lock read,
-    /// `lock_stat`, and its body still passes `still`) and counts an attempt
-    /// with `reason`, or trashes the job when its attempts are used up, in
-    /// one transaction.
-    ///
-    /// Two claimers may recover the same lease at once. A lock made again
-    /// after a recovery has version 0 like the one recovered, so the
-    /// transaction's version check cannot tell them apart; the job's record
-    /// can: every recovery rewrites it (at the version read). So the record
-    /// is read before the lock, and the transaction writes the record at
-    /// that version: a recovery that landed after our record read fails
-    /// ours; one that landed before it deleted the lock, so our lock read
-    /// finds it gone, or finds the new claim's lock (another creation zxid).
-    async fn take_back(
-        &self,
-        paths: &QueuePaths,
-        k: &Known,
-        lock_stat: &zk::Stat,
-        still: impl Fn(&LockBody) -> bool,
-        reason: &str,
-    ) -> Result<Stall> {
-        let what = format!(
-            "cannot recover the lease on job {} in queue {}",
-            k.uuid, paths.queue
-        );
-        self.ensure_queue(paths).await?;
-        let mut trash_name = k.znode.clone();
-        for _ in 0..RECORD_TRIES {
-            let (mut record, record_version) = match self.read_record(paths, &k.uuid).await? {
-                Some((r, v)) => (r, Some(v)),
-                None => (fresh_record(k, self.inner.opts.default_max_attempts), None),
-            };
-            let lock_path = paths.lock(&k.znode);
-            let lock = self
-                .read(&what, |client| {
-                    let lock_path = lock_path.clone();
-                    async move { client.get_data(&lock_path).await }
-                })
-                .await?;
-            let lock_stat = match lock {
-                Ok((data, stat)) if stat.czxid == lock_stat.czxid && still(&LockBody::parse(&data)) => stat,
-                Ok(_) | Err(zk::Error::NoNode) => return Ok(Stall::Skipped),
-                Err(e) => return Err(self.session().error(&what, &e)),
-            };
-            let lock_stat = &lock_stat;
-            record.job = Some(k.znode.clone());
-            record.attempts += 1;
-            record.token = lock_stat.czxid as u64;
-            record.fail(reason);
-            let max = match record.max_attempts {
-                0 => self.inner.opts.default_max_attempts,
-                n => n,
-            };
-            let client = self.client(&what).await?;
-            let how = if record.attempts >= max {
-                let posting = match client.get_data(&paths.job(&k.znode)).await {
-                    Ok((data, _)) => data,
-                    Err(zk::Error::NoNode) => return Ok(Stall::Skipped),
-                    Err(e) => return Err(self.session().error(&what, &e)),
-                };
-                record.ending = Ending::Trashed;
-                record.finished_ms = Some(self.now_ms());
-                record.fail(&format!(
-                    "{reason} (attempts exhausted: {} of {max})",
-                    record.attempts
-                ));
-                How::Trash {
-                    posting,
-                    trash_name: trash_name.clone(),
-                }
-            } else {
-                How::Release { delayed: None }
-            };
-            let finish = Finish {
-                paths,
-                znode: &k.znode,
-                uuid: &k.uuid,
-                lock_version: lock_stat.version,
-                job_version: k.version,
-                record,
-                record_version,
-                drop_record: false,
-            };
-            let done = if matches!(how, How::Trash { .. }) {
-                Stall::Trashed
-            } else {
-                Stall::Back
-            };
-            match self.finish(&client, &finish, &how).await {
-                Ok(()) => {
-                    // The lease is over: a lock seen there later is another one.
-                    self.inner.cache.unlock(&paths.queue, &k.znode);
-                    if done == Stall::Trashed {
-                        self.inner.cache.forget(&paths.queue, &k.znode);
-                    }
-                    return Ok(done);
-                }
-                // The lock changed (extended, released, recovered) or the
-                // job went meanwhile.
-                Err(Failed::Lock | Failed::Job) => return Ok(Stall::Skipped),
-                Err(Failed::TrashTaken) => trash_name = format!("{}-{}", k.znode, lock_stat.czxid),
-                Err(Failed::NoParent) => self.remake(paths).await?,
-                Err(Failed::Record | Failed::NoBucket | Failed::HistoryTaken | Failed::DelayedTaken) => {}
-                Err(Failed::Refused(e)) => return Err(self.session().error(&what, &e)),
-                Err(Failed::Unknown(e)) => {
-                    tracing::warn!(job = %k.uuid, queue = %paths.queue, error = %e, "recovery outcome unknown; checking");
-                    let lock = paths.lock(&k.znode);
-                    match self.client(&what).await?.get_data(&lock).await {
-                        Ok((_, stat))
-                            if stat.czxid == lock_stat.czxid && stat.version == lock_stat.version => {}
-                        Ok(_) | Err(zk::Error::NoNode) => return Ok(done),
-                        Err(e) => return Err(self.session().error(&what, &e)),
-                    }
-                }
-            }
-        }
-        Ok(Stall::Skipped)
     }
 
     /// Promotes due jobs, recovers expired leases, indexes jobs posted by

@@ -1,0 +1,193 @@
+//! Taking one claim back (an expired lease, a dead worker's claim): the lock
+//! deleted and an attempt counted, or the job trashed once its attempts are
+//! used up, in one transaction that loses to any concurrent change.
+
+use zookeeper_client as zk;
+
+use crate::error::Result;
+use crate::zookeeper::cache::Known;
+use crate::zookeeper::finish::{Failed, Finish, How};
+use crate::zookeeper::paths::QueuePaths;
+use crate::zookeeper::record::{Ending, JobRecord, LockBody};
+use crate::zookeeper::recover::{fresh_record, Stall};
+use crate::zookeeper::ZooKeeperBoard;
+
+/// Tries of a transaction that lost a race on the job's record.
+const RECORD_TRIES: usize = 4;
+
+impl ZooKeeperBoard {
+    /// Deletes the lock of `k` (if it is still the very lock read,
+    /// `lock_stat`, and its body still passes `still`) and counts an attempt
+    /// with `reason`, or trashes the job when its attempts are used up, in
+    /// one transaction.
+    ///
+    /// Two claimers may recover the same lease at once. A lock made again
+    /// after a recovery has version 0 like the one recovered, so the
+    /// transaction's version check cannot tell them apart; the job's record
+    /// can: every recovery rewrites it (at the version read). So the record
+    /// is read before the lock, and the transaction writes the record at
+    /// that version: a recovery that landed after our record read fails
+    /// ours; one that landed before it deleted the lock, so our lock read
+    /// finds it gone, or finds the new claim's lock (another creation zxid).
+    pub(super) async fn take_back(
+        &self,
+        paths: &QueuePaths,
+        k: &Known,
+        lock_stat: &zk::Stat,
+        still: impl Fn(&LockBody) -> bool,
+        reason: &str,
+    ) -> Result<Stall> {
+        let what = format!(
+            "cannot recover the lease on job {} in queue {}",
+            k.uuid, paths.queue
+        );
+        self.ensure_queue(paths).await?;
+        let mut trash_name = k.znode.clone();
+        for _ in 0..RECORD_TRIES {
+            let (mut record, record_version) = match self.read_record(paths, &k.uuid).await? {
+                Some((r, v)) => (r, Some(v)),
+                None => (fresh_record(k, self.inner.opts.default_max_attempts), None),
+            };
+            let Some(lock_stat) = self.lock_still(paths, k, lock_stat, &still, &what).await? else {
+                return Ok(Stall::Skipped);
+            };
+            let lock_stat = &lock_stat;
+            let max = self.count_attempt(&mut record, k, lock_stat, reason);
+            let client = self.client(&what).await?;
+            let how = if record.attempts >= max {
+                let Some(posting) = self.job_posting(&client, paths, k, &what).await? else {
+                    return Ok(Stall::Skipped);
+                };
+                self.exhaust(&mut record, reason, max);
+                How::Trash {
+                    posting,
+                    trash_name: trash_name.clone(),
+                }
+            } else {
+                How::Release { delayed: None }
+            };
+            let finish = Finish {
+                paths,
+                znode: &k.znode,
+                uuid: &k.uuid,
+                lock_version: lock_stat.version,
+                job_version: k.version,
+                record,
+                record_version,
+                drop_record: false,
+            };
+            let done = if matches!(how, How::Trash { .. }) {
+                Stall::Trashed
+            } else {
+                Stall::Back
+            };
+            match self.finish(&client, &finish, &how).await {
+                Ok(()) => {
+                    // The lease is over: a lock seen there later is another one.
+                    self.inner.cache.unlock(&paths.queue, &k.znode);
+                    if done == Stall::Trashed {
+                        self.inner.cache.forget(&paths.queue, &k.znode);
+                    }
+                    return Ok(done);
+                }
+                // The lock changed (extended, released, recovered) or the
+                // job went meanwhile.
+                Err(Failed::Lock | Failed::Job) => return Ok(Stall::Skipped),
+                Err(Failed::TrashTaken) => trash_name = format!("{}-{}", k.znode, lock_stat.czxid),
+                Err(Failed::NoParent) => self.remake(paths).await?,
+                Err(Failed::Record | Failed::NoBucket | Failed::HistoryTaken | Failed::DelayedTaken) => {}
+                Err(Failed::Refused(e)) => return Err(self.session().error(&what, &e)),
+                Err(Failed::Unknown(e)) => {
+                    tracing::warn!(job = %k.uuid, queue = %paths.queue, error = %e, "recovery outcome unknown; checking");
+                    if !self.lock_unchanged(paths, k, lock_stat, &what).await? {
+                        return Ok(done);
+                    }
+                }
+            }
+        }
+        Ok(Stall::Skipped)
+    }
+
+    /// Reads the lock of `k` again: its stat while it is still the lock
+    /// `lock_stat` and its body passes `still`, `None` once it changed or
+    /// went.
+    async fn lock_still(
+        &self,
+        paths: &QueuePaths,
+        k: &Known,
+        lock_stat: &zk::Stat,
+        still: &impl Fn(&LockBody) -> bool,
+        what: &str,
+    ) -> Result<Option<zk::Stat>> {
+        let lock_path = paths.lock(&k.znode);
+        let lock = self
+            .read(what, |client| {
+                let lock_path = lock_path.clone();
+                async move { client.get_data(&lock_path).await }
+            })
+            .await?;
+        match lock {
+            Ok((data, stat)) if stat.czxid == lock_stat.czxid && still(&LockBody::parse(&data)) => {
+                Ok(Some(stat))
+            }
+            Ok(_) | Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(self.session().error(what, &e)),
+        }
+    }
+
+    /// Counts the recovery of the lease `lock_stat` in `record` as an
+    /// attempt that failed for `reason`; returns the job's most attempts.
+    fn count_attempt(&self, record: &mut JobRecord, k: &Known, lock_stat: &zk::Stat, reason: &str) -> u32 {
+        record.job = Some(k.znode.clone());
+        record.attempts += 1;
+        record.token = lock_stat.czxid as u64;
+        record.fail(reason);
+        match record.max_attempts {
+            0 => self.inner.opts.default_max_attempts,
+            n => n,
+        }
+    }
+
+    /// The posting of `k`, to move to the trash; `None` when the job is gone.
+    async fn job_posting(
+        &self,
+        client: &zk::Client,
+        paths: &QueuePaths,
+        k: &Known,
+        what: &str,
+    ) -> Result<Option<Vec<u8>>> {
+        match client.get_data(&paths.job(&k.znode)).await {
+            Ok((data, _)) => Ok(Some(data)),
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(self.session().error(what, &e)),
+        }
+    }
+
+    /// Marks `record` trashed: its `max` attempts are used up.
+    fn exhaust(&self, record: &mut JobRecord, reason: &str, max: u32) {
+        record.ending = Ending::Trashed;
+        record.finished_ms = Some(self.now_ms());
+        record.fail(&format!(
+            "{reason} (attempts exhausted: {} of {max})",
+            record.attempts
+        ));
+    }
+
+    /// After an unknown outcome: true while the lock is still the one being
+    /// recovered (same creation zxid and version), i.e. the recovery did
+    /// not land.
+    async fn lock_unchanged(
+        &self,
+        paths: &QueuePaths,
+        k: &Known,
+        lock_stat: &zk::Stat,
+        what: &str,
+    ) -> Result<bool> {
+        let lock = paths.lock(&k.znode);
+        match self.client(what).await?.get_data(&lock).await {
+            Ok((_, stat)) if stat.czxid == lock_stat.czxid && stat.version == lock_stat.version => Ok(true),
+            Ok(_) | Err(zk::Error::NoNode) => Ok(false),
+            Err(e) => Err(self.session().error(what, &e)),
+        }
+    }
+}
