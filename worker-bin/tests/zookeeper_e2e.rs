@@ -107,18 +107,7 @@ async fn two_thousand_jobs_run_once_on_zookeeper_with_two_workers() {
         board.job_count(&q).await.unwrap() == 0
     })
     .await;
-    // The supervisor forks, so it must stay single-threaded: a ZooKeeper
-    // client in it would leave its I/O thread behind, and the workers it
-    // forks next would hang.
-    let threads = std::fs::read_dir(format!("/proc/{}/task", sup.pid()))
-        .unwrap()
-        .count();
-    assert_eq!(
-        threads,
-        1,
-        "the supervisor has {threads} threads; log:\n{}",
-        sup.log()
-    );
+    assert_single_threaded(&sup);
     sup.signal(libc::SIGTERM);
     assert!(sup.wait_exit(Duration::from_secs(30)).success(), "{}", sup.log());
     let runs = tally(&log);
@@ -210,9 +199,15 @@ async fn jobs_of_a_killed_worker_complete_exactly_once_elsewhere() {
         board.job_count(&q).await.unwrap() == 0
     })
     .await;
-    // The supervisor forks, so it must stay single-threaded: a ZooKeeper
-    // client in it would leave its I/O thread behind, and the workers it
-    // forks next would hang.
+    assert_single_threaded(&sup);
+    sup.signal(libc::SIGTERM);
+    assert!(sup.wait_exit(Duration::from_secs(30)).success(), "{}", sup.log());
+}
+
+/// The supervisor forks, so it must stay single-threaded: a ZooKeeper
+/// client in it would leave its I/O thread behind, and the workers it forks
+/// next would hang.
+fn assert_single_threaded(sup: &Supervisor) {
     let threads = std::fs::read_dir(format!("/proc/{}/task", sup.pid()))
         .unwrap()
         .count();
@@ -222,8 +217,6 @@ async fn jobs_of_a_killed_worker_complete_exactly_once_elsewhere() {
         "the supervisor has {threads} threads; log:\n{}",
         sup.log()
     );
-    sup.signal(libc::SIGTERM);
-    assert!(sup.wait_exit(Duration::from_secs(30)).success(), "{}", sup.log());
 }
 
 /// Runs the `jobworker` command line on `connect`; returns (exit code,
