@@ -29,6 +29,7 @@ pub use recovery::{Recovered, Recovery};
 pub use spec::BoardSpec;
 
 /// The error of a capability the ZooKeeper board does not offer (yet).
+#[cfg(feature = "zookeeper")]
 pub(crate) fn unsupported_on_zookeeper<T>(what: &str) -> crate::Result<T> {
     Err(crate::Error::unsupported(format!(
         "{what} is not supported on ZooKeeper (it needs the Redis board)"

@@ -100,14 +100,6 @@ fn init_logging(format: LogFormat) {
     };
 }
 
-/// This host's name (`localhost` when it cannot be read).
-pub fn hostname() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "localhost".into())
-}
-
 fn exit_code(e: &crate::Error) -> i32 {
     if e.is_invalid() || e.is_unsupported() {
         EXIT_USAGE

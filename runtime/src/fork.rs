@@ -2,10 +2,10 @@
 //! forked child before it becomes what it will be. The rest of the crate
 //! denies `unsafe_code`.
 
-use std::io;
-use std::os::unix::process::CommandExt;
-use std::process::Command;
+#[cfg(feature = "embedded")]
+use std::{io, os::unix::process::CommandExt, process::Command};
 
+#[cfg(feature = "embedded")]
 use nix::sys::signal::Signal;
 use nix::unistd::ForkResult;
 
@@ -23,6 +23,7 @@ pub(crate) fn fork_single_threaded() -> nix::Result<ForkResult> {
 /// Makes the process `cmd` spawns receive `signal` when this process dies,
 /// and refuse to start if this process is already gone, so that a private
 /// server never outlives its owner.
+#[cfg(feature = "embedded")]
 pub(crate) fn die_with_parent(cmd: &mut Command, signal: Signal) {
     let parent = std::process::id();
     // SAFETY: the closure runs in the forked child before exec and only

@@ -54,12 +54,14 @@ pub fn oslo_datetime(bytes: &[u8]) {
     );
 }
 
+#[cfg(feature = "zookeeper")]
 /// Decodes a taskflow JSON posting (ZooKeeper job znode) and, when it
 /// decodes, encodes it again and decodes that to the same posting.
 pub fn zookeeper_posting(bytes: &[u8]) {
     crate::zookeeper::fuzz_posting(bytes);
 }
 
+#[cfg(feature = "zookeeper")]
 /// Parses a ZooKeeper lock body (taskflow's `{"owner": …}` plus
 /// jobworker's lease), and a job record; neither may panic, and a parsed
 /// lock body must survive its own encoding.

@@ -12,11 +12,14 @@
 
 extern crate self as jobworker;
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod board;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod codec;
 pub mod console;
+#[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod error;
 #[allow(unsafe_code)]
@@ -25,6 +28,7 @@ mod fork;
 pub mod fuzzing;
 pub mod handler;
 pub mod job;
+#[cfg(feature = "embedded")]
 pub mod local;
 pub mod recurring;
 pub mod redis;
@@ -32,6 +36,7 @@ pub mod schedule;
 pub mod stats;
 pub mod supervisor;
 pub mod worker;
+#[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
 pub use board::{AnyBoard, Board, BoardSpec};

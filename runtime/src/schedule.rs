@@ -28,15 +28,16 @@
 //! zones altogether.
 
 use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::DateTime;
-use chrono_tz::Tz;
-use croner::parser::{CronParser, Seconds, Year};
-use croner::Cron;
-
 use crate::error::{Error, Result};
+
+#[cfg(feature = "cron")]
+#[path = "schedule/cron.rs"]
+mod cron;
+#[cfg(not(feature = "cron"))]
+#[path = "schedule/cron_off.rs"]
+mod cron;
 
 /// The most slots [`due_slots`] returns at once, whatever backlog is asked.
 ///
@@ -46,7 +47,7 @@ const MAX_DUE_SLOTS: u32 = 10_000;
 
 /// The value [`due_slots`] returns as the next slot of a rule that has none
 /// (a cron rule past its last match, or an interval past the end of time).
-const NEVER: i64 = i64::MAX;
+pub(crate) const NEVER: i64 = i64::MAX;
 
 /// How a recurring job repeats.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,18 +96,16 @@ impl Rule {
     /// when either is not understood, or when the expression can never match
     /// (such as February 30th).
     pub fn cron(expr: &str, tz: &str) -> Result<Rule> {
-        let zone = parse_tz(tz)?;
         let expr = expr.split_whitespace().collect::<Vec<_>>().join(" ");
-        let cron = parse_cron(&expr)?;
+        let compiled = cron::Compiled::new(&expr, tz)?;
         // A pattern that never matches (`0 0 30 2 *`) is caught here rather
         // than silently never running.
-        let probe = zoned(zone, 0);
-        if probe.is_none_or(|at| cron.find_next_occurrence(&at, false).is_err()) {
+        if !compiled.ever_matches() {
             return Err(Error::invalid(format!("cron expression '{expr}' never matches")));
         }
         Ok(Rule::Cron {
             expr,
-            tz: zone.name().to_owned(),
+            tz: compiled.zone_name(),
         })
     }
 
@@ -120,11 +119,7 @@ impl Rule {
     pub fn next_after(&self, after_ms: i64) -> Option<i64> {
         match self {
             Rule::Every { interval } => after_ms.checked_add(interval_ms(*interval)),
-            Rule::Cron { expr, tz } => {
-                let cron = parse_cron(expr).ok()?;
-                let zone = parse_tz(tz).ok()?;
-                cron_next_after(&cron, zone, after_ms)
-            }
+            Rule::Cron { expr, tz } => cron::Compiled::new(expr, tz).ok()?.next_after(after_ms),
         }
     }
 
@@ -204,12 +199,12 @@ pub fn due_slots(rule: &Rule, next_ms: i64, now_ms: i64, backlog: u32) -> (Vec<i
     match rule {
         Rule::Every { interval } => every_due(interval_ms(*interval), next_ms, now_ms, keep),
         Rule::Cron { expr, tz } => {
-            let (Ok(cron), Ok(zone)) = (parse_cron(expr), parse_tz(tz)) else {
+            let Ok(compiled) = cron::Compiled::new(expr, tz) else {
                 // An invalid rule cannot be built through `Rule::cron`; run
                 // the slot that was scheduled and stop there.
                 return (vec![next_ms], NEVER);
             };
-            cron_due(&cron, zone, next_ms, now_ms, keep)
+            compiled.due(next_ms, now_ms, keep)
         }
     }
 }
@@ -231,76 +226,13 @@ fn every_due(step: i64, next_ms: i64, now_ms: i64, keep: usize) -> (Vec<i64>, i6
     (due, new_next)
 }
 
-/// [`due_slots`] for a cron rule: the latest `keep` slots in (next_ms,
-/// now_ms], found walking backwards from now_ms, with next_ms itself counted
-/// as the oldest slot.
-fn cron_due(cron: &Cron, zone: Tz, next_ms: i64, now_ms: i64, keep: usize) -> (Vec<i64>, i64) {
-    let mut due = Vec::new();
-    // Cron slots are whole seconds: the latest one at or before now_ms is at
-    // or before the start of now_ms's second.
-    let mut cursor = zoned(zone, now_ms.div_euclid(1000) * 1000);
-    let mut inclusive = true;
-    while due.len() < keep {
-        let Some(at) = cursor.as_ref() else { break };
-        let Ok(slot) = cron.find_previous_occurrence(at, inclusive) else {
-            break;
-        };
-        let slot_ms = slot.timestamp_millis();
-        if slot_ms <= next_ms {
-            break;
-        }
-        due.push(slot_ms);
-        cursor = Some(slot);
-        inclusive = false;
-    }
-    if due.len() < keep {
-        due.push(next_ms);
-    }
-    due.reverse();
-    let new_next = cron_next_after(cron, zone, now_ms).unwrap_or(NEVER);
-    (due, new_next)
-}
-
-/// The first slot of `cron` in `zone` strictly after `after_ms`.
-fn cron_next_after(cron: &Cron, zone: Tz, after_ms: i64) -> Option<i64> {
-    // Slots are whole seconds, so the first one after the start of
-    // after_ms's second is also the first one after after_ms.
-    let start = zoned(zone, after_ms.div_euclid(1000) * 1000)?;
-    let next = cron.find_next_occurrence(&start, false).ok()?;
-    Some(next.timestamp_millis())
-}
-
-/// The instant `ms` (since the Unix epoch) on `zone`'s clock, if representable.
-fn zoned(zone: Tz, ms: i64) -> Option<DateTime<Tz>> {
-    DateTime::from_timestamp_millis(ms).map(|utc| utc.with_timezone(&zone))
-}
-
-/// Parses an IANA time zone name.
-fn parse_tz(tz: &str) -> Result<Tz> {
-    Tz::from_str(tz).map_err(|_| Error::invalid(format!("unknown time zone '{tz}'")))
-}
-
-/// Parses a cron expression: 5 fields, or 6 with seconds first; no year field.
-fn parse_cron(expr: &str) -> Result<Cron> {
-    if expr.trim().is_empty() {
-        return Err(Error::invalid("invalid cron expression '': it is empty"));
-    }
-    CronParser::builder()
-        .seconds(Seconds::Optional)
-        .year(Year::Disallowed)
-        .build()
-        .parse(expr)
-        .map_err(|e| {
-            let why = e.to_string().to_lowercase();
-            let why = why.trim_end_matches('.');
-            Error::invalid(format!("invalid cron expression '{expr}': {why}"))
-        })
-}
-
-#[cfg(test)]
+#[cfg(all(test, feature = "cron"))]
 mod tests {
     use super::*;
     use chrono::{NaiveDate, TimeZone, Utc};
+    use chrono_tz::Tz;
+
+    use super::cron::zoned;
 
     const SEC: i64 = 1_000;
     const MIN: i64 = 60 * SEC;

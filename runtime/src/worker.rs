@@ -16,3 +16,12 @@ pub use config::{WorkerConfig, DEFAULT_EXPIRY, DEFAULT_GRACE, DEFAULT_INTERVAL};
 
 pub use run::{run_worker, WorkerExit, EXIT_CANNOT_START, EXIT_STUCK};
 pub use sandbox::Sandbox;
+
+/// This host's name (`localhost` when it cannot be read), as workers
+/// record it in their owner strings and registry entries.
+pub(crate) fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}

@@ -14,12 +14,14 @@ use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, 
 use crate::recurring::{RecurringInfo, RecurringJob};
 use crate::redis::RedisBoard;
 use crate::stats::QueueStats;
+#[cfg(feature = "zookeeper")]
 use crate::zookeeper::ZooKeeperBoard;
 
 macro_rules! dispatch {
     ($self:ident, $b:ident => $call:expr) => {
         match $self {
             AnyBoard::Redis($b) => $call.await,
+            #[cfg(feature = "zookeeper")]
             AnyBoard::ZooKeeper($b) => $call.await,
         }
     };
@@ -34,6 +36,7 @@ pub enum AnyBoard {
     /// The Redis backend.
     Redis(RedisBoard),
     /// The ZooKeeper backend.
+    #[cfg(feature = "zookeeper")]
     ZooKeeper(ZooKeeperBoard),
 }
 
@@ -43,6 +46,7 @@ impl AnyBoard {
     pub fn as_redis(&self) -> Option<&RedisBoard> {
         match self {
             AnyBoard::Redis(b) => Some(b),
+            #[cfg(feature = "zookeeper")]
             AnyBoard::ZooKeeper(_) => None,
         }
     }

@@ -6,10 +6,8 @@
 //! hang), so the supervisor does not talk to ZooKeeper at all: the next
 //! worker it forks gives a dead worker's claims back.
 
-use std::collections::HashMap;
-
 use crate::board::{BoardSpec, QueueCounts, Recovered};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::redis::SyncBoard;
 
 /// A board with blocking calls, for the supervisor (see the module docs).
@@ -19,6 +17,7 @@ pub(crate) enum BlockingBoard {
     /// A blocking Redis connection.
     Redis(SyncBoard),
     /// A ZooKeeper board, which the supervisor does not reach itself.
+    #[cfg(feature = "zookeeper")]
     ZooKeeper,
 }
 
@@ -27,6 +26,7 @@ impl BlockingBoard {
     pub(crate) fn connect(spec: &BoardSpec) -> Result<BlockingBoard> {
         Ok(match spec {
             BoardSpec::Redis(o) => BlockingBoard::Redis(SyncBoard::connect(o.clone())?),
+            #[cfg(feature = "zookeeper")]
             BoardSpec::ZooKeeper(o) => {
                 o.validate()?;
                 BlockingBoard::ZooKeeper
@@ -36,10 +36,12 @@ impl BlockingBoard {
 
     /// The board's stored configuration (empty where the backend keeps
     /// none).
-    pub(crate) fn config(&mut self) -> Result<HashMap<String, String>> {
+    #[cfg(feature = "cli")]
+    pub(crate) fn config(&mut self) -> Result<std::collections::HashMap<String, String>> {
         match self {
             BlockingBoard::Redis(b) => b.config(),
-            BlockingBoard::ZooKeeper => Ok(HashMap::new()),
+            #[cfg(feature = "zookeeper")]
+            BlockingBoard::ZooKeeper => Ok(Default::default()),
         }
     }
 
@@ -55,6 +57,7 @@ impl BlockingBoard {
     ) -> Result<Option<Recovered>> {
         match self {
             BlockingBoard::Redis(b) => b.recover_owner(queue, owner, reason).map(Some),
+            #[cfg(feature = "zookeeper")]
             BlockingBoard::ZooKeeper => Ok(None),
         }
     }
@@ -63,7 +66,8 @@ impl BlockingBoard {
     pub(crate) fn counts(&mut self, queues: &[String]) -> Result<QueueCounts> {
         match self {
             BlockingBoard::Redis(b) => b.counts(queues),
-            BlockingBoard::ZooKeeper => Err(Error::unsupported(
+            #[cfg(feature = "zookeeper")]
+            BlockingBoard::ZooKeeper => Err(crate::Error::unsupported(
                 "--progress and --until-drained are not supported on ZooKeeper yet",
             )),
         }
@@ -74,6 +78,7 @@ impl BlockingBoard {
     pub(crate) fn remove_worker(&mut self, owner: &str) -> Result<()> {
         match self {
             BlockingBoard::Redis(b) => b.remove_worker(owner),
+            #[cfg(feature = "zookeeper")]
             BlockingBoard::ZooKeeper => Ok(()),
         }
     }

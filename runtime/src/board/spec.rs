@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::board::AnyBoard;
 use crate::error::Result;
 use crate::redis::{RedisBoard, RedisOptions};
+#[cfg(feature = "zookeeper")]
 use crate::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 
 /// Where a board is: the options to connect to it. Workers and the CLI
@@ -15,6 +16,7 @@ pub enum BoardSpec {
     /// A Redis board.
     Redis(RedisOptions),
     /// A ZooKeeper board.
+    #[cfg(feature = "zookeeper")]
     ZooKeeper(ZooKeeperOptions),
 }
 
@@ -23,6 +25,7 @@ impl BoardSpec {
     pub async fn connect(&self) -> Result<AnyBoard> {
         Ok(match self {
             BoardSpec::Redis(o) => AnyBoard::Redis(RedisBoard::with_options(o.clone()).await?),
+            #[cfg(feature = "zookeeper")]
             BoardSpec::ZooKeeper(o) => AnyBoard::ZooKeeper(ZooKeeperBoard::connect(o.clone()).await?),
         })
     }
@@ -31,6 +34,7 @@ impl BoardSpec {
     pub fn as_redis(&self) -> Option<&RedisOptions> {
         match self {
             BoardSpec::Redis(o) => Some(o),
+            #[cfg(feature = "zookeeper")]
             BoardSpec::ZooKeeper(_) => None,
         }
     }
@@ -41,6 +45,7 @@ impl BoardSpec {
     pub fn lease_horizon(&self, expiry: Duration) -> Duration {
         match self {
             BoardSpec::Redis(_) => expiry,
+            #[cfg(feature = "zookeeper")]
             BoardSpec::ZooKeeper(o) => expiry.min(o.session_timeout),
         }
     }
@@ -49,6 +54,7 @@ impl BoardSpec {
     pub fn backend(&self) -> &'static str {
         match self {
             BoardSpec::Redis(_) => "Redis",
+            #[cfg(feature = "zookeeper")]
             BoardSpec::ZooKeeper(_) => "ZooKeeper",
         }
     }

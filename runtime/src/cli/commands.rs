@@ -201,11 +201,7 @@ async fn abandon(board: &AnyBoard, a: &AbandonArgs, json: bool) -> Result<()> {
 
 /// `<host>:<pid>`, the owner string used when none is given.
 pub(crate) fn default_owner() -> String {
-    let host = nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "localhost".into());
-    format!("{host}:{}", std::process::id())
+    format!("{}:{}", crate::worker::hostname(), std::process::id())
 }
 
 /// `jobworker handlers`: the handlers linked into this binary.

@@ -148,7 +148,7 @@ fn describe(status: &WaitStatus) -> String {
 
 /// The owner string of slot `index`'s child: `host:supervisor:w<slot>:child`.
 fn owner_of(supervisor: Pid, index: usize, child: Pid) -> String {
-    format!("{}:{supervisor}:w{index}:{child}", crate::cli::hostname())
+    format!("{}:{supervisor}:w{index}:{child}", crate::worker::hostname())
 }
 
 impl Supervisor {

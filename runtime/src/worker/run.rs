@@ -183,7 +183,7 @@ impl Worker {
         let lost = events.clone();
         let info = WorkerInfo {
             owner: cfg.owner.clone(),
-            host: crate::cli::hostname(),
+            host: crate::worker::hostname(),
             pid: std::process::id(),
             slot: cfg.slot,
             queues: cfg.queues.clone(),
