@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
-use crate::board::{Admin, AnyBoard, Board, BoardSpec, Events, Presence, WorkerInfo};
+use crate::board::{Admin, AnyBoard, Board, BoardSpec, CancelStream, Events, Presence, WorkerInfo};
 use crate::error::{Error, Result};
 use crate::job::{JobId, Lease};
 
@@ -168,74 +168,101 @@ fn beat_thread(
                     cancels = b.cancels_of(&info.owner).await.ok().flatten();
                 }
             }
-            let snapshot: Vec<(LeaseKey, Lease, Instant)> = held
-                .lock()
-                .map(|h| {
-                    h.iter()
-                        .map(|(k, v)| (k.clone(), v.lease.clone(), v.confirmed))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for (key, lease, confirmed) in &snapshot {
-                let outcome = match &board {
-                    Some(b) => tokio::time::timeout(beat, b.extend(lease, expiry)).await.ok(),
-                    None => None,
-                };
-                match outcome {
-                    Some(Ok(())) => {
-                        if let Ok(mut h) = held.lock() {
-                            if let Some(entry) = h.get_mut(key) {
-                                entry.confirmed = Instant::now();
-                            }
-                        }
-                    }
-                    Some(Err(e)) if e.is_lease_over() => report_lost(&held, key, Lost::of(&e), &lost),
-                    failed => {
-                        // Unconfirmed: once the lease may have run out on the
-                        // server, someone else may hold the job.
-                        if confirmed.elapsed() + beat / 2 >= horizon {
-                            let why = Lost::Lease("could not extend it in time".into());
-                            report_lost(&held, key, why, &lost);
-                        } else if let Some(Err(e)) = failed {
-                            tracing::warn!(job = %lease.job, error = %e, "cannot extend lease; will retry");
-                        }
-                    }
-                }
-            }
+            let snapshot = extend_held(board.as_ref(), &held, expiry, beat, horizon, &lost).await;
             if let Some(b) = &board {
                 info.jobs = snapshot.iter().map(|(k, _, _)| k.0 .0.clone()).collect();
                 if let Err(e) = record_presence(b, &mut info).await {
                     tracing::debug!(error = %e, "cannot record worker presence");
                 }
             }
-            let mut slept = Duration::ZERO;
-            while slept < beat && !stop.load(Ordering::SeqCst) {
-                let Some(stream) = cancels.as_mut() else {
-                    tokio::time::sleep(STOP_POLL).await;
-                    slept += STOP_POLL;
-                    continue;
-                };
-                let started = Instant::now();
-                match tokio::time::timeout(STOP_POLL, stream.next()).await {
-                    Ok(Some(job)) => {
-                        let keys: Vec<LeaseKey> = held
-                            .lock()
-                            .map(|h| h.keys().filter(|k| k.0 .0 == job).cloned().collect())
-                            .unwrap_or_default();
-                        for key in keys {
-                            report_lost(&held, &key, Lost::Cancelled, &lost);
-                        }
-                    }
-                    Ok(None) => cancels = None,
-                    Err(_) => {}
-                }
-                slept += started.elapsed();
-            }
+            listen_for_cancels(&mut cancels, &held, beat, &stop, &lost).await;
         }
         if let Some(b) = &board {
             let _ = b.remove_worker(&info.owner).await;
         }
     });
+}
+
+/// Extends every held lease once (each bounded by `beat`); reports the
+/// leases refused, or unconfirmed for too long, as lost. Returns what was
+/// held.
+async fn extend_held(
+    board: Option<&AnyBoard>,
+    held: &HeldMap,
+    expiry: Duration,
+    beat: Duration,
+    horizon: Duration,
+    lost: &impl Fn(LeaseKey, Lost),
+) -> Vec<(LeaseKey, Lease, Instant)> {
+    let snapshot: Vec<(LeaseKey, Lease, Instant)> = held
+        .lock()
+        .map(|h| {
+            h.iter()
+                .map(|(k, v)| (k.clone(), v.lease.clone(), v.confirmed))
+                .collect()
+        })
+        .unwrap_or_default();
+    for (key, lease, confirmed) in &snapshot {
+        let outcome = match board {
+            Some(b) => tokio::time::timeout(beat, b.extend(lease, expiry)).await.ok(),
+            None => None,
+        };
+        match outcome {
+            Some(Ok(())) => {
+                if let Ok(mut h) = held.lock() {
+                    if let Some(entry) = h.get_mut(key) {
+                        entry.confirmed = Instant::now();
+                    }
+                }
+            }
+            Some(Err(e)) if e.is_lease_over() => report_lost(held, key, Lost::of(&e), lost),
+            failed => {
+                // Unconfirmed: once the lease may have run out on the
+                // server, someone else may hold the job.
+                if confirmed.elapsed() + beat / 2 >= horizon {
+                    let why = Lost::Lease("could not extend it in time".into());
+                    report_lost(held, key, why, &lost);
+                } else if let Some(Err(e)) = failed {
+                    tracing::warn!(job = %lease.job, error = %e, "cannot extend lease; will retry");
+                }
+            }
+        }
+    }
+    snapshot
+}
+
+/// Waits out one beat, stopping the handlers of jobs cancelled meanwhile
+/// (where the board announces cancels) and returning early on stop.
+async fn listen_for_cancels(
+    cancels: &mut Option<CancelStream>,
+    held: &HeldMap,
+    beat: Duration,
+    stop: &AtomicBool,
+    lost: &impl Fn(LeaseKey, Lost),
+) {
+    let mut slept = Duration::ZERO;
+    while slept < beat && !stop.load(Ordering::SeqCst) {
+        let Some(stream) = cancels.as_mut() else {
+            tokio::time::sleep(STOP_POLL).await;
+            slept += STOP_POLL;
+            continue;
+        };
+        let started = Instant::now();
+        match tokio::time::timeout(STOP_POLL, stream.next()).await {
+            Ok(Some(job)) => {
+                let keys: Vec<LeaseKey> = held
+                    .lock()
+                    .map(|h| h.keys().filter(|k| k.0 .0 == job).cloned().collect())
+                    .unwrap_or_default();
+                for key in keys {
+                    report_lost(held, &key, Lost::Cancelled, lost);
+                }
+            }
+            Ok(None) => *cancels = None,
+            Err(_) => {}
+        }
+        slept += started.elapsed();
+    }
 }
 
 /// Writes (or refreshes) the worker's registry entry, stamped with the

@@ -1,0 +1,59 @@
+//! The claim step of the worker loop: consume what finished and claim up
+//! to the free concurrency, in one round trip where the board can, then
+//! launch what was claimed.
+
+use crate::board::Board;
+use crate::error::Result;
+use crate::job::{Claimed, Lease};
+use crate::worker::heartbeat::key_of;
+use crate::worker::run::Worker;
+
+impl Worker {
+    /// Claims and launches; returns (more work may be waiting, the claim
+    /// failed).
+    pub(super) async fn claim_step(&mut self, queues: &[String]) -> (bool, bool) {
+        let free = self.cfg.concurrency - self.running.len();
+        match self.settle_and_claim(queues, free).await {
+            Ok(claimed) => {
+                let mut want_work = claimed.len() < free;
+                for c in claimed {
+                    if c.suspect {
+                        self.isolated = Some(key_of(&c.lease));
+                    }
+                    want_work |= !self.launch(c).await;
+                }
+                (want_work && self.isolated.is_none(), false)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "claim failed; retrying");
+                (false, true)
+            }
+        }
+    }
+
+    /// Consumes the finished jobs and claims up to `free` more.
+    async fn settle_and_claim(&mut self, queues: &[String], free: usize) -> Result<Vec<Claimed>> {
+        let q: Vec<&str> = queues.iter().map(String::as_str).collect();
+        let holding = self.running.len();
+        let (owner, expiry) = (&self.cfg.owner, self.cfg.expiry);
+        let done: Vec<Lease> = self.done.iter().map(|j| j.lease.clone()).collect();
+        if done.is_empty() {
+            return self.board.claim_holding(&q, owner, expiry, free, holding).await;
+        }
+        // Settle what finished and take what is next in one round trip.
+        let settled = self
+            .board
+            .consume_then_claim(&done, &q, owner, expiry, free, holding)
+            .await;
+        match settled {
+            Ok((consumed, claimed)) => {
+                self.log_consumed(consumed);
+                Ok(claimed)
+            }
+            Err(e) => {
+                self.flush_consumes().await;
+                Err(e)
+            }
+        }
+    }
+}

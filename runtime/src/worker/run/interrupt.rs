@@ -1,0 +1,113 @@
+//! Stopping handlers: a lost or cancelled lease, a timeout, a handler that
+//! will not stop, the end of the drain grace, and the signals that change
+//! the worker's mode.
+
+use std::time::Instant;
+
+use crate::board::Board;
+use crate::job::Abandon;
+use crate::worker::heartbeat::{LeaseKey, Lost};
+use crate::worker::job::Interrupt;
+use crate::worker::run::{Mode, Sig, Worker, WorkerExit, STUCK_GRACE};
+
+impl Worker {
+    /// Stops the handler of a job whose lease is over (cancelled, or lost).
+    pub(super) fn on_lease_lost(&mut self, key: &LeaseKey, why: Lost) {
+        let Some(job) = self.running.get_mut(key) else {
+            return;
+        };
+        let (id, queue) = (&job.lease.job, &job.lease.queue);
+        let interrupt = match why {
+            Lost::Cancelled => {
+                tracing::info!(job = %id, %queue, name = %job.name, "job cancelled; stopping its handler");
+                Interrupt::Cancelled
+            }
+            Lost::Lease(why) => {
+                tracing::warn!(job = %id, %queue, name = %job.name, token = job.lease.token, why, "lease lost; stopping its handler");
+                Interrupt::LeaseLost
+            }
+        };
+        job.interrupt(interrupt, STUCK_GRACE);
+    }
+
+    /// Handles timeouts, stuck handlers and the end of the drain grace.
+    pub(super) async fn on_timer(&mut self) -> Option<WorkerExit> {
+        let now = Instant::now();
+        if let Mode::Draining(until) = self.mode {
+            if now >= until {
+                self.release_all("grace period over").await;
+                return Some(WorkerExit::Clean);
+            }
+        }
+        let mut stuck = false;
+        for job in self.running.values_mut() {
+            match job.next_deadline() {
+                Some(at) if at <= now && job.interrupt == Interrupt::None => {
+                    tracing::warn!(job = %job.lease.job, name = %job.name, timeout = ?job.timeout, "job timed out; stopping it");
+                    job.interrupt(Interrupt::TimedOut, STUCK_GRACE);
+                }
+                Some(at) if at <= now => stuck = true,
+                _ => {}
+            }
+        }
+        if !stuck {
+            return None;
+        }
+        // A handler that does not yield cannot be stopped inside this
+        // process: record the outcome, give the rest back, and exit so the
+        // supervisor starts a fresh worker.
+        let keys: Vec<LeaseKey> = self.running.keys().cloned().collect();
+        for key in keys {
+            let Some(job) = self.running.get(&key) else {
+                continue;
+            };
+            let id = &key.0;
+            let lease = job.lease.clone();
+            let result = match job.interrupt {
+                Interrupt::TimedOut if job.stuck_at.is_some_and(|t| t <= now) => {
+                    let error = format!(
+                        "timeout: timed out after {:?}; the handler did not stop, so its worker process was replaced",
+                        job.timeout.unwrap_or_default()
+                    );
+                    let delay = self.cfg.backoff.delay(job.attempt);
+                    tracing::error!(job = %id, name = %job.name, "handler did not stop after its timeout; replacing the worker");
+                    self.board
+                        .abandon(&lease, Abandon::Retry { delay, error })
+                        .await
+                        .map(drop)
+                }
+                Interrupt::LeaseLost | Interrupt::Cancelled | Interrupt::Released => Ok(()),
+                _ => self.board.abandon(&lease, Abandon::Release).await.map(drop),
+            };
+            if let Err(e) = result {
+                tracing::warn!(job = %id, error = %e, "cannot give the job back");
+            }
+        }
+        Some(WorkerExit::Stuck)
+    }
+
+    pub(super) async fn on_signal(&mut self, s: Sig) -> Option<WorkerExit> {
+        match (s, self.mode) {
+            (Sig::Drain, Mode::Draining(_)) | (Sig::StopNow, _) => {
+                self.release_all("stopped").await;
+                Some(WorkerExit::Clean)
+            }
+            (Sig::Drain, _) => {
+                tracing::info!(in_flight = self.running.len(), grace = ?self.cfg.grace, "draining");
+                self.mode = Mode::Draining(Instant::now() + self.cfg.grace);
+                None
+            }
+            (Sig::Quiet, Mode::Run) => {
+                tracing::info!("quiet: not claiming new jobs");
+                self.mode = Mode::Quiet;
+                None
+            }
+            (Sig::Resume, Mode::Quiet) => {
+                tracing::info!("resumed");
+                self.mode = Mode::Run;
+                None
+            }
+            _ => None,
+        }
+    }
+}

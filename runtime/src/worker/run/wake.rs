@@ -1,0 +1,66 @@
+//! What the worker loop waits for between claims: a signal, finished or
+//! lost jobs, a deadline, or new work on the board.
+
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::board::Board;
+use crate::error::Error;
+use crate::worker::run::{Event, Sig, Signals, Worker, CLAIM_ERROR_PAUSE};
+
+/// Why the worker loop woke.
+pub(super) enum Wake {
+    Signal(Sig),
+    Event(Event),
+    Timer,
+    Work,
+    WaitFailed(Error),
+}
+
+impl Worker {
+    /// Waits for the next thing to do; the board is watched for work only
+    /// when the worker wants some.
+    pub(super) async fn wait(
+        &self,
+        signals: &mut Signals,
+        inbox: &mut UnboundedReceiver<Event>,
+        queues: &[String],
+        want_work: bool,
+        claim_failed: bool,
+    ) -> Wake {
+        let timer = self.next_deadline();
+        let q: Vec<&str> = queues.iter().map(String::as_str).collect();
+        tokio::select! {
+            biased;
+            s = signals.next() => Wake::Signal(s),
+            Some(e) = inbox.recv() => Wake::Event(e),
+            _ = tokio::time::sleep_until(timer.into()) => Wake::Timer,
+            r = self.board.wait(&q, self.cfg.interval), if want_work => match r {
+                Ok(_) => Wake::Work,
+                Err(e) => Wake::WaitFailed(e),
+            },
+            _ = tokio::time::sleep(CLAIM_ERROR_PAUSE), if claim_failed => Wake::Work,
+        }
+    }
+
+    /// Handles `first` and every event already waiting: finished jobs are
+    /// settled together.
+    pub(super) async fn on_events(&mut self, first: Event, inbox: &mut UnboundedReceiver<Event>) {
+        let mut done = Vec::new();
+        let mut next = Some(first);
+        while let Some(event) = next {
+            match event {
+                Event::Done(key, outcome) => done.push((key, outcome)),
+                Event::LeaseLost(key, why) => self.on_lease_lost(&key, why),
+            }
+            next = inbox.try_recv().ok();
+            if next.is_none() && !self.running.is_empty() {
+                // Let the watchers of other finished handlers (tasks on
+                // this thread) deliver theirs too, so that one round trip
+                // settles them all.
+                tokio::task::yield_now().await;
+                next = inbox.try_recv().ok();
+            }
+        }
+        self.finish_batch(done).await;
+    }
+}
