@@ -71,12 +71,17 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The lines before the file's unit-test module.
+/// The lines before the file's unit-test module (`#[cfg(test)]`, or a
+/// `cfg` that needs `test` and a feature, on a top-level `mod`).
 fn production_lines(text: &str) -> Vec<&str> {
     let lines: Vec<&str> = text.lines().collect();
+    let is_test_cfg = |line: &str| {
+        let line = line.trim();
+        line == "#[cfg(test)]" || (line.starts_with("#[cfg(all(test,") && line.ends_with(")]"))
+    };
     let end = lines
         .windows(2)
-        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].starts_with("mod "))
+        .position(|w| is_test_cfg(w[0]) && w[1].starts_with("mod "))
         .unwrap_or(lines.len());
     lines[..end].to_vec()
 }
@@ -181,5 +186,9 @@ mod tests {
     fn the_unit_test_module_is_not_production() {
         let text = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
         assert_eq!(production_lines(text), vec!["fn a() {}"]);
+        let gated = "fn a() {}\n#[cfg(all(test, feature = \"cron\"))]\nmod tests {}\n";
+        assert_eq!(production_lines(gated), vec!["fn a() {}"]);
+        let not_tests = "#[cfg(feature = \"cron\")]\nmod cron;\nfn a() {}\n";
+        assert_eq!(production_lines(not_tests).len(), 3);
     }
 }
