@@ -1,21 +1,29 @@
 //! The Redis board: taskflow's `RedisJobBoard` layout plus jobworker's
 //! index, driven by one Lua script per verb (see `lua/README.md`).
 
+mod abandon;
 mod admin;
 mod board;
 mod capabilities;
+mod claim;
 mod connect;
+mod consume;
 mod deps;
+mod extend;
+mod index;
 mod keys;
 mod locate;
+mod post;
 mod presence;
 mod read;
+mod reap;
 mod recover;
 mod recurring;
 mod reply;
 mod scripts;
 mod stats;
 mod sync;
+mod trash;
 mod wait;
 
 pub use admin::CONFIG_KEYS;
