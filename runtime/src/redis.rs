@@ -1,28 +1,43 @@
 //! The Redis board: taskflow's `RedisJobBoard` layout plus jobworker's
 //! index, driven by one Lua script per verb (see `lua/README.md`).
 
+mod abandon;
 mod admin;
 mod board;
 mod capabilities;
+mod claim;
+mod config;
 mod connect;
+mod consume;
 mod deps;
+mod extend;
+mod failed;
+mod history;
+mod index;
 mod keys;
 mod locate;
+mod post;
 mod presence;
+mod priority;
 mod read;
+mod reap;
 mod recover;
 mod recurring;
 mod reply;
 mod scripts;
+mod settings;
 mod stats;
 mod sync;
+mod tag;
+mod track;
+mod trash;
 mod wait;
 
-pub use admin::CONFIG_KEYS;
 pub use board::{
     RedisBoard, RedisOptions, DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_COUNT, DEFAULT_TRASH_AGE,
     DEFAULT_TRASH_COUNT,
 };
+pub use config::CONFIG_KEYS;
 pub use connect::MIN_REDIS_VERSION;
 pub use keys::{QueueKeys, DEFAULT_PREFIX};
 pub use recover::POISON_CRASHES;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crate::codec::args_of;
-use crate::codec::{decode_posting, value_to_json, CreatedOn, OsloDateTime};
+use crate::codec::{decode_posting, value_to_json, CreatedOn, OsloDateTime, Posting};
 use crate::error::{Error, Result};
 use crate::job::{JobInfo, JobState, ListFilter, Page};
 use crate::redis::board::RedisBoard;
@@ -84,14 +84,37 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
     } else {
         return None;
     };
+    let owner = owner.map(|o| String::from_utf8_lossy(&o).into_owned());
+    let mut info = recorded_info(keys, id, &job, state, owner, run_at, pttl);
+    let modified = modified.and_then(|m| OsloDateTime::decode_ext(&m).ok());
+    let bytes = listing.or(held).or(trashed).or(quarantined);
+    match bytes.as_deref().map(decode_posting) {
+        Some(Ok(p)) => with_posting(&mut info, p, modified.as_ref(), job.contains_key("prio")),
+        Some(Err(reason)) => info.reason = Some(qreason.unwrap_or(reason)),
+        None => {}
+    }
+    Some(info)
+}
+
+/// A job's info from what jobworker recorded in its hash (`job`), before
+/// its posting is read.
+fn recorded_info(
+    keys: &QueueKeys,
+    id: &str,
+    job: &HashMap<String, String>,
+    state: JobState,
+    owner: Option<String>,
+    run_at: Option<f64>,
+    pttl: i64,
+) -> JobInfo {
     let num = |k: &str| job.get(k).and_then(|v| v.parse::<i64>().ok());
-    let mut info = JobInfo {
+    JobInfo {
         id: id.to_owned(),
         queue: keys.queue.clone(),
         name: job.get("name").cloned().unwrap_or_default(),
         state,
         priority: num("prio").unwrap_or(0) as i32,
-        owner: owner.map(|o| String::from_utf8_lossy(&o).into_owned()),
+        owner,
         attempts: num("attempts").unwrap_or(0) as u32,
         max_attempts: num("max").unwrap_or(0) as u32,
         token: num("token").unwrap_or(0) as u64,
@@ -109,41 +132,38 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
         args: serde_json::Value::Null,
         details: serde_json::Value::Null,
         book: None,
-    };
-    let modified = modified.and_then(|m| OsloDateTime::decode_ext(&m).ok());
-    let bytes = listing.or(held).or(trashed).or(quarantined);
-    match bytes.as_deref().map(decode_posting) {
-        Some(Ok(p)) => {
-            info.name = p.name;
-            info.sequence = p.sequence.or(info.sequence);
-            if !job.contains_key("prio") {
-                info.priority = p.priority.0;
-            }
-            // taskflow's last_modified: the later of the key and created_on.
-            info.last_modified = match (&p.created_on, &modified) {
-                (CreatedOn::DateTime(c), Some(m)) => Some(
-                    if m.to_unix_micros() > c.to_unix_micros() {
-                        m
-                    } else {
-                        c
-                    }
-                    .iso(),
-                ),
-                (CreatedOn::DateTime(c), None) => Some(c.iso()),
-                (CreatedOn::Other(_), m) => m.as_ref().map(OsloDateTime::iso),
-            };
-            info.created_on = Some(match &p.created_on {
-                CreatedOn::DateTime(dt) => dt.iso(),
-                CreatedOn::Other(v) => value_to_json(v).to_string(),
-            });
-            info.args = value_to_json(&args_of(&p.details));
-            info.details = value_to_json(&p.details);
-            info.book = p.book;
-        }
-        Some(Err(reason)) => info.reason = Some(qreason.unwrap_or(reason)),
-        None => {}
     }
-    Some(info)
+}
+
+/// Fills in what the job's decoded posting tells: name, sequence,
+/// priority (unless jobworker recorded one, `has_prio`), taskflow's dates,
+/// arguments and details.
+fn with_posting(info: &mut JobInfo, p: Posting, modified: Option<&OsloDateTime>, has_prio: bool) {
+    info.name = p.name;
+    info.sequence = p.sequence.or(info.sequence);
+    if !has_prio {
+        info.priority = p.priority.0;
+    }
+    // taskflow's last_modified: the later of the key and created_on.
+    info.last_modified = match (&p.created_on, modified) {
+        (CreatedOn::DateTime(c), Some(m)) => Some(
+            if m.to_unix_micros() > c.to_unix_micros() {
+                m
+            } else {
+                c
+            }
+            .iso(),
+        ),
+        (CreatedOn::DateTime(c), None) => Some(c.iso()),
+        (CreatedOn::Other(_), m) => m.map(OsloDateTime::iso),
+    };
+    info.created_on = Some(match &p.created_on {
+        CreatedOn::DateTime(dt) => dt.iso(),
+        CreatedOn::Other(v) => value_to_json(v).to_string(),
+    });
+    info.args = value_to_json(&args_of(&p.details));
+    info.details = value_to_json(&p.details);
+    info.book = p.book;
 }
 
 /// Everything about one job.

@@ -1,0 +1,222 @@
+//! Consuming jobs: `consume.lua`'s Rust twin, its pipeline with a claim,
+//! and the verbs `consume_many` and `consume_then_claim`.
+
+use std::time::Duration;
+
+use redis::ScriptInvocation;
+
+use crate::board::{validate_claim, MAX_CLAIM_COUNT};
+use crate::error::{Error, Result};
+use crate::job::{Claimed, Lease};
+use crate::redis::board::RedisBoard;
+use crate::redis::claim::{claim_invocation, ClaimArgs};
+use crate::redis::connect::Connection;
+use crate::redis::keys::QueueKeys;
+use crate::redis::reply::Reply;
+use crate::redis::scripts::{invocation, is_noscript, load_all, run, split_pairs, SCRIPTS};
+
+impl RedisBoard {
+    /// Groups leases by queue, in chunks a single `consume.lua` call takes.
+    fn consume_batches<'l>(&self, leases: &'l [Lease]) -> Result<Vec<ConsumeBatch<'l>>> {
+        let mut queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        let mut batches = Vec::new();
+        for queue in queues {
+            let keys = self.keys(queue)?;
+            let mine: Vec<(usize, &Lease)> = leases
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.queue == queue)
+                .collect();
+            for chunk in mine.chunks(MAX_CLAIM_COUNT) {
+                batches.push((keys.clone(), chunk.to_vec()));
+            }
+        }
+        Ok(batches)
+    }
+
+    /// Consumes leases, one `consume.lua` call per batch (see
+    /// [`Board::consume_many`](crate::board::Board::consume_many)).
+    pub(super) async fn consume_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+        let batches = self.consume_batches(leases)?;
+        let mut replies = Vec::with_capacity(batches.len());
+        for (keys, chunk) in &batches {
+            let chunk: Vec<&Lease> = chunk.iter().map(|(_, l)| *l).collect();
+            replies.push(consume(&self.conn, keys, &chunk, self.opts.history_count).await?);
+        }
+        Ok(self.consume_results(leases, &batches, replies).await)
+    }
+
+    /// Consumes `done` and claims in one pipeline (see
+    /// [`Board::consume_then_claim`](crate::board::Board::consume_then_claim)).
+    pub(super) async fn consume_then_claim(
+        &self,
+        done: &[Lease],
+        queues: &[&str],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+        holding: usize,
+    ) -> Result<(Vec<Result<()>>, Vec<Claimed>)> {
+        validate_claim(who, expiry, count)?;
+        let Some((first, rest)) = queues.split_first() else {
+            return Ok((self.consume_many(done).await?, Vec::new()));
+        };
+        let batches = self.consume_batches(done)?;
+        let keys = self.keys(first)?;
+        let pipelined: Vec<(QueueKeys, Vec<&Lease>)> = batches
+            .iter()
+            .map(|(k, chunk)| (k.clone(), chunk.iter().map(|(_, l)| *l).collect()))
+            .collect();
+        let args = self.claim_args(who, expiry, count, holding == 0);
+        let (replies, reply) =
+            consume_then_claim(&self.conn, &pipelined, self.opts.history_count, &keys, &args).await?;
+        let consumed = self.consume_results(done, &batches, replies).await;
+        let mut claimed = self
+            .finish_claim(&keys, who, expiry, count, holding == 0, reply)
+            .await?;
+        if claimed.len() < count && !rest.is_empty() && !claimed.iter().any(|c| c.suspect) {
+            let held = holding + claimed.len();
+            claimed.extend(
+                self.claim_holding(rest, who, expiry, count - claimed.len(), held)
+                    .await?,
+            );
+        }
+        Ok((consumed, claimed))
+    }
+}
+
+/// Leases of one queue for one `consume.lua` call, with their positions in
+/// the caller's list.
+type ConsumeBatch<'l> = (QueueKeys, Vec<(usize, &'l Lease)>);
+
+impl RedisBoard {
+    /// Reads the consume replies of `batches` into one result per lease,
+    /// then resolves dependents the consumed jobs owe other queues.
+    async fn consume_results(
+        &self,
+        leases: &[Lease],
+        batches: &[ConsumeBatch<'_>],
+        replies: Vec<Consumed>,
+    ) -> Vec<Result<()>> {
+        for ((keys, _), consumed) in batches.iter().zip(&replies) {
+            if consumed.outbox > 0 {
+                self.settle(
+                    keys,
+                    "releasing dependents",
+                    self.flush_outbox(&keys.queue).await.map(drop),
+                );
+            }
+        }
+        consume_results(leases, batches, replies)
+    }
+}
+
+/// Reads the consume replies of `batches` into one result per lease.
+fn consume_results(
+    leases: &[Lease],
+    batches: &[ConsumeBatch<'_>],
+    replies: Vec<Consumed>,
+) -> Vec<Result<()>> {
+    let mut results: Vec<Option<Result<()>>> = leases.iter().map(|_| None).collect();
+    for ((keys, chunk), consumed) in batches.iter().zip(replies) {
+        for ((at, l), reply) in chunk.iter().zip(consumed.replies) {
+            results[*at] = Some(reply.accept(keys, l.job.as_str(), &l.owner).map(drop));
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::codec("missing consume reply"))))
+        .collect()
+}
+
+/// `consume.lua` for each batch, then `claim.lua`, in one pipeline (one
+/// round trip): a worker settles what finished and takes what is next.
+/// Not retried after a dropped connection (see [`claim`]).
+pub(crate) async fn consume_then_claim(
+    conn: &Connection,
+    batches: &[(QueueKeys, Vec<&crate::job::Lease>)],
+    keep: usize,
+    claim_keys: &QueueKeys,
+    claim: &ClaimArgs<'_>,
+) -> Result<(Vec<Consumed>, Reply)> {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for (keys, leases) in batches {
+        pipe.invoke_script(&consume_invocation(keys, leases, keep));
+    }
+    pipe.invoke_script(&claim_invocation(claim_keys, claim));
+    let mut results: Vec<redis::RedisResult<redis::Value>> =
+        pipe.query_async(&mut conn.manager.clone()).await?;
+    // A script the server lost (restart, SCRIPT FLUSH) did not run: load
+    // them all and run just that one again. Everything else ran once.
+    let claimed = match results.pop() {
+        Some(Ok(v)) => v,
+        Some(Err(e)) if is_noscript(&e) => {
+            load_all(conn).await?;
+            claim_invocation(claim_keys, claim)
+                .invoke_async(&mut conn.manager.clone())
+                .await?
+        }
+        Some(Err(e)) => return Err(e.into()),
+        None => return Err(crate::error::Error::codec("empty pipeline reply")),
+    };
+    let mut consumed = Vec::with_capacity(batches.len());
+    for (result, (keys, leases)) in results.into_iter().zip(batches) {
+        let value = match result {
+            Ok(v) => v,
+            Err(e) if is_noscript(&e) => {
+                load_all(conn).await?;
+                return_value(run(conn, &consume_invocation(keys, leases, keep)).await?)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        consumed.push(consume_reply(&Reply::from_value(value)?, leases.len()));
+    }
+    Ok((consumed, Reply::from_value(claimed)?))
+}
+
+fn return_value(reply: Reply) -> redis::Value {
+    redis::Value::Array(reply.0)
+}
+
+fn consume_invocation<'s>(
+    keys: &QueueKeys,
+    leases: &[&crate::job::Lease],
+    keep: usize,
+) -> ScriptInvocation<'s> {
+    let mut inv = invocation(&SCRIPTS.consume, keys);
+    inv.arg(keep);
+    for l in leases {
+        inv.arg(l.job.as_str()).arg(&l.owner).arg(l.token);
+    }
+    inv
+}
+
+/// A `consume.lua` reply: one `[status, owner]` per lease, and the
+/// number of dependency releases the queue owes other queues.
+pub(crate) struct Consumed {
+    pub replies: Vec<Reply>,
+    pub outbox: i64,
+}
+
+fn consume_reply(reply: &Reply, leases: usize) -> Consumed {
+    Consumed {
+        replies: split_pairs(reply, leases),
+        outbox: reply.int(1 + 2 * leases).unwrap_or(0),
+    }
+}
+
+/// Twin of `consume.lua`: consumes `leases` (all of `keys`' queue, at most
+/// [`MAX_CLAIM_COUNT`](crate::redis::MAX_CLAIM_COUNT)) in one call; `keep`
+/// is the history count limit.
+pub(crate) async fn consume(
+    conn: &Connection,
+    keys: &QueueKeys,
+    leases: &[&crate::job::Lease],
+    keep: usize,
+) -> Result<Consumed> {
+    let reply = run(conn, &consume_invocation(keys, leases, keep)).await?;
+    Ok(consume_reply(&reply, leases.len()))
+}

@@ -1,0 +1,61 @@
+//! A job's history: its recorded events and those its state implies.
+
+use crate::error::{Error, Result};
+use crate::job::JobId;
+use crate::redis::board::RedisBoard;
+
+impl RedisBoard {
+    /// A job's history, oldest event first: JSON objects with `event`,
+    /// `queue`, `job`, `at` (ms) and details (`worker`, `reason`,
+    /// `attempt`, …). Posted, the latest claim and consumed come from the
+    /// job's state (see `record` in `lua/prelude.lua`).
+    pub async fn history(&self, queue: &str, job: &JobId) -> Result<Vec<serde_json::Value>> {
+        let keys = self.keys(queue)?;
+        let id = job.as_str();
+        let mut pipe = redis::pipe();
+        pipe.lrange(keys.history(id), 0, -1)
+            .cmd("HMGET")
+            .arg(keys.job(id))
+            .arg(&[
+                "posted",
+                "name",
+                "state",
+                "finished",
+                "token",
+                "logged",
+                "claimed_at",
+                "claimed_by",
+            ]);
+        let (entries, fields): (Vec<String>, Vec<Option<String>>) = self.conn.query_pipe(&pipe).await?;
+        let field = |k: usize| fields.get(k).cloned().flatten();
+        let num = |k: usize| field(k).and_then(|v| v.parse::<i64>().ok());
+        let (posted, state, finished, token) = (num(0), field(2), num(3), num(4));
+        let Some(posted) = posted else {
+            return Err(Error::not_found(queue, id));
+        };
+        let event =
+            |event: &str, at: i64| serde_json::json!({ "event": event, "queue": queue, "job": id, "at": at });
+        let mut out = vec![event("posted", posted)];
+        out[0]["name"] = field(1).unwrap_or_default().into();
+        for e in &entries {
+            out.push(
+                serde_json::from_str(e).map_err(|err| Error::codec(format!("bad history entry: {err}")))?,
+            );
+        }
+        let worker = field(7).unwrap_or_default();
+        if let (Some(token), Some(at)) = (token.filter(|t| *t > 0), num(6)) {
+            if num(5) != Some(token) {
+                let mut claimed = event("claimed", at);
+                claimed["worker"] = worker.clone().into();
+                claimed["token"] = token.into();
+                out.push(claimed);
+            }
+        }
+        if let (Some("completed"), Some(at)) = (state.as_deref(), finished) {
+            let mut consumed = event("consumed", at);
+            consumed["worker"] = worker.into();
+            out.push(consumed);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,249 @@
+//! Posting jobs: `post.lua`'s Rust twin and the verbs `post` and
+//! `post_many` that prepare jobs for it.
+
+use std::time::Duration;
+
+use redis::ScriptInvocation;
+
+use crate::codec::{details_of, posting_parts};
+use crate::error::{Error, ErrorKind, Result};
+use crate::job::{JobId, NewJob};
+use crate::redis::board::RedisBoard;
+use crate::redis::connect::Connection;
+use crate::redis::keys::QueueKeys;
+use crate::redis::reply::Reply;
+use crate::redis::scripts::{invocation, is_noscript, load_all, millis, run, split_pairs, SCRIPTS};
+
+/// A job made ready for `post.lua`: its id and the posting bytes around
+/// the server-side time and sequence.
+struct Prepared {
+    id: JobId,
+    /// The id was generated here (a uuid4): an "exists" reply can only be
+    /// this very post, retried after a dropped connection.
+    generated: bool,
+    parts: crate::codec::PostingParts,
+    /// How long after the post (server clock) it becomes claimable.
+    delay: Duration,
+    /// Tags, tracking, unique key and dependencies as JSON ('' for none).
+    extra: String,
+}
+
+impl Prepared {
+    fn new(job: &NewJob, queue: &str) -> Result<Prepared> {
+        job.validate()?;
+        let id = job.id.clone().unwrap_or_else(JobId::random);
+        let parts = posting_parts(
+            id.as_str(),
+            &job.name,
+            job.priority,
+            &details_of(&job.args),
+            job.book.as_ref(),
+        );
+        Ok(Prepared {
+            id,
+            generated: job.id.is_none(),
+            parts,
+            delay: job.run_at.delay(),
+            extra: post_extra(job, queue)?,
+        })
+    }
+
+    fn args<'a>(&'a self, job: &'a NewJob) -> PostArgs<'a> {
+        PostArgs {
+            id: self.id.as_str(),
+            name: &job.name,
+            head: &self.parts.head,
+            tail: &self.parts.tail,
+            priority: job.priority.0,
+            max_attempts: job.max_attempts,
+            delay: self.delay,
+            extra: &self.extra,
+        }
+    }
+
+    fn accept(self, reply: Reply, keys: &QueueKeys) -> Result<JobId> {
+        match reply.status().as_str() {
+            "ready" | "scheduled" | "waiting" => Ok(self.id),
+            "duplicate" => Ok(JobId(reply.string(1)?)),
+            "bad_dependency" => Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "job {} cannot depend on job {} of queue {}: it is not on the board, or was cancelled",
+                    self.id,
+                    reply.string(1)?,
+                    keys.queue
+                ),
+            )),
+            "exists" if self.generated => Ok(self.id),
+            "exists" => Err(Error::new(
+                ErrorKind::Exists,
+                format!("job {} already exists in queue {}", self.id, keys.queue),
+            )),
+            other => Err(Error::codec(format!(
+                "unexpected reply {other:?} posting job {} in queue {}",
+                self.id, keys.queue
+            ))),
+        }
+    }
+}
+
+impl RedisBoard {
+    /// Posts one job (see [`Board::post`](crate::board::Board::post)).
+    pub(super) async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
+        let keys = self.keys(queue)?;
+        let prepared = Prepared::new(&job, queue)?;
+        self.register_queue(queue).await?;
+        let mut replies = post(&self.conn, &keys, &[prepared.args(&job)]).await?;
+        let reply = replies.remove(0);
+        let waiting = reply.status() == "waiting";
+        let id = prepared.accept(reply, &keys)?;
+        if waiting {
+            self.link_dependencies(&keys, &id, &job).await?;
+        }
+        Ok(id)
+    }
+
+    /// Posts many jobs in one pipeline (one round trip; each post is still
+    /// its own atomic script). Returns one result per job, in order.
+    pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
+        let keys = self.keys(queue)?;
+        self.register_queue(queue).await?;
+        let mut prepared = Vec::with_capacity(jobs.len());
+        let mut results: Vec<Option<Result<JobId>>> = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            match Prepared::new(job, queue) {
+                Ok(p) => {
+                    prepared.push((results.len(), p, job));
+                    results.push(None);
+                }
+                Err(e) => results.push(Some(Err(e))),
+            }
+        }
+        let args: Vec<PostArgs<'_>> = prepared.iter().map(|(_, p, job)| p.args(job)).collect();
+        let batches: Vec<&[PostArgs<'_>]> = args.chunks(POST_BATCH).collect();
+        let replies: Vec<Reply> = post_batches(&self.conn, &keys, &batches)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        drop(batches);
+        drop(args);
+        for ((at, p, job), reply) in prepared.into_iter().zip(replies) {
+            let waiting = reply.status() == "waiting";
+            let mut result = p.accept(reply, &keys);
+            if let (true, Ok(id)) = (waiting, &result) {
+                if let Err(e) = self.link_dependencies(&keys, id, job).await {
+                    result = Err(e);
+                }
+            }
+            results[at] = Some(result);
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Error::codec("missing reply"))))
+            .collect())
+    }
+}
+
+/// The JSON `post.lua` reads for a job's tags, tracking, unique key and
+/// dependencies (`""` when it has none, the common case).
+fn post_extra(job: &NewJob, queue: &str) -> Result<String> {
+    if job.tags.is_empty() && job.depends.is_empty() && job.unique.is_none() && !job.track {
+        return Ok(String::new());
+    }
+    let mut extra = serde_json::Map::new();
+    if !job.tags.is_empty() {
+        extra.insert("tags".into(), serde_json::json!(job.tags));
+    }
+    if job.track {
+        extra.insert("track".into(), true.into());
+    }
+    if let Some((key, ttl)) = &job.unique {
+        extra.insert(
+            "unique".into(),
+            serde_json::json!({"key": key, "ttl": ttl.as_millis() as u64}),
+        );
+    }
+    if !job.depends.is_empty() {
+        let mut refs = Vec::with_capacity(job.depends.len());
+        for d in &job.depends {
+            let q = d.queue.as_deref().unwrap_or(queue);
+            crate::redis::keys::validate_queue(q)?;
+            refs.push(format!("{q}\n{}", d.job));
+        }
+        extra.insert("deps".into(), serde_json::json!(refs));
+    }
+    Ok(serde_json::Value::Object(extra).to_string())
+}
+
+/// Arguments of one post (see `lua/post.lua`).
+pub(crate) struct PostArgs<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub head: &'a [u8],
+    pub tail: &'a [u8],
+    pub priority: i32,
+    pub max_attempts: u32,
+    /// How long after the post (server clock) it becomes claimable.
+    pub delay: Duration,
+    /// Tags, tracking, unique key and dependencies as JSON ('' for none).
+    pub extra: &'a str,
+}
+
+/// Twin of `post.lua`: posts `jobs` (at most [`POST_BATCH`] of one queue)
+/// in one call. One reply per job: `[status, sequence]`.
+pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> Result<Vec<Reply>> {
+    let reply = run(conn, &post_invocation(keys, jobs)).await?;
+    Ok(split_pairs(&reply, jobs.len()))
+}
+
+/// Jobs per `post.lua` call in a bulk post.
+pub(crate) const POST_BATCH: usize = 100;
+
+fn post_invocation<'s>(keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> ScriptInvocation<'s> {
+    let mut inv = invocation(&SCRIPTS.post, keys);
+    inv.arg(&keys.notify);
+    for a in jobs {
+        inv.arg(a.id)
+            .arg(a.head)
+            .arg(a.tail)
+            .arg(a.priority)
+            .arg(a.max_attempts)
+            .arg(millis(a.delay))
+            .arg(a.name)
+            .arg(a.extra);
+    }
+    inv
+}
+
+/// Several `post.lua` calls in one pipeline (one round trip); loads the
+/// scripts again if the server lost them (restart, SCRIPT FLUSH).
+pub(crate) async fn post_batches(
+    conn: &Connection,
+    keys: &QueueKeys,
+    batches: &[&[PostArgs<'_>]],
+) -> Result<Vec<Vec<Reply>>> {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for batch in batches {
+        pipe.invoke_script(&post_invocation(keys, batch));
+    }
+    // Not retried after a dropped connection: batches that ran would
+    // report their own jobs as already existing.
+    let results: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.manager.clone()).await?;
+    let mut replies = Vec::with_capacity(batches.len());
+    for (result, batch) in results.into_iter().zip(batches) {
+        let value = match result {
+            Ok(v) => v,
+            Err(e) if is_noscript(&e) => {
+                load_all(conn).await?;
+                post_invocation(keys, batch)
+                    .invoke_async(&mut conn.manager.clone())
+                    .await?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        replies.push(split_pairs(&Reply::from_value(value)?, batch.len()));
+    }
+    Ok(replies)
+}
