@@ -155,6 +155,9 @@ async fn expired_jobworker_claim_is_claimable_by_taskflow() {
     let q = unique_queue("tf-exp");
     let ns = format!("interop-{q}");
     let board = board(&q, &ns).await;
+    // The taskflow virtualenv is made before the claim: on a fresh machine
+    // making it takes longer than the lease.
+    jobworker_tests::taskflow_python();
     let id = board.post(&q, NewJob::new("slow")).await.unwrap();
     let lease = board
         .claim(&[&q], "jw-1", Duration::from_secs(3), 1)
