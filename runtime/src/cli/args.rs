@@ -138,3 +138,15 @@ pub enum Command {
     /// Print the manual page (roff; `jobworker man | man -l -`).
     Man,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

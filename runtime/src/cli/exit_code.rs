@@ -36,3 +36,17 @@ pub(crate) fn of(e: &Error) -> i32 {
         EXIT_FAILURE
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn errors_map_to_their_exit_codes() {
+        assert_eq!(of(&Error::invalid("x")), EXIT_USAGE);
+        assert_eq!(of(&Error::new(ErrorKind::NotFound, "x")), EXIT_REFUSED);
+        assert_eq!(of(&Error::unavailable("x")), EXIT_UNAVAILABLE);
+        assert_eq!(of(&Error::codec("x".to_owned())), EXIT_FAILURE);
+    }
+}

@@ -62,3 +62,18 @@ pub(crate) fn json_to_msgpack(v: &serde_json::Value) -> rmpv::Value {
 pub(crate) fn default_owner() -> String {
     format!("{}:{}", crate::worker::hostname(), std::process::id())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_and_seconds() {
+        assert_eq!(parse_span("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_span("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_span("2h").unwrap(), Duration::from_secs(7200));
+        assert!(parse_span("5 weeks").is_err());
+        assert_eq!(seconds(1.5, "--x").unwrap(), Duration::from_millis(1500));
+        assert!(seconds(-1.0, "--x").is_err());
+    }
+}
