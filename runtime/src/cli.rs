@@ -1,7 +1,7 @@
 //! The `jobworker` command line, as a library: a user's binary is
 //! `fn main() { jobworker::cli::main() }`. Parses the arguments
-//! ([`args`]), runs the command (`cmd/`), and exits with its code
-//! ([`exit_code`]).
+//! (`cli/args.rs`), runs the command (`cli/cmd/`), and exits with its code
+//! (`cli/exit_code.rs`).
 
 mod args;
 mod cmd;
