@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use crate::codec::value_to_json;
+use crate::error::{Error, Result};
 use crate::job::{Claimed, JobInfo};
 
 /// Writes one line to stdout. A reader that went away (`jobworker list |
@@ -27,7 +28,7 @@ fn ended(written: std::io::Result<()>) {
             std::process::exit(0);
         }
         eprintln!("jobworker: cannot write to stdout: {e}");
-        std::process::exit(crate::cli::EXIT_FAILURE);
+        std::process::exit(crate::cli::exit_code::EXIT_FAILURE);
     }
 }
 
@@ -41,6 +42,30 @@ pub(crate) use outln;
 /// Prints one JSON value on a line.
 pub(crate) fn json(value: &serde_json::Value) {
     outln!("{value}");
+}
+
+/// `value` as JSON.
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(value).map_err(|e| Error::codec(e.to_string()))
+}
+
+/// Says what a verb did to job `id`: `WHAT ID`, or `{"id", "result"}`.
+pub(crate) fn done(json: bool, what: &str, id: &str) {
+    if json {
+        self::json(&serde_json::json!({ "id": id, "result": what }));
+    } else {
+        outln!("{what} {id}");
+    }
+}
+
+/// Says what a command did to `subject`: `WHAT SUBJECT`, or `{"result",
+/// "subject"}`.
+pub(crate) fn say(json: bool, what: &str, subject: &str) {
+    if json {
+        self::json(&serde_json::json!({ "result": what, "subject": subject }));
+    } else {
+        outln!("{what} {subject}");
+    }
 }
 
 /// Longest value shown whole in human output (`--json` shows all).

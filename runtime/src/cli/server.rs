@@ -1,20 +1,51 @@
-//! Which board a command talks to: ZooKeeper when `--zookeeper` is given;
-//! otherwise the given Redis URL, the private board in `--data-dir`, a
-//! Redis answering on 127.0.0.1:6379, or the user's private board (see
-//! [`crate::local`]); and `jobworker server status|stop` for the private
-//! board.
+//! Which board a command talks to ([`BoardArgs`]): ZooKeeper when
+//! `--zookeeper` is given; otherwise the given Redis URL, the private board
+//! in `--data-dir`, a Redis answering on 127.0.0.1:6379, or the user's
+//! private board (see [`crate::local`]).
+
+use std::path::PathBuf;
+
+use clap::Args;
 
 use crate::board::BoardSpec;
-use crate::cli::args::{BoardArgs, ServerCommand};
-use crate::cli::output::outln;
 use crate::error::Result;
 use crate::local::{DefaultBoard, LocalBoard, LOCAL_REDIS};
 use crate::redis::RedisOptions;
 use crate::zookeeper::ZooKeeperOptions;
 
+/// Where the board is.
+#[derive(Debug, Args)]
+pub struct BoardArgs {
+    /// Redis URL (redis://, rediss://, unix://; user:password@ allowed).
+    /// Without it: a Redis on 127.0.0.1:6379 if one answers, otherwise a
+    /// private redis-server started for this command.
+    #[arg(long, global = true, env = "JOBWORKER_REDIS_URL")]
+    pub redis: Option<String>,
+    /// Use the ZooKeeper board at `host:port[,host:port]/root` instead of
+    /// Redis (queue Q lives at `<root>/Q/jobs`, taskflow's layout).
+    #[arg(long, global = true, env = "JOBWORKER_ZOOKEEPER", conflicts_with_all = ["redis", "data_dir"])]
+    pub zookeeper: Option<String>,
+    /// The private board's directory (its redis-server, unix socket and
+    /// append-only file). Default: `$XDG_DATA_HOME/jobworker`, else
+    /// `~/.local/share/jobworker`, used when no --redis is given and nothing
+    /// answers on 127.0.0.1:6379.
+    #[arg(long, global = true, env = "JOBWORKER_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Store queue Q under namespace NS instead of `jw:{Q}` (repeatable),
+    /// e.g. `--namespace legacy=taskflow` to share taskflow's default board.
+    #[arg(
+        long = "namespace",
+        global = true,
+        value_name = "Q=NS",
+        env = "JOBWORKER_NAMESPACES",
+        value_delimiter = ','
+    )]
+    pub namespaces: Vec<String>,
+}
+
 /// The private board a command without a URL uses: `--data-dir`'s, else
 /// the user's.
-fn private_board(args: &BoardArgs) -> Result<LocalBoard> {
+pub(crate) fn private_board(args: &BoardArgs) -> Result<LocalBoard> {
     match &args.data_dir {
         Some(dir) => Ok(LocalBoard::at(dir)),
         None => LocalBoard::for_user(),
@@ -73,48 +104,4 @@ pub(crate) fn spec(args: &BoardArgs) -> Result<BoardSpec> {
         return Ok(BoardSpec::ZooKeeper(ZooKeeperOptions::new(connect.clone())));
     }
     Ok(BoardSpec::Redis(options(resolve(args)?, args)?))
-}
-
-/// `jobworker server status|stop`: the private board's server (never
-/// started by these).
-pub(crate) fn server(args: &BoardArgs, command: &ServerCommand, json: bool) -> Result<()> {
-    let board = private_board(args)?;
-    let dir = board.dir().display().to_string();
-    match command {
-        ServerCommand::Status => {
-            let running = board.status()?;
-            if json {
-                let pid = running.as_ref().map(|r| r.pid);
-                let url = running.as_ref().map(|r| r.url.clone());
-                crate::cli::output::json(
-                    &serde_json::json!({"dir": dir, "running": pid.is_some(), "pid": pid, "url": url}),
-                );
-            } else {
-                match running {
-                    Some(r) => outln!(
-                        "the private board in {dir} is running: redis-server pid {} at {}",
-                        r.pid,
-                        r.url
-                    ),
-                    None => {
-                        outln!("the private board in {dir} is not running (the next command starts it)")
-                    }
-                }
-            }
-        }
-        ServerCommand::Stop => {
-            let stopped = board.stop()?;
-            if json {
-                crate::cli::output::json(&serde_json::json!({"dir": dir, "stopped": stopped}));
-            } else {
-                match stopped {
-                    Some(pid) => outln!(
-                        "stopped the private board in {dir} (redis-server pid {pid}); its data stays there"
-                    ),
-                    None => outln!("the private board in {dir} was not running"),
-                }
-            }
-        }
-    }
-    Ok(())
 }

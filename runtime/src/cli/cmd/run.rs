@@ -3,26 +3,74 @@
 //! exist before `fork`.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::path::PathBuf;
+
+use clap::Args;
 
 use crate::board::BlockingBoard;
-use crate::cli::args::{BoardArgs, RunArgs};
-use crate::cli::server;
+use crate::cli::server::{self, BoardArgs};
+use crate::cli::values::{default_owner, seconds};
 use crate::cli::workdir::OwnWorkdir;
 use crate::error::{Error, Result};
 use crate::handler::Registry;
 use crate::supervisor::{supervise, SupervisorConfig};
 use crate::worker::{run_worker, WorkerConfig};
 
-fn seconds(value: f64, flag: &str) -> Result<Duration> {
-    Duration::try_from_secs_f64(value)
-        .map_err(|_| Error::invalid(format!("{flag} must be a non-negative number of seconds")))
+/// `run`: the supervisor and its workers.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Queues to serve, in order (comma-separated).
+    #[arg(
+        long,
+        short = 'q',
+        default_value = "default",
+        env = "JOBWORKER_QUEUES",
+        value_delimiter = ','
+    )]
+    pub queues: Vec<String>,
+    /// Worker processes (default: the number of CPUs); 0 runs one worker
+    /// in this process without forking.
+    #[arg(long, short = 'w', env = "JOBWORKER_WORKERS")]
+    pub workers: Option<usize>,
+    /// Jobs each worker runs at once.
+    #[arg(long, short = 'c', default_value_t = 1, env = "JOBWORKER_CONCURRENCY")]
+    pub concurrency: usize,
+    /// Directory holding `jobworker-workers/sandbox-<k>` (kept; two
+    /// supervisors cannot share one). Default: a directory of this run's
+    /// own, `$XDG_RUNTIME_DIR/jobworker/<name>` (else under the temp dir),
+    /// removed at exit.
+    #[arg(long, env = "JOBWORKER_WORKDIR")]
+    pub workdir: Option<PathBuf>,
+    /// This supervisor's name: names its default work directory (default:
+    /// its pid).
+    #[arg(long, env = "JOBWORKER_NAME")]
+    pub name: Option<String>,
+    /// Lease length in seconds (extended every third of it while a job
+    /// runs). Default: the board's `expiry` config, else 30.
+    #[arg(long, env = "JOBWORKER_EXPIRY")]
+    pub expiry: Option<f64>,
+    /// Seconds in-flight jobs may finish after TERM/INT. Default: the
+    /// board's `grace` config, else 30.
+    #[arg(long, env = "JOBWORKER_GRACE")]
+    pub grace: Option<f64>,
+    /// Longest idle wait in seconds between checks for work.
+    #[arg(long, default_value_t = 5.0, env = "JOBWORKER_INTERVAL")]
+    pub interval: f64,
+    /// Timeout in seconds for handlers that set none (default: no limit).
+    #[arg(long, env = "JOBWORKER_TIMEOUT")]
+    pub timeout: Option<f64>,
+    /// Stop once the queues hold no jobs.
+    #[arg(long)]
+    pub until_drained: bool,
+    /// Show a progress bar on stderr.
+    #[arg(long)]
+    pub progress: bool,
 }
 
 /// The worker template from the command line; `stored` is the board's
 /// configuration, used where a flag is absent.
 pub(crate) fn worker_config(a: &RunArgs, stored: &HashMap<String, String>) -> Result<WorkerConfig> {
-    let mut cfg = WorkerConfig::new(a.queues.clone(), crate::cli::commands::default_owner());
+    let mut cfg = WorkerConfig::new(a.queues.clone(), default_owner());
     cfg.concurrency = a.concurrency;
     let pick = |flag: Option<f64>, key: &str| -> Result<Option<f64>> {
         match (flag, stored.get(key)) {

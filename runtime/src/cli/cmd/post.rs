@@ -7,10 +7,11 @@
 
 use std::io::{BufRead, BufReader, Read};
 
+use clap::Args;
+
 use crate::board::{AnyBoard, Board};
-use crate::cli::args::PostArgs;
-use crate::cli::commands::{json_to_msgpack, seconds};
 use crate::cli::output::{self, outln};
+use crate::cli::values::{json_to_msgpack, seconds};
 use crate::error::{Error, Result};
 use crate::handler::Registry;
 use crate::job::{NewJob, Priority, DEFAULT_MAX_ATTEMPTS};
@@ -18,8 +19,66 @@ use crate::job::{NewJob, Priority, DEFAULT_MAX_ATTEMPTS};
 /// Jobs per pipelined batch when posting many.
 const BATCH: usize = 1000;
 
+/// `post`.
+#[derive(Debug, Args)]
+pub struct PostArgs {
+    /// Job name (selects the handler).
+    pub name: String,
+    /// The queue (default: the linked handler's queue, else `default`).
+    #[arg(long, short, env = "JOBWORKER_QUEUE")]
+    pub queue: Option<String>,
+    /// Arguments as JSON (stored as msgpack): inline, `@FILE`, or `-` to
+    /// read them from stdin.
+    #[arg(long, default_value = "null", conflicts_with = "from")]
+    pub args: String,
+    /// Post one job per line of this file (`-`: stdin), each line the job's
+    /// arguments as JSON; pipelined in batches, with a progress bar.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "count")]
+    pub from: Option<String>,
+    /// Priority: an integer (higher first) or a taskflow name.
+    #[arg(long, default_value = "NORMAL", allow_hyphen_values = true)]
+    pub priority: String,
+    /// Seconds before the job becomes claimable.
+    #[arg(long)]
+    pub delay: Option<f64>,
+    /// Tries before the job is trashed (default: the linked handler's,
+    /// else 5).
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// Job id (a uuid is generated when absent).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Post this many copies (ids generated).
+    #[arg(long, default_value_t = 1)]
+    pub count: usize,
+    /// Tag (repeatable).
+    #[arg(long)]
+    pub tag: Vec<String>,
+    /// Run only after this job is consumed: `ID` in the same queue or
+    /// `QUEUE/ID` (repeatable).
+    #[arg(long)]
+    pub depends: Vec<String>,
+    /// Unique key: while it holds, posting with it again returns the
+    /// existing job's id.
+    #[arg(long)]
+    pub unique: Option<String>,
+    /// How long the unique key holds, in seconds.
+    #[arg(long, default_value_t = 3600.0, requires = "unique")]
+    pub unique_ttl: f64,
+    /// Track the job from the start.
+    #[arg(long)]
+    pub track: bool,
+    /// taskflow's logbook name (`book`), with `--book-uuid`: a Python
+    /// conductor needs it to run the job.
+    #[arg(long, requires = "book_uuid")]
+    pub book_name: Option<String>,
+    /// taskflow's logbook uuid (`book`), with `--book-name`.
+    #[arg(long, requires = "book_name")]
+    pub book_uuid: Option<String>,
+}
+
 /// Runs `post`.
-pub(crate) async fn post(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<()> {
+pub(crate) async fn run(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<()> {
     let registry = Registry::load()?;
     let handler = registry.get(&a.name);
     if handler.is_none() && !registry.is_empty() {
@@ -62,6 +121,19 @@ pub(crate) async fn post(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<(
         }
         return Ok(());
     }
+    post_many(board, &queue, &a.name, count, job_at, json).await
+}
+
+/// Posts `count` jobs (`job_at(i)` is the i-th) in pipelined batches,
+/// with a progress bar; prints each id with `--json`, else a summary.
+async fn post_many(
+    board: &AnyBoard,
+    queue: &str,
+    name: &str,
+    count: usize,
+    job_at: impl Fn(usize) -> NewJob,
+    json: bool,
+) -> Result<()> {
     let bar = indicatif::ProgressBar::new(count as u64).with_message(format!("posting to {queue}"));
     bar.set_style(
         indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} jobs, {per_sec}")
@@ -70,15 +142,15 @@ pub(crate) async fn post(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<(
     );
     let (mut posted, mut failed) = (0usize, Vec::new());
     for start in (0..count).step_by(BATCH) {
-        let jobs: Vec<NewJob> = (start..(start + BATCH).min(count)).map(job_at).collect();
-        for (i, result) in board.post_many(&queue, &jobs).await?.into_iter().enumerate() {
+        let jobs: Vec<NewJob> = (start..(start + BATCH).min(count)).map(&job_at).collect();
+        for (i, result) in board.post_many(queue, &jobs).await?.into_iter().enumerate() {
             match result {
                 Ok(id) => {
                     posted += 1;
                     if json {
                         bar.suspend(|| {
                             output::json(
-                                &serde_json::json!({ "id": id.as_str(), "queue": queue, "name": a.name }),
+                                &serde_json::json!({ "id": id.as_str(), "queue": queue, "name": name }),
                             )
                         });
                     }
@@ -90,7 +162,7 @@ pub(crate) async fn post(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<(
     }
     bar.finish_and_clear();
     if !json {
-        outln!("posted {posted} {} jobs to queue {queue}", a.name);
+        outln!("posted {posted} {name} jobs to queue {queue}");
     }
     match failed.first() {
         None => Ok(()),

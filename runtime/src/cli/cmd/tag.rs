@@ -1,0 +1,105 @@
+//! `jobworker tag add|remove|find|top`: a job's tags, and the jobs by tag.
+
+use clap::{Args, Subcommand};
+
+use crate::board::{Admin, AnyBoard};
+use crate::cli::job_args::{JobQueueArg, QueueArg};
+use crate::cli::output::{self, outln};
+use crate::error::Result;
+use crate::job::{JobId, Page};
+
+/// `tag`.
+#[derive(Debug, Subcommand)]
+pub enum TagCommand {
+    /// Add tags to a job.
+    Add(TagChange),
+    /// Remove tags from a job.
+    Remove(TagChange),
+    /// Jobs carrying a tag, most recently tagged first.
+    Find {
+        /// The tag.
+        tag: String,
+        /// The queue.
+        #[command(flatten)]
+        queue: QueueArg,
+        /// Entries to show.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// The most used tags.
+    Top {
+        /// The queue.
+        #[command(flatten)]
+        queue: QueueArg,
+        /// Entries to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+}
+
+/// Tags to add to or remove from a job.
+#[derive(Debug, Args)]
+pub struct TagChange {
+    /// The job id.
+    pub id: String,
+    /// Tags.
+    #[arg(required = true)]
+    pub tags: Vec<String>,
+    /// The job's queue.
+    #[command(flatten)]
+    pub queue: JobQueueArg,
+}
+
+/// Runs `tag`.
+pub(crate) async fn run(board: &AnyBoard, t: &TagCommand, json: bool) -> Result<()> {
+    match t {
+        TagCommand::Add(c) => change(board, c, true, json).await,
+        TagCommand::Remove(c) => change(board, c, false, json).await,
+        TagCommand::Find { tag, queue, limit } => {
+            let page = Page {
+                offset: 0,
+                limit: *limit,
+            };
+            let found = board.tagged(&queue.queue, tag, page).await?;
+            if json {
+                output::json(&output::to_json(
+                    &found.iter().map(JobId::as_str).collect::<Vec<_>>(),
+                )?);
+            } else {
+                found.iter().for_each(|id| outln!("{id}"));
+            }
+            Ok(())
+        }
+        TagCommand::Top { queue, limit } => {
+            let page = Page {
+                offset: 0,
+                limit: *limit,
+            };
+            let top = board.top_tags(&queue.queue, page).await?;
+            if json {
+                output::json(&output::to_json(&top)?);
+            } else {
+                top.iter().for_each(|(tag, n)| outln!("{n:>8}  {tag}"));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `tag add` (`add`) or `tag remove`: prints the job's tags afterwards.
+async fn change(board: &AnyBoard, c: &TagChange, add: bool, json: bool) -> Result<()> {
+    let tags: Vec<&str> = c.tags.iter().map(String::as_str).collect();
+    let id = JobId::from(c.id.as_str());
+    let queue = c.queue.of(board, &c.id).await?;
+    let now = if add {
+        board.tag(&queue, &id, &tags).await?
+    } else {
+        board.untag(&queue, &id, &tags).await?
+    };
+    if json {
+        output::json(&serde_json::json!({ "id": c.id, "tags": now }));
+    } else {
+        outln!("{} tags: {}", c.id, now.join(" "));
+    }
+    Ok(())
+}
