@@ -68,6 +68,12 @@ async fn killed_worker_job_is_reclaimed_at_once_and_slot_respawned() {
     let id = post(&board, &q, &script(Action::Sleep, 3000, &key), 5).await;
     let mut sup = Supervisor::start(&q, &["--workers", "2", "--expiry", "60"]);
     wait_state(&board, &q, &id, JobState::Claimed, 20).await;
+    // Killed once its handler has started (and counted its run), so that
+    // the run after the recovery is the second.
+    wait_until("the handler to start", Duration::from_secs(20), || async {
+        runs(&board, &key).await.get(id.as_str()) == Some(&1)
+    })
+    .await;
     let owner = board.find_owner(&q, &id).await.unwrap().unwrap();
     let victim = worker_pid(&owner);
     // SAFETY: kill -9 of one of the supervisor's worker processes.
