@@ -130,12 +130,28 @@ pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
 /// jobs whose handler is not deployed wait in `no-handler` for `retry
 /// --group no-handler` once it is.
 pub(crate) fn settle(job: &Running, outcome: Outcome) -> Settle {
-    match (job.interrupt, outcome) {
+    decide(job.interrupt, outcome, job.timeout, || {
+        format!(
+            "no handler named {:?} is linked into worker {}",
+            job.name, job.lease.owner
+        )
+    })
+}
+
+/// The settling policy: what an interrupt, or else the handler's outcome,
+/// makes of the job (`no_handler` says why when none was linked in).
+fn decide(
+    interrupt: Interrupt,
+    outcome: Outcome,
+    timeout: Option<Duration>,
+    no_handler: impl FnOnce() -> String,
+) -> Settle {
+    match (interrupt, outcome) {
         (Interrupt::LeaseLost, _) => Settle::Drop("lease lost; result dropped"),
         (Interrupt::Cancelled, _) => Settle::Drop("cancelled; result dropped"),
         (Interrupt::Released, _) => Settle::Drop("given back at shutdown"),
         (Interrupt::TimedOut, _) => Settle::Retry(
-            format!("timeout: timed out after {:?}", job.timeout.unwrap_or_default()),
+            format!("timeout: timed out after {:?}", timeout.unwrap_or_default()),
             None,
         ),
         (Interrupt::None, Outcome::Returned(Ok(()))) => Settle::Consume,
@@ -145,12 +161,67 @@ pub(crate) fn settle(job: &Running, outcome: Outcome) -> Settle {
         },
         (Interrupt::None, Outcome::Panicked(message)) => Settle::Retry(format!("panicked: {message}"), None),
         (Interrupt::None, Outcome::Cancelled) => Settle::Release,
-        (Interrupt::None, Outcome::NoHandler) => Settle::Retry(
-            format!(
-                "no-handler: no handler named {:?} is linked into worker {}",
-                job.name, job.lease.owner
-            ),
-            None,
-        ),
+        (Interrupt::None, Outcome::NoHandler) => Settle::Retry(format!("no-handler: {}", no_handler()), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: Option<Duration> = Some(Duration::from_secs(60));
+
+    fn run(interrupt: Interrupt, outcome: Outcome) -> Settle {
+        decide(interrupt, outcome, MINUTE, || "none here".to_owned())
+    }
+
+    #[test]
+    fn a_handler_that_ran_to_its_end_decides() {
+        let ok = || Outcome::Returned(Ok(()));
+        assert_eq!(run(Interrupt::None, ok()), Settle::Consume);
+        let fatal = Outcome::Returned(Err(HandlerError::fatal("bad input")));
+        assert_eq!(
+            run(Interrupt::None, fatal),
+            Settle::Trash("fatal: bad input".into())
+        );
+        let later = HandlerError::retry_msg("busy").after(Duration::from_secs(5));
+        assert_eq!(
+            run(Interrupt::None, Outcome::Returned(Err(later))),
+            Settle::Retry("error: busy".into(), Some(Duration::from_secs(5)))
+        );
+        let backoff = Outcome::Returned(Err(HandlerError::retry_msg("flaky")));
+        assert_eq!(
+            run(Interrupt::None, backoff),
+            Settle::Retry("error: flaky".into(), None)
+        );
+        assert_eq!(
+            run(Interrupt::None, Outcome::Panicked("boom".into())),
+            Settle::Retry("panicked: boom".into(), None)
+        );
+        assert_eq!(
+            run(Interrupt::None, Outcome::NoHandler),
+            Settle::Retry("no-handler: none here".into(), None)
+        );
+        // Aborted without an interrupt of ours (the runtime shut down).
+        assert_eq!(run(Interrupt::None, Outcome::Cancelled), Settle::Release);
+    }
+
+    #[test]
+    fn an_interrupt_outranks_what_the_handler_returned() {
+        for outcome in [Outcome::Returned(Ok(())), Outcome::Cancelled] {
+            assert!(matches!(run(Interrupt::LeaseLost, outcome), Settle::Drop(_)));
+        }
+        assert!(matches!(
+            run(Interrupt::Cancelled, Outcome::Returned(Ok(()))),
+            Settle::Drop(_)
+        ));
+        assert!(matches!(
+            run(Interrupt::Released, Outcome::Returned(Ok(()))),
+            Settle::Drop(_)
+        ));
+        assert_eq!(
+            run(Interrupt::TimedOut, Outcome::Returned(Ok(()))),
+            Settle::Retry("timeout: timed out after 60s".into(), None)
+        );
     }
 }
