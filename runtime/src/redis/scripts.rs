@@ -10,6 +10,7 @@ use std::time::Duration;
 use redis::{Script, ScriptInvocation};
 
 use crate::error::Result;
+use crate::job::Lease;
 use crate::redis::connect::{retry_once, Connection};
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
@@ -116,6 +117,31 @@ pub(crate) fn invocation<'a>(script: &'a Script, keys: &QueueKeys) -> ScriptInvo
     }
     inv.arg(keys.prefix()).arg(&keys.queue).arg(&keys.events);
     inv
+}
+
+/// Starts an invocation of a lease verb's script (extend, abandon,
+/// trash): the queue keys, then the lease's job, owner and fencing token.
+pub(crate) fn lease_invocation<'a>(
+    script: &'a Script,
+    keys: &QueueKeys,
+    lease: &Lease,
+) -> ScriptInvocation<'a> {
+    let mut inv = invocation(script, keys);
+    inv.arg(lease.job.as_str()).arg(&lease.owner).arg(lease.token);
+    inv
+}
+
+/// Runs a lease verb's invocation and accepts its reply for `lease` (a
+/// stale lease is refused with `is_not_owner`).
+pub(crate) async fn run_on_lease(
+    conn: &Connection,
+    keys: &QueueKeys,
+    lease: &Lease,
+    inv: &ScriptInvocation<'_>,
+) -> Result<Reply> {
+    run(conn, inv)
+        .await?
+        .accept(keys, lease.job.as_str(), &lease.owner)
 }
 
 /// Runs an invocation, retried once after a dropped connection.

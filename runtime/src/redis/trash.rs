@@ -1,41 +1,17 @@
-//! Trashing a claimed job (the dead letter): `trash.lua`'s Rust twin and
-//! the verb `trash`.
+//! Trashing a claimed job (the dead letter): the verb `trash`
+//! (`trash.lua`).
 
 use crate::error::Result;
 use crate::job::Lease;
 use crate::redis::board::RedisBoard;
-use crate::redis::connect::Connection;
-use crate::redis::keys::QueueKeys;
-use crate::redis::reply::Reply;
-use crate::redis::scripts::{invocation, run, SCRIPTS};
+use crate::redis::scripts::{lease_invocation, run_on_lease, SCRIPTS};
 
 impl RedisBoard {
     /// Trashes a claimed job (see [`Board::trash`](crate::board::Board::trash)).
     pub(super) async fn trash(&self, lease: &Lease, reason: &str) -> Result<()> {
         let keys = self.keys(&lease.queue)?;
-        let reply = trash(
-            &self.conn,
-            &keys,
-            lease.job.as_str(),
-            &lease.owner,
-            lease.token,
-            reason,
-        )
-        .await?;
-        reply.accept(&keys, lease.job.as_str(), &lease.owner).map(drop)
+        let mut inv = lease_invocation(&SCRIPTS.trash, &keys, lease);
+        inv.arg(reason);
+        run_on_lease(&self.conn, &keys, lease, &inv).await.map(drop)
     }
-}
-
-/// Twin of `trash.lua`.
-pub(crate) async fn trash(
-    conn: &Connection,
-    keys: &QueueKeys,
-    id: &str,
-    who: &str,
-    token: u64,
-    reason: &str,
-) -> Result<Reply> {
-    let mut inv = invocation(&SCRIPTS.trash, keys);
-    inv.arg(id).arg(who).arg(token).arg(reason);
-    run(conn, &inv).await
 }
