@@ -412,14 +412,19 @@ mod tests {
         assert_eq!(a.overlaps_by(Explanation::ExpiryOnRecord), 1);
     }
 
-    #[test]
-    fn a_freeze_past_the_lease_explains_an_overlap_and_a_short_one_does_not() {
+    fn worker_10_frozen_from_1s_to_5_5s() -> Events {
         let mut events = Events::default();
         events.freezes.push(Freeze {
             pid: 10,
             from_us: 1_000 * MS,
             to_us: Some(5_500 * MS),
         });
+        events
+    }
+
+    #[test]
+    fn a_freeze_past_the_lease_explains_an_overlap_and_a_short_one_does_not() {
+        let events = worker_10_frozen_from_1s_to_5_5s();
         // Claimed again 2.5 s into the freeze (horizon 3 s: at least 1.9 s needed).
         let runs = [
             run("a", 10, 1, 990, Some((5_510, RunOutcome::Aborted))),
@@ -440,12 +445,7 @@ mod tests {
 
     #[test]
     fn a_claim_frozen_before_its_run_started_is_a_frozen_duplicate() {
-        let mut events = Events::default();
-        events.freezes.push(Freeze {
-            pid: 10,
-            from_us: 1_000 * MS,
-            to_us: Some(5_500 * MS),
-        });
+        let events = worker_10_frozen_from_1s_to_5_5s();
         // Claimed just before the freeze, its handler started only after
         // the SIGCONT, when the job had been claimed again and run.
         let runs = [
