@@ -22,7 +22,7 @@ pub use admin::{Admin, FailureGroup, QueueCounts, QueueSettings};
 pub use any::AnyBoard;
 pub(crate) use blocking::BlockingBoard;
 pub(crate) use contract::validate_claim;
-pub use contract::{Board, ReapReport, MAX_CLAIM_COUNT};
+pub use contract::{Board, ClaimRequest, ReapReport, MAX_CLAIM_COUNT};
 pub use events::{CancelStream, EventStream, Events};
 pub use presence::{Presence, WorkerInfo};
 pub use recovery::{Recovered, Recovery};

@@ -4,13 +4,24 @@
 
 use std::time::Duration;
 
-use jobworker::board::{Recovered, Recovery};
+use jobworker::board::{ClaimRequest, Recovered, Recovery};
 use jobworker::redis::{RedisBoard, RedisOptions, SyncBoard};
 use jobworker::{Board, JobState, NewJob};
 use jobworker_tests::{shared_redis, unique_queue};
 use redis::AsyncCommands;
 
 const LONG: Duration = Duration::from_secs(300);
+
+/// A claim of up to 3 jobs for `who`, who holds `holding` jobs now.
+fn request<'a>(queues: &'a [&'a str], who: &'a str, holding: usize) -> ClaimRequest<'a> {
+    ClaimRequest {
+        queues,
+        who,
+        expiry: LONG,
+        count: 3,
+        holding,
+    }
+}
 
 async fn setup(prefix: &str) -> (RedisBoard, SyncBoard, String) {
     let board = RedisBoard::connect(shared_redis().url()).await.unwrap();
@@ -81,12 +92,12 @@ async fn jobs_of_a_worker_that_held_several_become_suspects_run_alone() {
     }
     // A busy worker gets no suspect; an idle one gets exactly one, alone.
     assert!(board
-        .claim_holding(&[&q], "busy", LONG, 3, 2)
+        .claim_with(&request(&[&q], "busy", 2))
         .await
         .unwrap()
         .is_empty());
     for _ in 0..3 {
-        let got = board.claim_holding(&[&q], "idle", LONG, 3, 0).await.unwrap();
+        let got = board.claim_with(&request(&[&q], "idle", 0)).await.unwrap();
         assert_eq!(got.len(), 1, "a suspect comes alone");
         assert!(got[0].suspect);
         board.consume(&got[0].lease).await.unwrap();

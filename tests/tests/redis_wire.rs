@@ -5,7 +5,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use jobworker::board::ClaimRequest;
 use jobworker::codec::{decode_posting, encode_posting, CreatedOn, OsloDateTime};
+use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, JobState, ListFilter, NewJob, Page, Priority};
 use jobworker_tests::{fixtures_dir, shared_redis, unique_queue};
@@ -264,7 +266,10 @@ async fn claim_quarantines_a_posting_it_cannot_decode() {
 #[tokio::test]
 async fn post_many_pipelines_posts_and_survives_a_script_flush() {
     let q = unique_queue("bulk");
-    let board = RedisBoard::connect(shared_redis().url()).await.unwrap();
+    // A server of its own: SCRIPT FLUSH on the shared one would reorder
+    // the pipelines of the other test that flushes.
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
     let jobs = vec![
         NewJob::new("a"),
         NewJob::new("b").id("bulk-fixed"),
@@ -371,7 +376,10 @@ async fn verbs_on_a_job_whose_listing_vanished_say_not_found() {
 #[tokio::test]
 async fn consume_then_claim_after_a_script_flush_claims_once() {
     let q = unique_queue("flush");
-    let board = RedisBoard::connect(shared_redis().url()).await.unwrap();
+    // A server of its own: SCRIPT FLUSH on the shared one would reorder
+    // the pipelines of the other test that flushes.
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
     let keys = board.keys(&q).unwrap();
     for _ in 0..4 {
         board.post(&q, NewJob::new("f")).await.unwrap();
@@ -391,11 +399,13 @@ async fn consume_then_claim_after_a_script_flush_claims_once() {
     let (consumed, claimed) = board
         .consume_then_claim(
             std::slice::from_ref(&a.lease),
-            &[&q],
-            "w",
-            Duration::from_secs(60),
-            1,
-            1,
+            &ClaimRequest {
+                queues: &[&q],
+                who: "w",
+                expiry: Duration::from_secs(60),
+                count: 1,
+                holding: 1,
+            },
         )
         .await
         .unwrap();

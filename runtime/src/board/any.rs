@@ -6,8 +6,8 @@ use std::time::Duration;
 use std::collections::HashMap;
 
 use crate::board::{
-    Admin, Board, CancelStream, EventStream, Events, FailureGroup, Presence, QueueCounts, QueueSettings,
-    ReapReport, Recovered, Recovery, WorkerInfo,
+    Admin, Board, CancelStream, ClaimRequest, EventStream, Events, FailureGroup, Presence, QueueCounts,
+    QueueSettings, ReapReport, Recovered, Recovery, WorkerInfo,
 };
 use crate::error::Result;
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority};
@@ -59,15 +59,8 @@ impl Board for AnyBoard {
     async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
         dispatch!(self, b => Board::post_many(b, queue, jobs))
     }
-    async fn claim_holding(
-        &self,
-        queues: &[&str],
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        holding: usize,
-    ) -> Result<Vec<Claimed>> {
-        dispatch!(self, b => b.claim_holding(queues, who, expiry, count, holding))
+    async fn claim_with(&self, request: &ClaimRequest<'_>) -> Result<Vec<Claimed>> {
+        dispatch!(self, b => b.claim_with(request))
     }
     async fn claim_job(
         &self,
@@ -90,13 +83,9 @@ impl Board for AnyBoard {
     async fn consume_then_claim(
         &self,
         done: &[Lease],
-        queues: &[&str],
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        holding: usize,
+        request: &ClaimRequest<'_>,
     ) -> Result<(Vec<Result<()>>, Vec<Claimed>)> {
-        dispatch!(self, b => b.consume_then_claim(done, queues, who, expiry, count, holding))
+        dispatch!(self, b => b.consume_then_claim(done, request))
     }
     async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
         dispatch!(self, b => b.abandon(lease, how))

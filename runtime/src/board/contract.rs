@@ -53,22 +53,25 @@ pub trait Board: Sync {
         expiry: Duration,
         count: usize,
     ) -> impl Future<Output = Result<Vec<Claimed>>> + Send {
-        self.claim_holding(queues, who, expiry, count, 0)
+        async move {
+            let request = ClaimRequest {
+                queues,
+                who,
+                expiry,
+                count,
+                holding: 0,
+            };
+            self.claim_with(&request).await
+        }
     }
 
-    /// [`claim`](Board::claim) for a worker that holds `holding` jobs now.
-    /// A suspect (a job whose worker died while it held several, so the
-    /// crash could not be blamed on one) is given only to a claimer holding
-    /// none, as the only job of the claim ([`Claimed::suspect`]), so that a
-    /// poison pill shows itself by crashing a worker alone.
-    fn claim_holding(
-        &self,
-        queues: &[&str],
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        holding: usize,
-    ) -> impl Future<Output = Result<Vec<Claimed>>> + Send;
+    /// [`claim`](Board::claim) as `request` says, for a claimer that holds
+    /// `request.holding` jobs now. A suspect (a job whose worker died while
+    /// it held several, so the crash could not be blamed on one) is given
+    /// only to a claimer holding none, as the only job of the claim
+    /// ([`Claimed::suspect`]), so that a poison pill shows itself by
+    /// crashing a worker alone.
+    fn claim_with(&self, request: &ClaimRequest<'_>) -> impl Future<Output = Result<Vec<Claimed>>> + Send;
 
     /// Claims one named job (taskflow's claim), whatever its place in the
     /// order, with a lease of `expiry`, or (`None`, as taskflow allows) held
@@ -101,24 +104,21 @@ pub trait Board: Sync {
         }
     }
 
-    /// Consumes `done`, then claims like [`claim_holding`](Board::claim_holding)
-    /// (`holding` counts the jobs still running, not `done`): a worker's
-    /// settle-and-take step, in one round trip where the backend can.
+    /// Consumes `done`, then claims like [`claim_with`](Board::claim_with)
+    /// (`request.holding` counts the jobs still running, not `done`): a
+    /// worker's settle-and-take step, in one round trip where the backend
+    /// can.
     fn consume_then_claim(
         &self,
         done: &[Lease],
-        queues: &[&str],
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        holding: usize,
+        request: &ClaimRequest<'_>,
     ) -> impl Future<Output = Result<(Vec<Result<()>>, Vec<Claimed>)>> + Send {
         async move {
-            validate_claim(who, expiry, count)?;
+            request.validate()?;
             let consumed = self.consume_many(done).await?;
             // The consumes are settled: a failed claim must not make the
             // caller consume them again; it claims next time round.
-            let claimed = match self.claim_holding(queues, who, expiry, count, holding).await {
+            let claimed = match self.claim_with(request).await {
                 Ok(claimed) => claimed,
                 Err(e) => {
                     tracing::warn!(error = %e, "claim after consume failed; retrying on the next round");
@@ -166,6 +166,28 @@ pub trait Board: Sync {
     /// polling the server; also wakes when a scheduled job falls due or a
     /// lease expires.
     fn wait(&self, queues: &[&str], timeout: Duration) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// What a claim asks for (see [`Board::claim_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimRequest<'a> {
+    /// Queues to take from, in order.
+    pub queues: &'a [&'a str],
+    /// The owner the leases are written for.
+    pub who: &'a str,
+    /// Length of each lease.
+    pub expiry: Duration,
+    /// Most jobs to take (1 to [`MAX_CLAIM_COUNT`]).
+    pub count: usize,
+    /// Jobs the claimer holds now (a suspect goes only to one holding none).
+    pub holding: usize,
+}
+
+impl ClaimRequest<'_> {
+    /// Checks the owner, expiry and count before any request is sent.
+    pub fn validate(&self) -> Result<()> {
+        validate_claim(self.who, self.expiry, self.count)
+    }
 }
 
 /// Most jobs one claim may take (on every backend).

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::board::{Board, ReapReport};
+use crate::board::{Board, ClaimRequest, ReapReport};
 use crate::error::{Error, Result};
 use crate::job::{
     Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, DEFAULT_MAX_ATTEMPTS,
@@ -192,15 +192,8 @@ impl Board for RedisBoard {
         RedisBoard::post_many(self, queue, jobs).await
     }
 
-    async fn claim_holding(
-        &self,
-        queues: &[&str],
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        holding: usize,
-    ) -> Result<Vec<Claimed>> {
-        RedisBoard::claim_holding(self, queues, who, expiry, count, holding).await
+    async fn claim_with(&self, request: &ClaimRequest<'_>) -> Result<Vec<Claimed>> {
+        RedisBoard::claim_with(self, request).await
     }
 
     async fn claim_job(
@@ -228,13 +221,9 @@ impl Board for RedisBoard {
     async fn consume_then_claim(
         &self,
         done: &[Lease],
-        queues: &[&str],
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        holding: usize,
+        request: &ClaimRequest<'_>,
     ) -> Result<(Vec<Result<()>>, Vec<Claimed>)> {
-        RedisBoard::consume_then_claim(self, done, queues, who, expiry, count, holding).await
+        RedisBoard::consume_then_claim(self, done, request).await
     }
 
     async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {

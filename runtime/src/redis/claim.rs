@@ -1,11 +1,11 @@
 //! Claiming jobs: the Rust twins of `claim.lua` and `claim_job.lua`, the
-//! claim reply reader and the verbs `claim_holding` and `claim_job`.
+//! claim reply reader and the verbs `claim_with` and `claim_job`.
 
 use std::time::Duration;
 
 use redis::ScriptInvocation;
 
-use crate::board::validate_claim;
+use crate::board::{validate_claim, ClaimRequest};
 use crate::codec::{args_of, decode_posting};
 use crate::error::{Error, Result};
 use crate::job::{Claimed, JobId, Lease, Priority};
@@ -117,17 +117,17 @@ impl RedisBoard {
         Ok(claimed)
     }
 
-    /// Claims from `queues` in order (see
-    /// [`Board::claim_holding`](crate::board::Board::claim_holding)).
-    pub(super) async fn claim_holding(
-        &self,
-        queues: &[&str],
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        holding: usize,
-    ) -> Result<Vec<Claimed>> {
-        validate_claim(who, expiry, count)?;
+    /// Claims from the request's queues in order (see
+    /// [`Board::claim_with`](crate::board::Board::claim_with)).
+    pub(super) async fn claim_with(&self, request: &ClaimRequest<'_>) -> Result<Vec<Claimed>> {
+        request.validate()?;
+        let ClaimRequest {
+            queues,
+            who,
+            expiry,
+            count,
+            holding,
+        } = *request;
         for queue in queues {
             self.register_queue(queue).await?;
         }

@@ -1,11 +1,9 @@
 //! Consuming jobs: `consume.lua`'s Rust twin, its pipeline with a claim,
 //! and the verbs `consume_many` and `consume_then_claim`.
 
-use std::time::Duration;
-
 use redis::ScriptInvocation;
 
-use crate::board::{validate_claim, MAX_CLAIM_COUNT};
+use crate::board::{ClaimRequest, MAX_CLAIM_COUNT};
 use crate::error::{Error, Result};
 use crate::job::{Claimed, Lease};
 use crate::redis::board::RedisBoard;
@@ -53,13 +51,16 @@ impl RedisBoard {
     pub(super) async fn consume_then_claim(
         &self,
         done: &[Lease],
-        queues: &[&str],
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        holding: usize,
+        request: &ClaimRequest<'_>,
     ) -> Result<(Vec<Result<()>>, Vec<Claimed>)> {
-        validate_claim(who, expiry, count)?;
+        request.validate()?;
+        let ClaimRequest {
+            queues,
+            who,
+            expiry,
+            count,
+            holding,
+        } = *request;
         let Some((first, rest)) = queues.split_first() else {
             return Ok((self.consume_many(done).await?, Vec::new()));
         };
@@ -78,10 +79,13 @@ impl RedisBoard {
             .await?;
         if claimed.len() < count && !rest.is_empty() && !claimed.iter().any(|c| c.suspect) {
             let held = holding + claimed.len();
-            claimed.extend(
-                self.claim_holding(rest, who, expiry, count - claimed.len(), held)
-                    .await?,
-            );
+            let rest = ClaimRequest {
+                queues: rest,
+                count: count - claimed.len(),
+                holding: held,
+                ..*request
+            };
+            claimed.extend(self.claim_with(&rest).await?);
         }
         Ok((consumed, claimed))
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use crate::board::{validate_claim, Board, ReapReport};
+use crate::board::{validate_claim, Board, ClaimRequest, ReapReport};
 use crate::error::{Error, Result};
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page};
 use crate::zookeeper::cache::Caches;
@@ -244,15 +244,15 @@ impl Board for ZooKeeperBoard {
     async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
         self.post_job(queue, job).await
     }
-    async fn claim_holding(
-        &self,
-        queues: &[&str],
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        _holding: usize,
-    ) -> Result<Vec<Claimed>> {
-        validate_claim(who, expiry, count)?;
+    async fn claim_with(&self, request: &ClaimRequest<'_>) -> Result<Vec<Claimed>> {
+        request.validate()?;
+        let ClaimRequest {
+            queues,
+            who,
+            expiry,
+            count,
+            ..
+        } = *request;
         let mut claimed: Vec<Claimed> = Vec::new();
         for queue in queues {
             if claimed.len() >= count {

@@ -2,7 +2,7 @@
 //! to the free concurrency, in one round trip where the board can, then
 //! launch what was claimed.
 
-use crate::board::Board;
+use crate::board::{Board, ClaimRequest};
 use crate::error::Result;
 use crate::job::{Claimed, Lease};
 use crate::worker::heartbeat::key_of;
@@ -35,16 +35,19 @@ impl Worker {
     async fn settle_and_claim(&mut self, queues: &[String], free: usize) -> Result<Vec<Claimed>> {
         let q: Vec<&str> = queues.iter().map(String::as_str).collect();
         let holding = self.running.len();
-        let (owner, expiry) = (&self.cfg.owner, self.cfg.expiry);
+        let request = ClaimRequest {
+            queues: &q,
+            who: &self.cfg.owner,
+            expiry: self.cfg.expiry,
+            count: free,
+            holding,
+        };
         let done: Vec<Lease> = self.done.iter().map(|j| j.lease.clone()).collect();
         if done.is_empty() {
-            return self.board.claim_holding(&q, owner, expiry, free, holding).await;
+            return self.board.claim_with(&request).await;
         }
         // Settle what finished and take what is next in one round trip.
-        let settled = self
-            .board
-            .consume_then_claim(&done, &q, owner, expiry, free, holding)
-            .await;
+        let settled = self.board.consume_then_claim(&done, &request).await;
         match settled {
             Ok((consumed, claimed)) => {
                 self.log_consumed(consumed);
