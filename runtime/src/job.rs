@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+pub use crate::board::Lease;
 use crate::codec::Book;
 use crate::error::{Error, Result};
 
@@ -401,25 +402,8 @@ pub fn failure_group(reason: &str) -> String {
     kind.to_lowercase().replace([' ', '_'], "-")
 }
 
-/// A held claim: the owner string on the job plus the fencing token.
-///
-/// The token grows with every claim of the job; a verb given a lease whose
-/// owner or token no longer matches is refused with
-/// [`Error::is_not_owner`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Lease {
-    /// The queue the job is on.
-    pub queue: String,
-    /// The job.
-    pub job: JobId,
-    /// The owner string written to the job's owner key.
-    pub owner: String,
-    /// The fencing token of this claim (0 for a claim made by taskflow).
-    pub token: u64,
-}
-
 /// A claimed job, ready to run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Claimed {
     /// The lease to extend, consume, abandon or trash with.
     pub lease: Lease,

@@ -110,12 +110,7 @@ fn context(board: &AnyBoard, name: &str, lease: Lease, attempt: u32, max_attempt
 }
 
 fn some_lease(queue: &str) -> Lease {
-    Lease {
-        queue: queue.to_owned(),
-        job: JobId::random(),
-        owner: "macro-test".to_owned(),
-        token: 1,
-    }
+    Lease::new(queue, JobId::random(), "macro-test", 1)
 }
 
 fn resize_args(width: i64, height: i64) -> Value {
@@ -198,20 +193,25 @@ async fn runners_decode_arguments_and_map_errors() {
         .unwrap();
     assert_eq!(claimed.len(), 1);
     let claimed = claimed.into_iter().next().unwrap();
-    assert_eq!(claimed.lease.job, id);
+    assert_eq!(*claimed.lease.job(), id);
     assert_eq!(claimed.name, "resize");
     assert_eq!(claimed.max_attempts, 3);
     assert_eq!(claimed.args, resize_args(640, 480));
     let cx = context(
         &board,
         &claimed.name,
-        claimed.lease.clone(),
+        Lease::new(
+            claimed.lease.queue(),
+            claimed.lease.job().clone(),
+            claimed.lease.owner(),
+            claimed.lease.token(),
+        ),
         claimed.attempt,
         claimed.max_attempts,
     );
     run("resize", cx, claimed.args.clone()).await.unwrap();
     assert_eq!(take_seen(), ["resize resize 640x480 attempt 1"]);
-    board.consume(&claimed.lease).await.unwrap();
+    board.consume(claimed.lease).await.unwrap();
 
     // A struct from a msgpack map, through the blocking runner.
     let cx = context(&board, "resize-sync", some_lease("default"), 1, 5);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use jobworker::{Abandon, Board, JobId, JobState, ListFilter, NewJob, Page, Priority};
 
-use crate::{unique_queue, wait_until};
+use crate::{copy_of, unique_queue, wait_until, with_owner};
 
 /// A short lease, for tests that let leases expire.
 const SHORT: Duration = Duration::from_millis(300);
@@ -122,7 +122,7 @@ pub async fn claim_order_across_queues<H: Harness>(h: &H) {
     );
     assert!(claimed
         .iter()
-        .all(|c| c.attempt == 1 && c.lease.token >= 1 && c.lease.owner == "w1"));
+        .all(|c| c.attempt == 1 && c.lease.token() >= 1 && c.lease.owner() == "w1"));
 }
 
 /// A claim takes at most `count` jobs and nothing from an empty queue.
@@ -151,8 +151,8 @@ pub async fn concurrent_claimers_never_share<H: Harness>(h: &H) {
                     return mine;
                 }
                 for c in got {
-                    board.consume(&c.lease).await.unwrap();
-                    mine.push(c.lease.job);
+                    mine.push(c.lease.job().clone());
+                    board.consume(c.lease).await.unwrap();
                 }
             }
         }));
@@ -184,17 +184,16 @@ pub async fn stale_lease_refused_by_every_verb<H: Harness>(h: &H) {
     assert!(err.is_not_owner(), "{err}");
     // Re-claimed by the same owner string: only the token tells them apart.
     let second = board.claim(&[&q], "w1", LONG, 1).await.unwrap().remove(0).lease;
-    assert!(second.token > first.token, "fencing token must grow");
-    let mut other_owner = second.clone();
-    other_owner.owner = "intruder".into();
+    assert!(second.token() > first.token(), "fencing token must grow");
+    let other_owner = with_owner(&second, "intruder");
     for stale in [&first, &other_owner] {
         let e = board.extend(stale, LONG).await.unwrap_err();
         assert!(e.is_not_owner(), "extend: {e}");
-        let e = board.consume(stale).await.unwrap_err();
+        let e = board.consume(copy_of(stale)).await.unwrap_err();
         assert!(e.is_not_owner(), "consume: {e}");
-        let e = board.abandon(stale, Abandon::Release).await.unwrap_err();
+        let e = board.abandon(copy_of(stale), Abandon::Release).await.unwrap_err();
         assert!(e.is_not_owner(), "abandon: {e}");
-        let e = board.trash(stale, "x").await.unwrap_err();
+        let e = board.trash(copy_of(stale), "x").await.unwrap_err();
         assert!(e.is_not_owner(), "trash: {e}");
         assert!(
             e.message().contains(id.as_str()) && e.message().contains(&q),
@@ -204,9 +203,9 @@ pub async fn stale_lease_refused_by_every_verb<H: Harness>(h: &H) {
     let info = board.show(&q, &id).await.unwrap();
     assert_eq!(info.state, JobState::Claimed);
     assert_eq!(info.owner.as_deref(), Some("w1"));
-    assert_eq!(info.token, second.token);
+    assert_eq!(info.token, second.token());
     board.extend(&second, LONG).await.unwrap();
-    board.consume(&second).await.unwrap();
+    board.consume(second).await.unwrap();
 }
 
 /// An expired lease is reaped and the job re-claimed with attempts + 1.
@@ -226,9 +225,9 @@ pub async fn expired_lease_reaped_with_attempt_counted<H: Harness>(h: &H) {
         "{info:?}"
     );
     let again = board.claim(&[&q], "w2", LONG, 1).await.unwrap().remove(0);
-    assert_eq!(again.lease.job, id);
+    assert_eq!(*again.lease.job(), id);
     assert_eq!(again.attempt, 2);
-    assert!(again.lease.token > first.lease.token);
+    assert!(again.lease.token() > first.lease.token());
 }
 
 /// Counted retries that use up the attempts end in the trash with the
@@ -242,10 +241,10 @@ pub async fn exhausted_retries_end_in_trash<H: Harness>(h: &H) {
         error: "boom: disk full".into(),
     };
     let c = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
-    assert_eq!(board.abandon(&c.lease, retry()).await.unwrap(), JobState::Ready);
+    assert_eq!(board.abandon(c.lease, retry()).await.unwrap(), JobState::Ready);
     let c = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
     assert_eq!(c.attempt, 2);
-    assert_eq!(board.abandon(&c.lease, retry()).await.unwrap(), JobState::Trashed);
+    assert_eq!(board.abandon(c.lease, retry()).await.unwrap(), JobState::Trashed);
     let info = board.show(&q, &id).await.unwrap();
     assert_eq!(info.state, JobState::Trashed);
     assert_eq!(info.attempts, 2);
@@ -286,7 +285,7 @@ pub async fn release_does_not_count_an_attempt<H: Harness>(h: &H) {
         let c = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
         assert_eq!(c.attempt, 1);
         assert_eq!(
-            board.abandon(&c.lease, Abandon::Release).await.unwrap(),
+            board.abandon(c.lease, Abandon::Release).await.unwrap(),
             JobState::Ready
         );
     }
@@ -303,7 +302,7 @@ pub async fn retry_delay_schedules_the_job<H: Harness>(h: &H) {
         delay: Duration::from_millis(400),
         error: "later".into(),
     };
-    assert_eq!(board.abandon(&c.lease, how).await.unwrap(), JobState::Scheduled);
+    assert_eq!(board.abandon(c.lease, how).await.unwrap(), JobState::Scheduled);
     assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Scheduled);
     assert!(board.claim(&[&q], "w", LONG, 1).await.unwrap().is_empty());
     wait_until("the retried job to come back", Duration::from_secs(5), || {
@@ -344,10 +343,10 @@ pub async fn consume_completes_the_job<H: Harness>(h: &H) {
     let c = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
     assert_eq!(board.find_owner(&q, &id).await.unwrap().as_deref(), Some("w"));
     assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Claimed);
-    board.consume(&c.lease).await.unwrap();
+    board.consume(copy_of(&c.lease)).await.unwrap();
     assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Completed);
     assert_eq!(board.job_count(&q).await.unwrap(), 0);
-    let again = board.consume(&c.lease).await.unwrap_err();
+    let again = board.consume(c.lease).await.unwrap_err();
     assert!(again.is_not_found(), "{again}");
 }
 
@@ -357,7 +356,7 @@ pub async fn claim_job_takes_a_named_job<H: Harness>(h: &H) {
     let q = unique_queue("named");
     let ids = post_n(&board, &q, "n", 3).await;
     let c = board.claim_job(&q, &ids[2], "w1", Some(LONG)).await.unwrap();
-    assert_eq!(c.lease.job, ids[2]);
+    assert_eq!(*c.lease.job(), ids[2]);
     let e = board.claim_job(&q, &ids[2], "w2", Some(LONG)).await.unwrap_err();
     assert!(e.is_already_claimed(), "{e}");
     assert!(e.message().contains("w1"), "{e}");
@@ -368,7 +367,7 @@ pub async fn claim_job_takes_a_named_job<H: Harness>(h: &H) {
     assert!(e.is_not_found(), "{e}");
     // The named job is no longer handed out in order.
     let rest = board.claim(&[&q], "w2", LONG, 5).await.unwrap();
-    let rest: Vec<&JobId> = rest.iter().map(|c| &c.lease.job).collect();
+    let rest: Vec<&JobId> = rest.iter().map(|c| c.lease.job()).collect();
     assert_eq!(rest, [&ids[0], &ids[1]]);
 }
 
@@ -416,7 +415,7 @@ pub async fn list_pages_in_claim_order<H: Harness>(h: &H) {
         .await
         .unwrap();
     assert_eq!(claimed.len(), 1);
-    assert_eq!(claimed[0].id, c.lease.job.0);
+    assert_eq!(claimed[0].id, c.lease.job().0);
     assert_eq!(claimed[0].owner.as_deref(), Some("w"));
 }
 
@@ -472,7 +471,7 @@ pub async fn book_travels_with_the_job<H: Harness>(h: &H) {
     );
     assert_eq!(board.show(&q, &without).await.unwrap().book, None);
     let claimed = board.claim(&[&q], "w", LONG, 2).await.unwrap();
-    assert_eq!(claimed[0].lease.job, with);
+    assert_eq!(*claimed[0].lease.job(), with);
     assert_eq!(claimed[0].book.as_ref().map(|b| b.name.as_str()), Some("nightly"));
     assert_eq!(claimed[1].book, None);
     let e = board
@@ -502,7 +501,7 @@ pub async fn claim_without_expiry_is_held_until_released<H: Harness>(h: &H) {
         board.find_owner(&q, &id).await.unwrap().as_deref(),
         Some("tf-like")
     );
-    board.consume(&c.lease).await.unwrap();
+    board.consume(c.lease).await.unwrap();
     assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Completed);
 }
 

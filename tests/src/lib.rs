@@ -4,6 +4,8 @@
 //!   first use and stopped by PID when the process exits.
 //! - [`unique_queue`]: a fresh queue (namespace) name for every test.
 //! - [`wait_until`]: wait on a condition with a deadline, never a bare sleep.
+//! - [`copy_of`], [`with_owner`]: a lease rebuilt from its parts, to use a
+//!   claim twice on purpose.
 //! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
@@ -21,6 +23,7 @@ pub mod shape;
 mod support {
     pub mod exit;
     pub mod fixtures;
+    pub mod lease;
     pub mod names;
     pub mod python;
     pub mod redis;
@@ -29,6 +32,7 @@ mod support {
 }
 
 pub use support::fixtures::{fixtures_dir, workspace_dir};
+pub use support::lease::{copy_of, with_owner};
 pub use support::names::unique_queue;
 pub use support::python::{
     run_python, run_python_async, taskflow_python, PyOutput, PYTHON_TIMEOUT, TASKFLOW_VENV_ENV,

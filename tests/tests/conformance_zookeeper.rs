@@ -47,7 +47,7 @@ mod zookeeper_only {
     use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
     use jobworker::{Abandon, Board, JobState, ListFilter, NewJob, Page, Priority};
     use jobworker_tests::conformance::Harness;
-    use jobworker_tests::{shared_zookeeper, unique_queue};
+    use jobworker_tests::{copy_of, shared_zookeeper, unique_queue};
     use zookeeper_client as zk;
 
     use super::ZooKeeperHarness;
@@ -106,7 +106,7 @@ mod zookeeper_only {
         for _ in 0..4 {
             let id = board.post(&q, NewJob::new("h")).await.unwrap();
             let c = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
-            board.consume(&c.lease).await.unwrap();
+            board.consume(c.lease).await.unwrap();
             ids.push(id);
         }
         let all = |b: &ZooKeeperBoard| {
@@ -149,7 +149,7 @@ mod zookeeper_only {
         for _ in 0..n {
             ids.push(board.post(q, NewJob::new("dead")).await.unwrap());
             let c = board.claim(&[q], "w", LONG, 1).await.unwrap().remove(0);
-            board.trash(&c.lease, "fatal: gone").await.unwrap();
+            board.trash(c.lease, "fatal: gone").await.unwrap();
             tokio::time::sleep(Duration::from_millis(3)).await;
         }
         ids
@@ -228,7 +228,7 @@ mod zookeeper_only {
             "{waited:?}"
         );
         let again = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
-        assert_eq!((again.lease.job, again.attempt), (c.lease.job, 2));
+        assert_eq!((again.lease.job(), again.attempt), (c.lease.job(), 2));
     }
 
     /// A dead worker's claims are given back at once, from any session.
@@ -248,16 +248,20 @@ mod zookeeper_only {
             .unwrap();
         assert_eq!(back, (2, 0));
         for c in &dead {
-            let info = supervisor.show(&q, &c.lease.job).await.unwrap();
+            let info = supervisor.show(&q, c.lease.job()).await.unwrap();
             assert_eq!((info.state, info.attempts), (JobState::Ready, 1));
             assert_eq!(info.reason.as_deref(), Some("crashed: killed by signal 9"));
-            assert!(worker.consume(&c.lease).await.unwrap_err().is_not_owner());
+            assert!(worker
+                .consume(copy_of(&c.lease))
+                .await
+                .unwrap_err()
+                .is_not_owner());
         }
         assert_eq!(
-            supervisor.state(&q, &alive.lease.job).await.unwrap(),
+            supervisor.state(&q, alive.lease.job()).await.unwrap(),
             JobState::Claimed
         );
-        worker.abandon(&alive.lease, Abandon::Release).await.unwrap();
+        worker.abandon(alive.lease, Abandon::Release).await.unwrap();
     }
 
     /// A posting taskflow reads but jobworker cannot (a number as uuid) is

@@ -4,6 +4,7 @@
 //! events, statistics, history, pause and concurrency limits, cancel and
 //! the stored configuration; plus bounded memory over 200,000 jobs.
 
+use jobworker_tests::copy_of;
 use std::collections::{BTreeMap, BTreeSet};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -177,7 +178,7 @@ async fn a_waiting_or_scheduled_jobs_new_priority_applies_when_it_becomes_ready(
     );
     let first = claim_one(&b, &q).await;
     assert_eq!(first.name, "blocker");
-    b.consume(&first.lease).await.unwrap();
+    b.consume(first.lease).await.unwrap();
     wait_until("the scheduled job falls due", Duration::from_secs(5), || {
         let (b, q, scheduled) = (&b, &q, &scheduled);
         async move { server_ms(b).await >= b.show(q, scheduled).await.unwrap().run_at_ms.unwrap_or(0) }
@@ -204,7 +205,7 @@ async fn priority_changes_are_refused_for_finished_missing_or_out_of_range() {
         .unwrap_err();
     assert!(e.is_invalid(), "{e}");
     let c = claim_one(&b, &q).await;
-    b.consume(&c.lease).await.unwrap();
+    b.consume(c.lease).await.unwrap();
     let e = b.set_priority(&q, &id, Priority::HIGH).await.unwrap_err();
     assert!(e.is_finished(), "{e}");
     let e = b
@@ -283,7 +284,7 @@ async fn a_delayed_job_is_claimable_only_after_its_delay_without_reap() {
     assert_eq!(b.job_count(&q).await.unwrap(), 1, "taskflow lists it meanwhile");
     let c = claim_within(&b, &q, Duration::from_secs(5)).await;
     let at = server_ms(&b).await;
-    assert_eq!(c.lease.job, id);
+    assert_eq!(*c.lease.job(), id);
     assert!(at >= run_at, "claimed at {at}, before its run-at {run_at}");
 }
 
@@ -300,7 +301,7 @@ async fn run_at_a_wall_clock_time_and_in_the_past() {
         .unwrap();
     assert_eq!(b.state(&q, &past).await.unwrap(), JobState::Ready);
     let c = claim_one(&b, &q).await;
-    assert_eq!(c.lease.job, past);
+    assert_eq!(*c.lease.job(), past);
     let when = SystemTime::now() + Duration::from_millis(800);
     let future = b.post(&q, NewJob::new("future").run_at(when)).await.unwrap();
     assert_eq!(b.state(&q, &future).await.unwrap(), JobState::Scheduled);
@@ -311,7 +312,7 @@ async fn run_at_a_wall_clock_time_and_in_the_past() {
     assert!((run_at - when_ms).abs() < 250, "run_at {run_at} vs {when_ms}");
     assert!(claim(&b, &q, 10).await.is_empty());
     let c = claim_within(&b, &q, Duration::from_secs(5)).await;
-    assert_eq!(c.lease.job, future);
+    assert_eq!(*c.lease.job(), future);
     assert!(server_ms(&b).await >= run_at);
 }
 
@@ -364,14 +365,15 @@ async fn an_interval_template_spawns_runs_on_claim() {
         jobworker::codec::value_to_json(&c.args),
         serde_json::json!(["hello", 7])
     );
-    let info = b.show(&q, &c.lease.job).await.unwrap();
+    let info = b.show(&q, c.lease.job()).await.unwrap();
     assert_eq!(info.tags, ["periodic"]);
-    b.consume(&c.lease).await.unwrap();
+    let first = c.lease.job().clone();
+    b.consume(c.lease).await.unwrap();
 
     // Later slots keep coming, one per interval.
     let c2 = claim_within(&b, &q, Duration::from_secs(5)).await;
     assert_eq!(c2.name, "tick");
-    assert_ne!(c2.lease.job, c.lease.job);
+    assert_ne!(*c2.lease.job(), first);
     let now = server_ms(&b).await;
     let listed = b.recurring(&q).await.unwrap();
     assert!(listed[0].runs >= 2, "{listed:?}");
@@ -614,13 +616,13 @@ async fn a_same_queue_chain_runs_in_order() {
     );
 
     for (expect, next) in [(&a, Some(&bb)), (&bb, Some(&c)), (&c, None)] {
-        let got = claim(&b, &q, 10).await;
+        let mut got = claim(&b, &q, 10).await;
         assert_eq!(got.len(), 1, "only the head of the chain is claimable");
-        assert_eq!(&got[0].lease.job, expect);
+        assert_eq!(got[0].lease.job(), expect);
         if let Some(next) = next {
             assert_eq!(b.state(&q, next).await.unwrap(), JobState::Waiting);
         }
-        b.consume(&got[0].lease).await.unwrap();
+        b.consume(got.remove(0).lease).await.unwrap();
         if let Some(next) = next {
             assert_eq!(b.state(&q, next).await.unwrap(), JobState::Ready);
         }
@@ -649,9 +651,9 @@ async fn a_cross_queue_dependency_is_released_when_consumed() {
     assert!(claim(&b, &q2, 10).await.is_empty());
     let c = claim_one(&b, &q1).await;
     assert!(claim(&b, &q2, 10).await.is_empty(), "a claim is not a consume");
-    b.consume(&c.lease).await.unwrap();
+    b.consume(c.lease).await.unwrap();
     assert_eq!(b.state(&q2, &d).await.unwrap(), JobState::Ready);
-    assert_eq!(claim_one(&b, &q2).await.lease.job, d);
+    assert_eq!(*claim_one(&b, &q2).await.lease.job(), d);
 }
 
 #[tokio::test]
@@ -671,8 +673,8 @@ async fn a_job_waits_for_all_of_its_dependencies() {
         .await
         .unwrap();
     let cy = claim_one(&b, &q2).await;
-    assert_eq!(cy.lease.job, y);
-    b.consume(&cy.lease).await.unwrap();
+    assert_eq!(*cy.lease.job(), y);
+    b.consume(cy.lease).await.unwrap();
     assert_eq!(
         b.state(&q2, &d).await.unwrap(),
         JobState::Waiting,
@@ -680,9 +682,9 @@ async fn a_job_waits_for_all_of_its_dependencies() {
     );
     assert!(claim(&b, &q2, 10).await.is_empty());
     let cx = claim_one(&b, &q1).await;
-    b.consume(&cx.lease).await.unwrap();
+    b.consume(cx.lease).await.unwrap();
     assert_eq!(b.state(&q2, &d).await.unwrap(), JobState::Ready);
-    assert_eq!(claim_one(&b, &q2).await.lease.job, d);
+    assert_eq!(*claim_one(&b, &q2).await.lease.job(), d);
 }
 
 #[tokio::test]
@@ -692,7 +694,7 @@ async fn a_dependency_already_consumed_leaves_the_job_ready_at_once() {
     let q2 = unique_queue("done-b");
     let a = b.post(&q1, NewJob::new("a")).await.unwrap();
     let c = claim_one(&b, &q1).await;
-    b.consume(&c.lease).await.unwrap();
+    b.consume(c.lease).await.unwrap();
     let same = b
         .post(&q1, NewJob::new("same").depends_on(a.clone()))
         .await
@@ -703,8 +705,8 @@ async fn a_dependency_already_consumed_leaves_the_job_ready_at_once() {
         .unwrap();
     assert_eq!(b.state(&q1, &same).await.unwrap(), JobState::Ready);
     assert_eq!(b.state(&q2, &other).await.unwrap(), JobState::Ready);
-    assert_eq!(claim_one(&b, &q1).await.lease.job, same);
-    assert_eq!(claim_one(&b, &q2).await.lease.job, other);
+    assert_eq!(*claim_one(&b, &q1).await.lease.job(), same);
+    assert_eq!(*claim_one(&b, &q2).await.lease.job(), other);
 }
 
 #[tokio::test]
@@ -852,7 +854,7 @@ async fn diamond_across_two_queues_runs_in_dependency_order() {
                 let work = if job.name == "C" { 400 } else { 30 };
                 tokio::time::sleep(Duration::from_millis(work)).await;
                 log.lock().unwrap().push((job.name.clone(), "done"));
-                b.consume(&job.lease).await.unwrap();
+                b.consume(job.lease).await.unwrap();
                 if job.name == "B" {
                     // Read D first: if C is still unconsumed afterwards, it
                     // was when D was read.
@@ -906,26 +908,26 @@ async fn trashed_jobs_go_to_failure_groups_by_reason_kind() {
     let slow = b.post(&q, NewJob::new("slow").max_attempts(1)).await.unwrap();
     let flaky = b.post(&q, NewJob::new("flaky").max_attempts(2)).await.unwrap();
     let got = claim(&b, &q, 4).await;
-    let lease = |id: &JobId| got.iter().find(|c| &c.lease.job == id).unwrap().lease.clone();
-    b.trash(&lease(&fatal), "fatal: bad input").await.unwrap();
-    b.trash(&lease(&plain), "something broke").await.unwrap();
+    let lease = |id: &JobId| copy_of(&got.iter().find(|c| c.lease.job() == id).unwrap().lease);
+    b.trash(lease(&fatal), "fatal: bad input").await.unwrap();
+    b.trash(lease(&plain), "something broke").await.unwrap();
     let to = Abandon::Retry {
         delay: Duration::ZERO,
         error: "Timeout: took too long".into(),
     };
-    assert_eq!(b.abandon(&lease(&slow), to).await.unwrap(), JobState::Trashed);
+    assert_eq!(b.abandon(lease(&slow), to).await.unwrap(), JobState::Trashed);
     let retry = Abandon::Retry {
         delay: Duration::ZERO,
         error: "flaky failure".into(),
     };
     assert_eq!(
-        b.abandon(&lease(&flaky), retry.clone()).await.unwrap(),
+        b.abandon(lease(&flaky), retry.clone()).await.unwrap(),
         JobState::Ready,
         "one attempt of two used"
     );
     let again = claim_one(&b, &q).await;
     assert_eq!((again.attempt, again.max_attempts), (2, 2));
-    assert_eq!(b.abandon(&again.lease, retry).await.unwrap(), JobState::Trashed);
+    assert_eq!(b.abandon(again.lease, retry).await.unwrap(), JobState::Trashed);
 
     let groups: Vec<(String, u64)> = b
         .failed(&q)
@@ -992,7 +994,7 @@ async fn trashed(b: &RedisBoard, q: &str, name: &str, n: usize, reason: &str) ->
         ids.push(b.post(q, NewJob::new(name).max_attempts(3)).await.unwrap());
     }
     for c in claim(b, q, n).await {
-        b.trash(&c.lease, reason).await.unwrap();
+        b.trash(c.lease, reason).await.unwrap();
     }
     ids
 }
@@ -1064,7 +1066,7 @@ async fn retry_one_job_resets_its_attempts() {
     for _ in 0..2 {
         let c = claim_one(&b, &q).await;
         b.abandon(
-            &c.lease,
+            c.lease,
             Abandon::Retry {
                 delay: Duration::ZERO,
                 error: "fatal-ish: no".into(),
@@ -1090,7 +1092,7 @@ async fn retry_one_job_resets_its_attempts() {
     );
     let c = claim_one(&b, &q).await;
     assert_eq!(
-        (c.lease.job.clone(), c.attempt, c.max_attempts),
+        (c.lease.job().clone(), c.attempt, c.max_attempts),
         (id.clone(), 1, 2)
     );
     // Retrying a job that is not trashed is refused.
@@ -1327,7 +1329,7 @@ async fn the_log_channel_carries_every_event() {
     let mut log = subscribe(&b, false).await;
     let id = b.post(&q, NewJob::new("e")).await.unwrap();
     let c = b.claim(&[&q], "w-events", LONG, 1).await.unwrap().remove(0);
-    b.consume(&c.lease).await.unwrap();
+    b.consume(c.lease).await.unwrap();
     let got = events_until(&mut log, &q, Duration::from_secs(5), |got| got.len() >= 3).await;
     assert_eq!(kinds_of(&got, &id), ["posted", "claimed", "consumed"], "{got:?}");
     assert_eq!(got[0]["name"], "e");
@@ -1350,7 +1352,7 @@ async fn the_tracked_stream_carries_only_tracked_jobs() {
     let listed: BTreeSet<JobId> = b.tracked(&q).await.unwrap().into_iter().collect();
     assert_eq!(listed, set([&a, &c]));
     for job in claim(&b, &q, 3).await {
-        b.consume(&job.lease).await.unwrap();
+        b.consume(job.lease).await.unwrap();
     }
     let mut got = events_until(&mut tracked, &q, Duration::from_secs(5), |got| {
         got.iter().filter(|e| e["event"] == "consumed").count() >= 2
@@ -1392,7 +1394,7 @@ async fn stats_count_wait_and_run_times_failures_and_retries() {
     for _ in 0..3 {
         let c = claim_one(&b, &q).await;
         tokio::time::sleep(Duration::from_millis(150)).await;
-        b.consume(&c.lease).await.unwrap();
+        b.consume(c.lease).await.unwrap();
     }
     let s = b.stats(&q, None).await.unwrap();
     assert_eq!(s.queue, q);
@@ -1420,7 +1422,7 @@ async fn stats_count_wait_and_run_times_failures_and_retries() {
     for _ in 0..2 {
         let c = claim_one(&b, &q).await;
         b.abandon(
-            &c.lease,
+            c.lease,
             Abandon::Retry {
                 delay: Duration::ZERO,
                 error: "nope".into(),
@@ -1449,10 +1451,10 @@ async fn history_shows_a_jobs_life_in_order() {
     let id = b.post(&q, NewJob::new("h").max_attempts(3)).await.unwrap();
     b.set_priority(&q, &id, Priority::HIGH).await.unwrap();
     let c1 = b.claim(&[&q], "w1", LONG, 1).await.unwrap().remove(0);
-    b.abandon(&c1.lease, Abandon::Release).await.unwrap();
+    b.abandon(c1.lease, Abandon::Release).await.unwrap();
     let c2 = b.claim(&[&q], "w2", LONG, 1).await.unwrap().remove(0);
     b.abandon(
-        &c2.lease,
+        c2.lease,
         Abandon::Retry {
             delay: Duration::ZERO,
             error: "flaky: try again".into(),
@@ -1461,7 +1463,7 @@ async fn history_shows_a_jobs_life_in_order() {
     .await
     .unwrap();
     let c3 = b.claim(&[&q], "w3", LONG, 1).await.unwrap().remove(0);
-    b.consume(&c3.lease).await.unwrap();
+    b.consume(c3.lease).await.unwrap();
     let h = b.history(&q, &id).await.unwrap();
     let kinds: Vec<&str> = h.iter().map(|e| e["event"].as_str().unwrap()).collect();
     assert_eq!(
@@ -1584,8 +1586,8 @@ async fn wait_at_the_concurrency_limit_sleeps_until_a_lease_is_freed() {
         let waiter = spawn_wait(&b, &q);
         tokio::time::sleep(Duration::from_millis(500)).await;
         match free {
-            "consume" => b.consume(&held).await.unwrap(),
-            _ => b.trash(&held, "fatal: no").await.unwrap(),
+            "consume" => b.consume(held).await.unwrap(),
+            _ => b.trash(held, "fatal: no").await.unwrap(),
         }
         let (woke, after) = tokio::time::timeout(Duration::from_secs(10), waiter)
             .await
@@ -1638,7 +1640,7 @@ async fn a_concurrency_limit_caps_leases_across_claimers() {
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 held.fetch_sub(got.len(), Ordering::SeqCst);
                 for c in &got {
-                    b.consume(&c.lease).await.unwrap();
+                    b.consume(copy_of(&c.lease)).await.unwrap();
                 }
                 done.fetch_add(got.len(), Ordering::SeqCst);
             }
@@ -1710,7 +1712,7 @@ async fn cancel_ready_scheduled_and_waiting_jobs() {
     // The parent lost its only dependent, so it can go alone now.
     let got = claim(&b, &q, 10).await;
     assert_eq!(names(&got), ["parent"]);
-    b.consume(&got[0].lease).await.unwrap();
+    b.consume(copy_of(&got[0].lease)).await.unwrap();
     assert_eq!(b.job_count(&q).await.unwrap(), 0);
     let e = b.cancel(&q, &[parent], false).await.unwrap_err();
     assert!(e.is_finished(), "{e}");
@@ -1740,11 +1742,11 @@ async fn cancelling_a_claimed_job_takes_its_lease_away() {
         "heartbeat after cancel: {e}"
     );
     assert!(e.to_string().contains("was cancelled"), "{e}");
-    let e = b.consume(&c.lease).await.unwrap_err();
+    let e = b.consume(copy_of(&c.lease)).await.unwrap_err();
     assert!(e.is_cancelled(), "consume after cancel: {e}");
-    let e = b.abandon(&c.lease, Abandon::Release).await.unwrap_err();
+    let e = b.abandon(copy_of(&c.lease), Abandon::Release).await.unwrap_err();
     assert!(e.is_cancelled(), "abandon after cancel: {e}");
-    let e = b.trash(&c.lease, "fatal: no").await.unwrap_err();
+    let e = b.trash(c.lease, "fatal: no").await.unwrap_err();
     assert!(e.is_cancelled(), "trash after cancel: {e}");
     assert_eq!(
         b.state(&q, &id).await.unwrap(),
@@ -1826,7 +1828,7 @@ async fn config_is_validated_stored_and_picked_up_by_new_boards() {
     for _ in 0..12 {
         fresh.post(&q, NewJob::new("h")).await.unwrap();
         let c = claim_one(&fresh, &q).await;
-        fresh.consume(&c.lease).await.unwrap();
+        fresh.consume(c.lease).await.unwrap();
     }
     let kept = fresh
         .list(&q, ListFilter::State(JobState::Completed), page(100))
@@ -1867,7 +1869,7 @@ async fn memory_stays_bounded_over_200k_jobs() {
     // Load the scripts and create the queue's long-lived keys.
     b.post(q, NewJob::new("warm-up")).await.unwrap();
     let c = claim_one(&b, q).await;
-    b.consume(&c.lease).await.unwrap();
+    b.consume(c.lease).await.unwrap();
     let empty = used_memory(&mut con).await;
     let empty_keys = dbsize(&mut con).await;
 
@@ -1891,9 +1893,10 @@ async fn memory_stays_bounded_over_200k_jobs() {
                 break;
             }
             let leases: Vec<_> = got.into_iter().map(|c| c.lease).collect();
-            let results = b.consume_many(&leases).await.unwrap();
+            let n = leases.len();
+            let results = b.consume_many(leases).await;
             assert!(results.iter().all(|r| r.is_ok()));
-            consumed += leases.len();
+            consumed += n;
         }
         drained.push(used_memory(&mut con).await);
     }

@@ -2,6 +2,7 @@
 //! leases back at once; a crash is blamed on a job only when it was alone
 //! in the worker, and jobs that shared a dead worker run alone next.
 
+use jobworker_tests::copy_of;
 use std::time::Duration;
 
 use jobworker::board::{ClaimRequest, Recovered, Recovery};
@@ -39,7 +40,7 @@ async fn a_lone_job_that_kills_its_worker_three_times_is_a_poison_pill() {
             .await
             .unwrap()
             .remove(0);
-        assert_eq!(c.lease.job, id);
+        assert_eq!(*c.lease.job(), id);
         // The supervisor's blocking board and the async one run one script.
         let reason = "killed by signal 6 (SIGABRT)";
         let Recovered { back, trashed } = if round == 2 {
@@ -100,7 +101,7 @@ async fn jobs_of_a_worker_that_held_several_become_suspects_run_alone() {
         let got = board.claim_with(&request(&[&q], "idle", 0)).await.unwrap();
         assert_eq!(got.len(), 1, "a suspect comes alone");
         assert!(got[0].suspect);
-        board.consume(&got[0].lease).await.unwrap();
+        board.consume(copy_of(&got[0].lease)).await.unwrap();
     }
     assert_eq!(board.job_count(&q).await.unwrap(), 0);
 }
@@ -119,5 +120,5 @@ async fn recovery_ignores_other_owners() {
         Recovered::default()
     );
     board.extend(&c.lease, LONG).await.unwrap();
-    board.consume(&c.lease).await.unwrap();
+    board.consume(c.lease).await.unwrap();
 }

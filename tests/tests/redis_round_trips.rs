@@ -70,7 +70,7 @@ async fn a_steady_state_claim_is_one_round_trip() {
     }
     // The first claim of a board registers the queue (once per process).
     let first = board.claim(&[q], "w", LONG, 1).await.unwrap().remove(0);
-    board.consume(&first.lease).await.unwrap();
+    board.consume(first.lease).await.unwrap();
 
     let sent = commands_of(&server, || async {
         let claimed = board.claim(&[q], "w", LONG, 1).await.unwrap();

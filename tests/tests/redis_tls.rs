@@ -11,6 +11,7 @@
 //! as threads of one process, so everything that depends on
 //! `JOBWORKER_REDIS_CA` stays in one test function.
 
+use jobworker_tests::copy_of;
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -232,8 +233,8 @@ async fn rediss_with_a_private_ca() {
     let id = board.post(&q, NewJob::new("tls")).await.unwrap();
     let claimed = board.claim(&[&q], "w", Duration::from_secs(30), 1).await.unwrap();
     assert_eq!(claimed.len(), 1, "{claimed:?}");
-    assert_eq!(claimed[0].lease.job, id);
-    board.consume(&claimed[0].lease).await.unwrap();
+    assert_eq!(*claimed[0].lease.job(), id);
+    board.consume(copy_of(&claimed[0].lease)).await.unwrap();
     assert_eq!(board.job_count(&q).await.unwrap(), 0);
 
     std::env::remove_var(CA_ENV);

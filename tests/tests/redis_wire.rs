@@ -2,6 +2,7 @@
 //! posting taskflow accepts; postings taskflow would reject are
 //! quarantined (kept with the reason), never deleted.
 
+use jobworker_tests::copy_of;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -106,13 +107,8 @@ async fn lifecycle_writes_taskflow_keys_and_bytes() {
     assert_eq!(taskflow_keys, expected);
 
     // Trash: the exact posting bytes move to the trash hash; last_modified stays.
-    let lease = jobworker::Lease {
-        queue: q.clone(),
-        job: id.into(),
-        owner: "worker-1".into(),
-        token: 1,
-    };
-    board.trash(&lease, "broken").await.unwrap();
+    let lease = jobworker::Lease::new(q.clone(), id.into(), "worker-1", 1);
+    board.trash(lease, "broken").await.unwrap();
     let trashed: Vec<u8> = con.hget(format!("{ns}:trash"), id).await.unwrap();
     assert_eq!(trashed, bytes);
     let listed: bool = con.hexists(format!("{ns}:listings"), id).await.unwrap();
@@ -135,7 +131,7 @@ async fn consume_removes_taskflow_keys() {
         .await
         .unwrap()
         .remove(0);
-    board.consume(&c.lease).await.unwrap();
+    board.consume(c.lease).await.unwrap();
     let left: BTreeSet<String> = keys_of(&mut con, &ns)
         .await
         .into_iter()
@@ -232,10 +228,10 @@ async fn reader_verdicts_accepted_decode_and_rejected_are_quarantined() {
         .claim(&[&q], "w", Duration::from_secs(60), 100)
         .await
         .unwrap();
-    let claimed_ids: BTreeSet<String> = claimed.iter().map(|c| c.lease.job.0.clone()).collect();
+    let claimed_ids: BTreeSet<String> = claimed.iter().map(|c| c.lease.job().0.clone()).collect();
     assert_eq!(claimed_ids, accepted);
     for c in &claimed {
-        board.consume(&c.lease).await.unwrap();
+        board.consume(copy_of(&c.lease)).await.unwrap();
     }
     assert_eq!(board.job_count(&q).await.unwrap(), 0);
 }
@@ -253,7 +249,7 @@ async fn claim_quarantines_a_posting_it_cannot_decode() {
     let good = board.post(&q, NewJob::new("ok")).await.unwrap();
     let claimed = board.claim(&[&q], "w", Duration::from_secs(60), 5).await.unwrap();
     assert_eq!(claimed.len(), 1);
-    assert_eq!(claimed[0].lease.job, good);
+    assert_eq!(*claimed[0].lease.job(), good);
     let kept: Vec<u8> = con.hget(format!("{ns}:jw.quarantine"), "garbage").await.unwrap();
     assert_eq!(kept, b"\xc1\xc1\xc1");
     let e = board
@@ -324,7 +320,7 @@ async fn completed_history_stays_within_its_count() {
             .await
             .unwrap()
             .remove(0);
-        board.consume(&c.lease).await.unwrap();
+        board.consume(c.lease).await.unwrap();
     }
     let mut con = board.connection();
     let kept: usize = con.zcard(keys.completed()).await.unwrap();
@@ -361,12 +357,16 @@ async fn verbs_on_a_job_whose_listing_vanished_say_not_found() {
         .unwrap_err()
         .is_not_found());
     assert!(board
-        .abandon(&c.lease, jobworker::Abandon::Release)
+        .abandon(copy_of(&c.lease), jobworker::Abandon::Release)
         .await
         .unwrap_err()
         .is_not_found());
-    assert!(board.trash(&c.lease, "x").await.unwrap_err().is_not_found());
-    assert!(board.consume(&c.lease).await.unwrap_err().is_not_found());
+    assert!(board
+        .trash(copy_of(&c.lease), "x")
+        .await
+        .unwrap_err()
+        .is_not_found());
+    assert!(board.consume(c.lease).await.unwrap_err().is_not_found());
     let ready: usize = con.zcard(keys.ready()).await.unwrap();
     assert_eq!(ready, 0, "nothing went back to the ready index");
 }
@@ -398,7 +398,7 @@ async fn consume_then_claim_after_a_script_flush_claims_once() {
     board.claim(&[&q], "w", Duration::from_secs(60), 1).await.unwrap();
     let (consumed, claimed) = board
         .consume_then_claim(
-            std::slice::from_ref(&a.lease),
+            vec![copy_of(&a.lease)],
             &ClaimRequest {
                 queues: &[&q],
                 who: "w",
@@ -407,12 +407,12 @@ async fn consume_then_claim_after_a_script_flush_claims_once() {
                 holding: 1,
             },
         )
-        .await
-        .unwrap();
+        .await;
+    let claimed = claimed.unwrap();
     assert!(consumed[0].is_ok());
     assert_eq!(claimed.len(), 1);
     let leased: usize = board.connection().zcard(keys.leases()).await.unwrap();
     assert_eq!(leased, 2, "exactly the two claims in flight hold leases");
     assert_eq!(board.job_count(&q).await.unwrap(), 3);
-    assert_eq!(board.state(&q, &a.lease.job).await.unwrap(), JobState::Completed);
+    assert_eq!(board.state(&q, a.lease.job()).await.unwrap(), JobState::Completed);
 }

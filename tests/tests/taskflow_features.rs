@@ -259,7 +259,7 @@ async fn taskflow_lists_claims_and_consumes_jobs_that_use_jobworker_features() {
 
     // Consuming the parent releases the child into the listings.
     let c = b.claim_job(&q, &parent, "jw-1", Some(LONG)).await.unwrap();
-    b.consume(&c.lease).await.unwrap();
+    b.consume(c.lease).await.unwrap();
     assert_eq!(b.state(&q, &child).await.unwrap(), JobState::Ready);
     expected.remove(parent.as_str());
     expected.insert(child.0.clone());
@@ -319,7 +319,7 @@ async fn a_dependency_consumed_by_taskflow_releases_its_dependents() {
     b.reap(&q).await.unwrap();
     let claimed = b.claim(&[&q], "jw-1", LONG, 10).await.unwrap();
     let again = b.claim(&[&q], "jw-1", LONG, 10).await.unwrap();
-    let ids: Vec<&JobId> = claimed.iter().chain(&again).map(|c| &c.lease.job).collect();
+    let ids: Vec<&JobId> = claimed.iter().chain(&again).map(|c| c.lease.job()).collect();
     let state = b.state(&q, &child).await;
     assert_eq!(
         ids,

@@ -63,7 +63,7 @@ async fn taskflow_posts_jobworker_lists_claims_and_consumes() {
     assert_eq!(board.job_count(&q).await.unwrap(), 2);
 
     let c = board.claim(&[&q], "jw-1", LONG, 1).await.unwrap().remove(0);
-    assert_eq!(c.lease.job.as_str(), high);
+    assert_eq!(c.lease.job().as_str(), high);
     assert_eq!(c.name, "resize");
     assert_eq!(c.priority, Priority::HIGH);
     assert_eq!(jobworker::codec::value_to_json(&c.args), json!({"path": "a.png"}));
@@ -80,10 +80,10 @@ async fn taskflow_posts_jobworker_lists_claims_and_consumes() {
     let refused = taskflow(&ns, &["claim", &high, "tf-1"]).await;
     assert_eq!(refused["error"], "UnclaimableJob", "{refused}");
 
-    board.consume(&c.lease).await.unwrap();
+    board.consume(c.lease).await.unwrap();
     let c2 = board.claim(&[&q], "jw-1", LONG, 1).await.unwrap().remove(0);
-    assert_eq!(c2.lease.job.as_str(), low);
-    board.consume(&c2.lease).await.unwrap();
+    assert_eq!(c2.lease.job().as_str(), low);
+    board.consume(c2.lease).await.unwrap();
     assert!(
         taskflow_jobs(&ns).await.is_empty(),
         "taskflow sees both jobs consumed"
@@ -130,7 +130,7 @@ async fn jobworker_posts_taskflow_lists_claims_and_consumes() {
     let e = board.claim_job(&q, &a, "jw-1", Some(LONG)).await.unwrap_err();
     assert!(e.is_already_claimed() && e.message().contains("tf-1"), "{e}");
     let next = board.claim(&[&q], "jw-1", LONG, 5).await.unwrap();
-    let next: Vec<&JobId> = next.iter().map(|c| &c.lease.job).collect();
+    let next: Vec<&JobId> = next.iter().map(|c| c.lease.job()).collect();
     assert_eq!(next, [&b], "the claim in order skips the job taskflow holds");
 
     assert_eq!(
@@ -178,7 +178,7 @@ async fn expired_jobworker_claim_is_claimable_by_taskflow() {
         json!({"ok": true})
     );
     // jobworker's stale lease is refused, and jobworker sees the new owner.
-    assert!(board.consume(&lease).await.unwrap_err().is_not_owner());
+    assert!(board.consume(lease).await.unwrap_err().is_not_owner());
     assert_eq!(board.find_owner(&q, &id).await.unwrap().as_deref(), Some("tf-2"));
     assert_eq!(
         taskflow(&ns, &["consume", id.as_str(), "tf-2"]).await,
@@ -202,10 +202,7 @@ async fn taskflow_trash_and_abandon_of_jobworker_jobs() {
         json!({"ok": true})
     );
     let c = board.claim_job(&q, &id, "jw-1", Some(LONG)).await.unwrap();
-    board
-        .abandon(&c.lease, jobworker::Abandon::Release)
-        .await
-        .unwrap();
+    board.abandon(c.lease, jobworker::Abandon::Release).await.unwrap();
     assert_eq!(
         taskflow(&ns, &["claim", id.as_str(), "tf-1"]).await,
         json!({"ok": true})
@@ -246,7 +243,7 @@ async fn books_and_whole_details_travel_both_ways() {
     assert_eq!(jobworker::codec::value_to_json(&c.args), json!({"n": 1}));
     let whole = jobworker::codec::value_to_json(&c.details);
     assert_eq!(whole, serde_json::from_str::<Value>(details).unwrap());
-    board.consume(&c.lease).await.unwrap();
+    board.consume(c.lease).await.unwrap();
 
     let jw_book = JobId::random().0;
     let id = board

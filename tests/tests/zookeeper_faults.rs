@@ -3,6 +3,7 @@
 //! cost only their own job, never the claims of the others, and never
 //! leave a lock behind.
 
+use jobworker_tests::copy_of;
 use std::time::Duration;
 
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
@@ -59,7 +60,7 @@ async fn an_unreadable_record_costs_only_its_own_job() {
     client.set_acl(&record, &no_read, None).await.unwrap();
 
     let claimed = board.claim(&[&q], "w", LONG, 3).await.unwrap();
-    let mut got: Vec<JobId> = claimed.iter().map(|c| c.lease.job.clone()).collect();
+    let mut got: Vec<JobId> = claimed.iter().map(|c| c.lease.job().clone()).collect();
     got.sort();
     let mut want = vec![ids[0].clone(), ids[2].clone()];
     want.sort();
@@ -78,7 +79,7 @@ async fn an_unreadable_record_costs_only_its_own_job() {
     assert!(!board.wait(&[&q], Duration::from_millis(300)).await.unwrap());
     assert!(board.wait(&[&q], Duration::from_secs(10)).await.unwrap());
     for c in &claimed {
-        board.consume(&c.lease).await.unwrap();
+        board.consume(copy_of(&c.lease)).await.unwrap();
     }
     assert!(locks(&client, &jobs).await.is_empty());
 }
@@ -115,11 +116,11 @@ async fn postings_whose_uuid_cannot_be_a_job_id_are_left_alone() {
     assert_eq!(ids, want);
     board.reap(&q).await.unwrap();
     let claimed = board.claim(&[&q], "w", LONG, 4).await.unwrap();
-    let mut got: Vec<JobId> = claimed.iter().map(|c| c.lease.job.clone()).collect();
+    let mut got: Vec<JobId> = claimed.iter().map(|c| c.lease.job().clone()).collect();
     got.sort();
     assert_eq!(got, want, "only the usable jobs are claimed");
     for c in &claimed {
-        board.consume(&c.lease).await.unwrap();
+        board.consume(copy_of(&c.lease)).await.unwrap();
     }
     board.reap(&q).await.unwrap();
     assert!(board.claim(&[&q], "w", LONG, 4).await.unwrap().is_empty());
@@ -158,7 +159,7 @@ async fn claims_prune_the_history() {
     loop {
         let claimed = board.claim(&[&q], "w", LONG, 1).await.unwrap();
         let Some(c) = claimed.first() else { break };
-        board.consume(&c.lease).await.unwrap();
+        board.consume(copy_of(&c.lease)).await.unwrap();
     }
     let client = shared_zookeeper().client().await;
     jobworker_tests::wait_until("claims to prune the history", Duration::from_secs(10), || {
@@ -185,10 +186,10 @@ async fn a_released_job_shows_as_ready() {
         delay: LONG,
         error: "boom".into(),
     };
-    assert_eq!(board.abandon(&c.lease, retry).await.unwrap(), JobState::Scheduled);
+    assert_eq!(board.abandon(c.lease, retry).await.unwrap(), JobState::Scheduled);
     let c = board.claim_job(&q, &id, "w", Some(LONG)).await.unwrap();
     assert_eq!(
-        board.abandon(&c.lease, Abandon::Release).await.unwrap(),
+        board.abandon(c.lease, Abandon::Release).await.unwrap(),
         JobState::Ready
     );
     assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Ready);
@@ -224,20 +225,20 @@ async fn caches_forget_ended_leases_and_stay_bounded() {
         for (i, c) in claimed.iter().enumerate() {
             worker.extend(&c.lease, LONG).await.unwrap();
             match i % 4 {
-                0 => worker.consume(&c.lease).await.unwrap(),
-                1 => worker.trash(&c.lease, "test").await.unwrap(),
+                0 => worker.consume(copy_of(&c.lease)).await.unwrap(),
+                1 => worker.trash(copy_of(&c.lease), "test").await.unwrap(),
                 2 => {
                     let retry = Abandon::Retry {
                         delay: Duration::ZERO,
                         error: "again".into(),
                     };
                     // Claimed again below unless its attempts are used up.
-                    if worker.abandon(&c.lease, retry).await.unwrap() != JobState::Trashed {
+                    if worker.abandon(copy_of(&c.lease), retry).await.unwrap() != JobState::Trashed {
                         continue;
                     }
                 }
                 _ => {
-                    worker.abandon(&c.lease, Abandon::Release).await.unwrap();
+                    worker.abandon(copy_of(&c.lease), Abandon::Release).await.unwrap();
                     continue;
                 }
             }

@@ -5,6 +5,7 @@
 //! abandons jobworker's jobs; jobworker's own znodes never break
 //! taskflow's `iterjobs`.
 
+use jobworker_tests::copy_of;
 use std::time::Duration;
 
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
@@ -164,7 +165,7 @@ async fn taskflow_posts_jobworker_lists_claims_and_consumes() {
     assert_eq!(s.board.job_count(&s.q).await.unwrap(), 2);
 
     let c = s.board.claim(&[&s.q], "jw-1", LONG, 1).await.unwrap().remove(0);
-    assert_eq!(c.lease.job.as_str(), high);
+    assert_eq!(c.lease.job().as_str(), high);
     assert_eq!(
         (c.name.as_str(), c.priority, c.attempt),
         ("resize", Priority::HIGH, 1)
@@ -186,14 +187,14 @@ async fn taskflow_posts_jobworker_lists_claims_and_consumes() {
     let refused = s.taskflow(&["ops", high, "tf-1", "consume"]).await;
     assert_eq!(refused[0]["error"], "JobFailure", "{refused}");
 
-    s.board.consume(&c.lease).await.unwrap();
+    s.board.consume(copy_of(&c.lease)).await.unwrap();
     assert_eq!(
-        s.board.state(&s.q, &c.lease.job).await.unwrap(),
+        s.board.state(&s.q, c.lease.job()).await.unwrap(),
         JobState::Completed
     );
     let c2 = s.board.claim(&[&s.q], "jw-1", LONG, 1).await.unwrap().remove(0);
-    assert_eq!(c2.lease.job.as_str(), low);
-    s.board.consume(&c2.lease).await.unwrap();
+    assert_eq!(c2.lease.job().as_str(), low);
+    s.board.consume(c2.lease).await.unwrap();
     assert!(
         s.taskflow_jobs().await.is_empty(),
         "taskflow sees both jobs consumed"
@@ -260,7 +261,7 @@ async fn jobworker_posts_taskflow_lists_claims_and_consumes() {
     let e = s.board.claim_job(&s.q, &a, "jw-1", Some(LONG)).await.unwrap_err();
     assert!(e.is_already_claimed() && e.message().contains("tf-1"), "{e}");
     let next = s.board.claim(&[&s.q], "jw-1", LONG, 5).await.unwrap();
-    let next: Vec<&JobId> = next.iter().map(|c| &c.lease.job).collect();
+    let next: Vec<&JobId> = next.iter().map(|c| c.lease.job()).collect();
     assert_eq!(next, [&b, &c], "the claim in order skips the job taskflow holds");
     // Reaping never touches a taskflow claim (it has no lease deadline).
     assert_eq!(s.board.reap(&s.q).await.unwrap().stalled, 0);
@@ -319,7 +320,7 @@ async fn expired_jobworker_claim_is_recovered_then_claimable_by_taskflow() {
     // The lock is gone: taskflow claims and trashes it in one session.
     let out = s.taskflow(&["ops", id.as_str(), "tf-2", "claim,trash"]).await;
     assert_eq!(out, json!([{"ok": true}, {"ok": true}]));
-    assert!(s.board.consume(&lease).await.unwrap_err().is_not_found());
+    assert!(s.board.consume(lease).await.unwrap_err().is_not_found());
     let info = s.board.show(&s.q, &id).await.unwrap();
     assert_eq!((info.state, info.attempts), (JobState::Trashed, 1), "{info:?}");
 }
@@ -336,7 +337,7 @@ async fn taskflow_abandons_and_trashes_jobworker_jobs() {
     assert_eq!(out, json!([{"ok": true}, {"ok": true}]));
     let c = s.board.claim_job(&s.q, &id, "jw-1", Some(LONG)).await.unwrap();
     assert_eq!(
-        s.board.abandon(&c.lease, Abandon::Release).await.unwrap(),
+        s.board.abandon(c.lease, Abandon::Release).await.unwrap(),
         JobState::Ready
     );
 
@@ -391,10 +392,10 @@ async fn jobworker_state_never_breaks_taskflow_iterjobs() {
                     delay: Duration::ZERO,
                     error: "error: flaky".into(),
                 };
-                assert_eq!(b.abandon(&c.lease, how).await.unwrap(), JobState::Ready);
+                assert_eq!(b.abandon(c.lease, how).await.unwrap(), JobState::Ready);
             }
-            "trash" => b.trash(&c.lease, "fatal: bad input").await.unwrap(),
-            _ => b.consume(&c.lease).await.unwrap(),
+            "trash" => b.trash(c.lease, "fatal: bad input").await.unwrap(),
+            _ => b.consume(c.lease).await.unwrap(),
         }
     }
     b.claim_job(&s.q, &held, "jw", Some(LONG)).await.unwrap();
@@ -529,7 +530,7 @@ async fn books_and_whole_details_travel_both_ways() {
     assert_eq!(jobworker::codec::value_to_json(&c.args), json!({"n": 1}));
     let whole = jobworker::codec::value_to_json(&c.details);
     assert_eq!(whole, serde_json::from_str::<Value>(details).unwrap());
-    s.board.consume(&c.lease).await.unwrap();
+    s.board.consume(c.lease).await.unwrap();
 
     let jw_book = JobId::random().0;
     let id = s

@@ -1,6 +1,7 @@
 //! Races between live claimers on the ZooKeeper board, each claimer with a
 //! session of its own, run many times against the shared server.
 
+use jobworker_tests::copy_of;
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -44,7 +45,7 @@ async fn two_claimers_recovering_one_expired_lease_never_both_hold_it() {
             c.claim(&queues, "C", Duration::from_secs(60), JOBS),
         );
         let ids = |claimed: &[jobworker::Claimed]| -> HashSet<JobId> {
-            claimed.iter().map(|x| x.lease.job.clone()).collect()
+            claimed.iter().map(|x| x.lease.job().clone()).collect()
         };
         let (by_b, by_c) = (by_b.unwrap(), by_c.unwrap());
         let (held_b, held_c) = (ids(&by_b), ids(&by_c));
@@ -52,24 +53,25 @@ async fn two_claimers_recovering_one_expired_lease_never_both_hold_it() {
         assert!(
             both.is_empty(),
             "round {round}: B and C both hold {both:?} (B tokens {:?}, C tokens {:?})",
-            by_b.iter().map(|x| x.lease.token).collect::<Vec<_>>(),
-            by_c.iter().map(|x| x.lease.token).collect::<Vec<_>>()
+            by_b.iter().map(|x| x.lease.token()).collect::<Vec<_>>(),
+            by_c.iter().map(|x| x.lease.token()).collect::<Vec<_>>()
         );
         races += JOBS;
         recovered += by_b.len() + by_c.len();
         // Every holder that the board says holds a job can extend it.
         for x in by_b.iter().chain(&by_c) {
-            let board = if x.lease.owner == "B" { &b } else { &c };
+            let board = if x.lease.owner() == "B" { &b } else { &c };
             board
                 .extend(&x.lease, Duration::from_secs(60))
                 .await
                 .unwrap_or_else(|e| {
                     panic!(
                         "round {round}: {} holds {} but cannot extend: {e}",
-                        x.lease.owner, x.lease.job
+                        x.lease.owner(),
+                        x.lease.job()
                     )
                 });
-            board.consume(&x.lease).await.unwrap();
+            board.consume(copy_of(&x.lease)).await.unwrap();
         }
         // Whatever neither took (both lost a race to the other) is cleaned up.
         for id in posted {
@@ -80,7 +82,7 @@ async fn two_claimers_recovering_one_expired_lease_never_both_hold_it() {
                 .claim_job(&q, &id, "cleanup", Some(Duration::from_secs(60)))
                 .await
             {
-                a.consume(&claimed.lease).await.unwrap();
+                a.consume(claimed.lease).await.unwrap();
             }
         }
     }

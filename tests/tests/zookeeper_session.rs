@@ -2,6 +2,7 @@
 //! servers: private ones that are killed (SIGKILL) and restarted on the
 //! same port and data dir, and the shared one.
 
+use jobworker_tests::copy_of;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -81,7 +82,7 @@ async fn an_expired_session_loses_its_claims_to_other_boards() {
             async move {
                 for c in b.claim(&[&q], "worker-b", LONG, 2).await.unwrap() {
                     assert_eq!(c.attempt, 1, "a lost session counts no attempt");
-                    taken.lock().unwrap().push(c.lease.job);
+                    taken.lock().unwrap().push(c.lease.job().clone());
                 }
                 taken.lock().unwrap().len() == 2
             }
@@ -93,14 +94,14 @@ async fn an_expired_session_loses_its_claims_to_other_boards() {
     posted.sort();
     assert_eq!(taken, posted);
     for c in &held {
-        let e = a.consume(&c.lease).await.unwrap_err();
+        let e = a.consume(copy_of(&c.lease)).await.unwrap_err();
         assert!(e.is_not_owner(), "{e}");
     }
     // The first board keeps working in its new session.
     let id = a.post(&q, NewJob::new("after")).await.unwrap();
     let c = a.claim(&[&q], "worker-a", LONG, 1).await.unwrap().remove(0);
-    assert_eq!(c.lease.job, id);
-    a.consume(&c.lease).await.unwrap();
+    assert_eq!(*c.lease.job(), id);
+    a.consume(c.lease).await.unwrap();
     assert_eq!(a.state(&q, &id).await.unwrap(), JobState::Completed);
     drop(server);
 }
@@ -134,15 +135,15 @@ async fn a_server_restart_is_survived() {
     // The claim survived with the session; the board goes on.
     board.extend(&c.lease, LONG).await.unwrap();
     assert_eq!(board.find_owner(&q, &first).await.unwrap().as_deref(), Some("w"));
-    board.consume(&c.lease).await.unwrap();
+    board.consume(copy_of(&c.lease)).await.unwrap();
     let second = board.post(&q, NewJob::new("r")).await.unwrap();
     let again = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
-    assert_eq!(again.lease.job, second);
+    assert_eq!(*again.lease.job(), second);
     assert!(
-        again.lease.token > c.lease.token,
+        again.lease.token() > c.lease.token(),
         "tokens keep growing across a restart"
     );
-    board.consume(&again.lease).await.unwrap();
+    board.consume(again.lease).await.unwrap();
     assert_eq!((board.session_id(), board.sessions_replaced()), (session, 0));
 
     // The watch of the waiter was set again on reconnect: a post wakes it.
@@ -176,7 +177,7 @@ async fn a_closed_session_releases_its_claims_at_once() {
     let e = heartbeat.extend(&lease, LONG).await.unwrap_err();
     assert!(e.is_not_owner(), "{e}");
     let c = heartbeat.claim(&[&q], "w2", LONG, 1).await.unwrap().remove(0);
-    assert_eq!((c.lease.job, c.attempt), (id, 1));
+    assert_eq!((c.lease.job(), c.attempt), (&id, 1));
 }
 
 /// No server: a clear `is_unavailable` error at once, naming the address.

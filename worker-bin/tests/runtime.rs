@@ -191,7 +191,7 @@ async fn sigterm_with_short_grace_gives_the_rest_back() {
         .into_iter()
         .map(|c| {
             assert_eq!(c.attempt, 1);
-            c.lease.job
+            c.lease.job().clone()
         })
         .collect();
     assert_eq!(again, ids);

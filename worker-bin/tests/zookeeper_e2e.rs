@@ -264,7 +264,7 @@ async fn cli_verbs_work_on_zookeeper() {
         .await
         .unwrap()
         .remove(0);
-    let token = held.lease.token.to_string();
+    let token = held.lease.token().to_string();
     let (_, shown, _) = cli(&connect, &["--json", "show", &id, "-q", &q]);
     let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
     assert_eq!(

@@ -149,7 +149,7 @@ pub(crate) async fn redis_limits(board: &RedisBoard) -> Result<Limits> {
         board.post(&q, NewJob::new(super::handler::NAME)).await?;
         let c = board.claim(&[&q], "bench", Duration::from_secs(60), 1).await?;
         for c in c {
-            board.consume(&c.lease).await?;
+            board.consume(c.lease).await?;
         }
     }
     let after = counters(board).await?;
@@ -179,7 +179,7 @@ pub async fn claim_cost(board: &RedisBoard, depths: &[usize], cycles: usize) -> 
             let claimed = board.claim(&[&q], "bench", Duration::from_secs(60), 1).await?;
             lat.push(t.elapsed().as_secs_f64() * 1e6);
             for c in claimed {
-                board.abandon(&c.lease, Abandon::Release).await?;
+                board.abandon(c.lease, Abandon::Release).await?;
             }
         }
         let after = counters(board).await?;

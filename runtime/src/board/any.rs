@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use crate::board::{
     Admin, Board, CancelStream, ClaimRequest, EventStream, Events, FailureGroup, Presence, QueueCounts,
-    QueueSettings, ReapReport, Recovered, Recovery, WorkerInfo,
+    QueueSettings, ReapReport, Recovered, Recovery, SettleResult, WorkerInfo,
 };
 use crate::error::Result;
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority};
@@ -74,23 +74,23 @@ impl Board for AnyBoard {
     async fn extend(&self, lease: &Lease, expiry: Duration) -> Result<()> {
         dispatch!(self, b => b.extend(lease, expiry))
     }
-    async fn consume(&self, lease: &Lease) -> Result<()> {
+    async fn consume(&self, lease: Lease) -> SettleResult {
         dispatch!(self, b => b.consume(lease))
     }
-    async fn consume_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
+    async fn consume_many(&self, leases: Vec<Lease>) -> Vec<SettleResult> {
         dispatch!(self, b => b.consume_many(leases))
     }
     async fn consume_then_claim(
         &self,
-        done: &[Lease],
+        done: Vec<Lease>,
         request: &ClaimRequest<'_>,
-    ) -> Result<(Vec<Result<()>>, Vec<Claimed>)> {
+    ) -> (Vec<SettleResult>, Result<Vec<Claimed>>) {
         dispatch!(self, b => b.consume_then_claim(done, request))
     }
-    async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
+    async fn abandon(&self, lease: Lease, how: Abandon) -> SettleResult<JobState> {
         dispatch!(self, b => b.abandon(lease, how))
     }
-    async fn trash(&self, lease: &Lease, reason: &str) -> Result<()> {
+    async fn trash(&self, lease: Lease, reason: &str) -> SettleResult {
         dispatch!(self, b => b.trash(lease, reason))
     }
     async fn state(&self, queue: &str, job: &JobId) -> Result<JobState> {

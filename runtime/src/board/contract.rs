@@ -5,8 +5,9 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crate::board::{Lease, SettleResult, Unsettled};
 use crate::error::Result;
-use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page};
+use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, ListFilter, NewJob, Page};
 
 /// What one [`Board::reap`] pass did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -90,51 +91,51 @@ pub trait Board: Sync {
     fn extend(&self, lease: &Lease, expiry: Duration) -> impl Future<Output = Result<()>> + Send;
 
     /// The job is done: it leaves the board (kept in bounded history).
-    fn consume(&self, lease: &Lease) -> impl Future<Output = Result<()>> + Send;
+    fn consume(&self, lease: Lease) -> impl Future<Output = SettleResult> + Send;
 
     /// Consumes several jobs at once (one round trip where the backend can);
-    /// one result per lease, in order.
-    fn consume_many(&self, leases: &[Lease]) -> impl Future<Output = Result<Vec<Result<()>>>> + Send {
+    /// one result per lease, in order. When the round trip fails, every
+    /// lease comes back in its [`Unsettled`].
+    fn consume_many(&self, leases: Vec<Lease>) -> impl Future<Output = Vec<SettleResult>> + Send {
         async move {
             let mut out = Vec::with_capacity(leases.len());
             for lease in leases {
                 out.push(self.consume(lease).await);
             }
-            Ok(out)
+            out
         }
     }
 
     /// Consumes `done`, then claims like [`claim_with`](Board::claim_with)
     /// (`request.holding` counts the jobs still running, not `done`): a
     /// worker's settle-and-take step, in one round trip where the backend
-    /// can.
+    /// can. The consumes and the claim succeed or fail apart: a failed claim
+    /// leaves the consumes recorded, and a consume that did not take hands
+    /// its lease back.
     fn consume_then_claim(
         &self,
-        done: &[Lease],
+        done: Vec<Lease>,
         request: &ClaimRequest<'_>,
-    ) -> impl Future<Output = Result<(Vec<Result<()>>, Vec<Claimed>)>> + Send {
+    ) -> impl Future<Output = (Vec<SettleResult>, Result<Vec<Claimed>>)> + Send {
         async move {
-            request.validate()?;
-            let consumed = self.consume_many(done).await?;
-            // The consumes are settled: a failed claim must not make the
-            // caller consume them again; it claims next time round.
-            let claimed = match self.claim_with(request).await {
-                Ok(claimed) => claimed,
-                Err(e) => {
-                    tracing::warn!(error = %e, "claim after consume failed; retrying on the next round");
-                    Vec::new()
-                }
-            };
-            Ok((consumed, claimed))
+            if let Err(e) = request.validate() {
+                let back = done
+                    .into_iter()
+                    .map(|l| Err(Unsettled::new(e.clone(), l)))
+                    .collect();
+                return (back, Err(e));
+            }
+            let consumed = self.consume_many(done).await;
+            (consumed, self.claim_with(request).await)
         }
     }
 
     /// Gives the claim back; returns where the job went (ready, scheduled,
     /// or trashed when a counted retry used up its attempts).
-    fn abandon(&self, lease: &Lease, how: Abandon) -> impl Future<Output = Result<JobState>> + Send;
+    fn abandon(&self, lease: Lease, how: Abandon) -> impl Future<Output = SettleResult<JobState>> + Send;
 
     /// Gives the job up: it moves to the trash with `reason`.
-    fn trash(&self, lease: &Lease, reason: &str) -> impl Future<Output = Result<()>> + Send;
+    fn trash(&self, lease: Lease, reason: &str) -> impl Future<Output = SettleResult> + Send;
 
     /// The job's state; `is_not_found` when the board has no trace of it.
     fn state(&self, queue: &str, job: &JobId) -> impl Future<Output = Result<JobState>> + Send;

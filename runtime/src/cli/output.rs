@@ -104,11 +104,11 @@ pub(crate) fn cut(text: &str) -> String {
 /// A claimed job as JSON.
 pub(crate) fn claimed_json(c: &Claimed) -> serde_json::Value {
     serde_json::json!({
-        "id": c.lease.job.as_str(),
-        "queue": c.lease.queue,
+        "id": c.lease.job().as_str(),
+        "queue": c.lease.queue(),
         "name": c.name,
-        "owner": c.lease.owner,
-        "token": c.lease.token,
+        "owner": c.lease.owner(),
+        "token": c.lease.token(),
         "attempt": c.attempt,
         "max_attempts": c.max_attempts,
         "priority": c.priority.0,
@@ -122,11 +122,11 @@ pub(crate) fn claimed_json(c: &Claimed) -> serde_json::Value {
 pub(crate) fn claimed_text(c: &Claimed) {
     outln!(
         "claimed {} ({}) in {} as {} token {} attempt {}/{}",
-        c.lease.job,
+        c.lease.job(),
         c.name,
-        c.lease.queue,
-        c.lease.owner,
-        c.lease.token,
+        c.lease.queue(),
+        c.lease.owner(),
+        c.lease.token(),
         c.attempt,
         c.max_attempts
     );

@@ -68,7 +68,7 @@ impl JobContext {
     pub fn new(claimed: &Claimed, sandbox: PathBuf, cancel: CancelFlag, board: AnyBoard) -> Self {
         JobContext {
             inner: Arc::new(Inner {
-                lease: claimed.lease.clone(),
+                lease: claimed.lease.extend_handle(),
                 name: claimed.name.clone(),
                 attempt: claimed.attempt,
                 max_attempts: claimed.max_attempts,
@@ -84,12 +84,12 @@ impl JobContext {
 
     /// The job id.
     pub fn id(&self) -> &JobId {
-        &self.inner.lease.job
+        self.inner.lease.job()
     }
 
     /// The queue the job came from.
     pub fn queue(&self) -> &str {
-        &self.inner.lease.queue
+        self.inner.lease.queue()
     }
 
     /// The job name.
@@ -123,7 +123,7 @@ impl JobContext {
     /// The fencing token of this claim: pass it to external systems so they
     /// can refuse writes from a worker whose lease was taken over.
     pub fn fencing_token(&self) -> u64 {
-        self.inner.lease.token
+        self.inner.lease.token()
     }
 
     /// The lease this job runs under.

@@ -9,7 +9,7 @@ use crate::redis::scripts::{lease_invocation, millis, run_on_lease, SCRIPTS};
 impl RedisBoard {
     /// Gives a lease up (see [`Board::abandon`](crate::board::Board::abandon)).
     pub(super) async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
-        let keys = self.keys(&lease.queue)?;
+        let keys = self.keys(lease.queue())?;
         let mut inv = lease_invocation(&SCRIPTS.abandon, &keys, lease);
         match &how {
             Abandon::Release => inv.arg("release").arg(0).arg(""),

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::board::{Board, ClaimRequest, ReapReport};
+use crate::board::{lease_back, leases_back, Board, ClaimRequest, ReapReport, SettleResult};
 use crate::error::{Error, Result};
 use crate::job::{
     Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, DEFAULT_MAX_ATTEMPTS,
@@ -210,28 +210,33 @@ impl Board for RedisBoard {
         RedisBoard::extend(self, lease, expiry).await
     }
 
-    async fn consume(&self, lease: &Lease) -> Result<()> {
-        self.consume_many(std::slice::from_ref(lease)).await?.remove(0)
+    async fn consume(&self, lease: Lease) -> SettleResult {
+        let mut results = <Self as Board>::consume_many(self, vec![lease]).await;
+        results.pop().expect("one result per lease")
     }
 
-    async fn consume_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
-        RedisBoard::consume_many(self, leases).await
+    async fn consume_many(&self, leases: Vec<Lease>) -> Vec<SettleResult> {
+        leases_back(RedisBoard::consume_many(self, &leases).await, leases)
     }
 
     async fn consume_then_claim(
         &self,
-        done: &[Lease],
+        done: Vec<Lease>,
         request: &ClaimRequest<'_>,
-    ) -> Result<(Vec<Result<()>>, Vec<Claimed>)> {
-        RedisBoard::consume_then_claim(self, done, request).await
+    ) -> (Vec<SettleResult>, Result<Vec<Claimed>>) {
+        match RedisBoard::consume_then_claim(self, &done, request).await {
+            Ok((consumed, claimed)) => (leases_back(Ok(consumed), done), claimed),
+            // The round trip failed: nothing is known to be consumed.
+            Err(e) => (leases_back(Err(e.clone()), done), Err(e)),
+        }
     }
 
-    async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
-        RedisBoard::abandon(self, lease, how).await
+    async fn abandon(&self, lease: Lease, how: Abandon) -> SettleResult<JobState> {
+        lease_back(RedisBoard::abandon(self, &lease, how).await, lease)
     }
 
-    async fn trash(&self, lease: &Lease, reason: &str) -> Result<()> {
-        RedisBoard::trash(self, lease, reason).await
+    async fn trash(&self, lease: Lease, reason: &str) -> SettleResult {
+        lease_back(RedisBoard::trash(self, &lease, reason).await, lease)
     }
 
     async fn state(&self, queue: &str, job: &JobId) -> Result<JobState> {

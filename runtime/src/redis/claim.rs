@@ -64,12 +64,12 @@ impl RedisBoard {
                 continue;
             };
             claimed.push(Claimed {
-                lease: Lease {
-                    queue: keys.queue.clone(),
-                    job: JobId(id),
-                    owner: who.to_owned(),
-                    token: reply.int(at + 2)? as u64,
-                },
+                lease: Lease::new(
+                    keys.queue.clone(),
+                    JobId(id),
+                    who.to_owned(),
+                    reply.int(at + 2)? as u64,
+                ),
                 args: args_of(&posting.details),
                 details: posting.details,
                 book: posting.book,
@@ -179,12 +179,12 @@ impl RedisBoard {
             ))
         })?;
         Ok(Claimed {
-            lease: Lease {
-                queue: queue.to_owned(),
-                job: job.clone(),
-                owner: who.to_owned(),
-                token: reply.int(2)? as u64,
-            },
+            lease: Lease::new(
+                queue.to_owned(),
+                job.clone(),
+                who.to_owned(),
+                reply.int(2)? as u64,
+            ),
             args: args_of(&posting.details),
             details: posting.details,
             book: posting.book,

@@ -16,7 +16,7 @@ use crate::redis::scripts::{invocation, is_noscript, load_all, run, split_pairs,
 impl RedisBoard {
     /// Groups leases by queue, in chunks a single `consume.lua` call takes.
     fn consume_batches<'l>(&self, leases: &'l [Lease]) -> Result<Vec<ConsumeBatch<'l>>> {
-        let mut queues: Vec<&str> = leases.iter().map(|l| l.queue.as_str()).collect();
+        let mut queues: Vec<&str> = leases.iter().map(|l| l.queue()).collect();
         queues.sort_unstable();
         queues.dedup();
         let mut batches = Vec::new();
@@ -25,7 +25,7 @@ impl RedisBoard {
             let mine: Vec<(usize, &Lease)> = leases
                 .iter()
                 .enumerate()
-                .filter(|(_, l)| l.queue == queue)
+                .filter(|(_, l)| l.queue() == queue)
                 .collect();
             for chunk in mine.chunks(MAX_CLAIM_COUNT) {
                 batches.push((keys.clone(), chunk.to_vec()));
@@ -47,12 +47,13 @@ impl RedisBoard {
     }
 
     /// Consumes `done` and claims in one pipeline (see
-    /// [`Board::consume_then_claim`](crate::board::Board::consume_then_claim)).
+    /// [`Board::consume_then_claim`](crate::board::Board::consume_then_claim));
+    /// `Err` when the round trip failed, so nothing is known to be consumed.
     pub(super) async fn consume_then_claim(
         &self,
         done: &[Lease],
         request: &ClaimRequest<'_>,
-    ) -> Result<(Vec<Result<()>>, Vec<Claimed>)> {
+    ) -> Result<(Vec<Result<()>>, Result<Vec<Claimed>>)> {
         request.validate()?;
         let ClaimRequest {
             queues,
@@ -62,7 +63,7 @@ impl RedisBoard {
             holding,
         } = *request;
         let Some((first, rest)) = queues.split_first() else {
-            return Ok((self.consume_many(done).await?, Vec::new()));
+            return Ok((self.consume_many(done).await?, Ok(Vec::new())));
         };
         let batches = self.consume_batches(done)?;
         let keys = self.keys(first)?;
@@ -74,20 +75,35 @@ impl RedisBoard {
         let (replies, reply) =
             consume_then_claim(&self.conn, &pipelined, self.opts.history_count, &keys, &args).await?;
         let consumed = self.consume_results(done, &batches, replies).await;
-        let mut claimed = self
+        let claimed = self
             .finish_claim(&keys, who, expiry, count, holding == 0, reply)
-            .await?;
+            .await;
+        let claimed = match claimed {
+            Ok(claimed) => self.claim_the_rest(claimed, rest, request).await,
+            Err(e) => Err(e),
+        };
+        Ok((consumed, claimed))
+    }
+
+    /// Claims from the `rest` of the queues what the first one did not
+    /// give, unless a suspect must run alone.
+    async fn claim_the_rest(
+        &self,
+        mut claimed: Vec<Claimed>,
+        rest: &[&str],
+        request: &ClaimRequest<'_>,
+    ) -> Result<Vec<Claimed>> {
+        let count = request.count;
         if claimed.len() < count && !rest.is_empty() && !claimed.iter().any(|c| c.suspect) {
-            let held = holding + claimed.len();
             let rest = ClaimRequest {
                 queues: rest,
                 count: count - claimed.len(),
-                holding: held,
+                holding: request.holding + claimed.len(),
                 ..*request
             };
             claimed.extend(self.claim_with(&rest).await?);
         }
-        Ok((consumed, claimed))
+        Ok(claimed)
     }
 }
 
@@ -126,7 +142,7 @@ fn consume_results(
     let mut results: Vec<Option<Result<()>>> = leases.iter().map(|_| None).collect();
     for ((keys, chunk), consumed) in batches.iter().zip(replies) {
         for ((at, l), reply) in chunk.iter().zip(consumed.replies) {
-            results[*at] = Some(reply.accept(keys, l.job.as_str(), &l.owner).map(drop));
+            results[*at] = Some(reply.accept(keys, l.job().as_str(), l.owner()).map(drop));
         }
     }
     results
@@ -193,7 +209,7 @@ fn consume_invocation<'s>(
     let mut inv = invocation(&SCRIPTS.consume, keys);
     inv.arg(keep);
     for l in leases {
-        inv.arg(l.job.as_str()).arg(&l.owner).arg(l.token);
+        inv.arg(l.job().as_str()).arg(l.owner()).arg(l.token());
     }
     inv
 }

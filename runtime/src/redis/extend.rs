@@ -11,8 +11,8 @@ use crate::redis::scripts::{lease_invocation, millis, run_on_lease, SCRIPTS};
 impl RedisBoard {
     /// Extends a lease (see [`Board::extend`](crate::board::Board::extend)).
     pub(super) async fn extend(&self, lease: &Lease, expiry: Duration) -> Result<()> {
-        validate_claim(&lease.owner, expiry, 1)?;
-        let keys = self.keys(&lease.queue)?;
+        validate_claim(lease.owner(), expiry, 1)?;
+        let keys = self.keys(lease.queue())?;
         let mut inv = lease_invocation(&SCRIPTS.extend, &keys, lease);
         inv.arg(millis(expiry));
         run_on_lease(&self.conn, &keys, lease, &inv).await.map(drop)

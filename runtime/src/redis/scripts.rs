@@ -127,7 +127,9 @@ pub(crate) fn lease_invocation<'a>(
     lease: &Lease,
 ) -> ScriptInvocation<'a> {
     let mut inv = invocation(script, keys);
-    inv.arg(lease.job.as_str()).arg(&lease.owner).arg(lease.token);
+    inv.arg(lease.job().as_str())
+        .arg(lease.owner())
+        .arg(lease.token());
     inv
 }
 
@@ -141,7 +143,7 @@ pub(crate) async fn run_on_lease(
 ) -> Result<Reply> {
     run(conn, inv)
         .await?
-        .accept(keys, lease.job.as_str(), &lease.owner)
+        .accept(keys, lease.job().as_str(), lease.owner())
 }
 
 /// Runs an invocation, retried once after a dropped connection.

@@ -27,11 +27,13 @@ pub(crate) type LeaseKey = (JobId, u64, String);
 
 /// The key of a lease.
 pub(crate) fn key_of(lease: &Lease) -> LeaseKey {
-    (lease.job.clone(), lease.token, lease.queue.clone())
+    (lease.job().clone(), lease.token(), lease.queue().to_string())
 }
 
 struct Held {
-    lease: Lease,
+    /// The heartbeat's handle on the lease (it only extends it; the
+    /// worker's settle step keeps the one it settles).
+    lease: Arc<Lease>,
     /// Last time the server confirmed the lease (claim or extend).
     confirmed: Instant,
 }
@@ -68,13 +70,14 @@ impl Heartbeat {
         })
     }
 
-    /// Keeps `lease` alive from now on (it was just claimed).
-    pub fn hold(&self, lease: Lease) {
+    /// Keeps `lease` alive from now on (it was just claimed): the heartbeat
+    /// takes a handle on it that only extends.
+    pub fn hold(&self, lease: &Lease) {
         if let Ok(mut held) = self.held.lock() {
             held.insert(
-                key_of(&lease),
+                key_of(lease),
                 Held {
-                    lease,
+                    lease: Arc::new(lease.extend_handle()),
                     confirmed: Instant::now(),
                 },
             );
@@ -193,8 +196,8 @@ async fn extend_held(
     beat: Duration,
     horizon: Duration,
     lost: &impl Fn(LeaseKey, Lost),
-) -> Vec<(LeaseKey, Lease, Instant)> {
-    let snapshot: Vec<(LeaseKey, Lease, Instant)> = held
+) -> Vec<(LeaseKey, Arc<Lease>, Instant)> {
+    let snapshot: Vec<(LeaseKey, Arc<Lease>, Instant)> = held
         .lock()
         .map(|h| {
             h.iter()
@@ -204,7 +207,9 @@ async fn extend_held(
         .unwrap_or_default();
     for (key, lease, confirmed) in &snapshot {
         let outcome = match board {
-            Some(b) => tokio::time::timeout(beat, b.extend(lease, expiry)).await.ok(),
+            Some(b) => tokio::time::timeout(beat, b.extend(lease.as_ref(), expiry))
+                .await
+                .ok(),
             None => None,
         };
         match outcome {
@@ -223,7 +228,7 @@ async fn extend_held(
                     let why = Lost::Lease("could not extend it in time".into());
                     report_lost(held, key, why, &lost);
                 } else if let Some(Err(e)) = failed {
-                    tracing::warn!(job = %lease.job, error = %e, "cannot extend lease; will retry");
+                    tracing::warn!(job = %lease.job(), error = %e, "cannot extend lease; will retry");
                 }
             }
         }

@@ -6,6 +6,7 @@ use tokio::task::AbortHandle;
 
 use crate::handler::{CancelFlag, HandlerError, HandlerErrorKind};
 use crate::job::Lease;
+use crate::worker::heartbeat::LeaseKey;
 
 /// Why the worker interrupted a job, if it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +40,27 @@ pub(crate) struct Running {
     pub stuck_at: Option<Instant>,
 }
 
+/// A job whose handler is over, as its log line names it.
+pub(crate) struct Finished {
+    pub key: LeaseKey,
+    pub name: String,
+    pub attempt: u32,
+    pub started: Instant,
+}
+
 impl Running {
+    /// Splits a job that is over into the lease to settle it with and what
+    /// its log line needs.
+    pub fn into_parts(self, key: LeaseKey) -> (Lease, Finished) {
+        let finished = Finished {
+            key,
+            name: self.name,
+            attempt: self.attempt,
+            started: self.started,
+        };
+        (self.lease, finished)
+    }
+
     /// When the worker must next look at this job.
     pub fn next_deadline(&self) -> Option<Instant> {
         match (self.interrupt, self.timeout) {
@@ -133,7 +154,8 @@ pub(crate) fn settle(job: &Running, outcome: Outcome) -> Settle {
     decide(job.interrupt, outcome, job.timeout, || {
         format!(
             "no handler named {:?} is linked into worker {}",
-            job.name, job.lease.owner
+            job.name,
+            job.lease.owner()
         )
     })
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::job::failure_group;
-use crate::worker::job::Running;
+use crate::worker::job::Finished;
 
 /// How a finished job was settled on the board.
 pub(crate) enum Settled {
@@ -24,8 +24,8 @@ pub(crate) enum Settled {
 }
 
 /// Logs how `job` was settled, or why it could not be.
-pub(crate) fn settled(job: &Running, result: Result<Settled, Error>) {
-    let (id, queue, name, attempt) = (&job.lease.job, &job.lease.queue, &job.name, job.attempt);
+pub(crate) fn settled(job: &Finished, result: Result<Settled, Error>) {
+    let (id, queue, name, attempt) = (&job.key.0, &job.key.2, &job.name, job.attempt);
     match result {
         Ok(Settled::Completed) => {
             let took = format!("{:.3}s", job.started.elapsed().as_secs_f64());

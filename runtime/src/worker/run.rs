@@ -20,10 +20,11 @@ use crate::board::WorkerInfo;
 use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
 use crate::handler::Registry;
+use crate::job::Lease;
 use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
 use crate::worker::heartbeat::{LeaseKey, Lost};
-use crate::worker::job::{Outcome, Running};
+use crate::worker::job::{Finished, Outcome, Running};
 use crate::worker::recover::recover_dead;
 use crate::worker::sandbox::Sandbox;
 
@@ -162,7 +163,7 @@ struct Worker {
     /// A suspect job runs alone: no claims until it finishes.
     isolated: Option<LeaseKey>,
     /// Finished jobs waiting to be consumed with the next claim.
-    done: Vec<Running>,
+    done: Vec<(Lease, Finished)>,
     free_slots: Vec<usize>,
     /// Slots emptied after their last job (the only writer of a slot is the
     /// handler of its job, which has finished): no need to empty them again.

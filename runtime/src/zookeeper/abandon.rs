@@ -12,8 +12,8 @@ impl ZooKeeperBoard {
     /// abandon: the lock goes; a counted retry updates the record and
     /// schedules the job, or trashes it once its attempts are used up.
     pub(crate) async fn abandon_lease(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
-        let paths = self.paths(&lease.queue)?;
-        let what = format!("cannot abandon job {} in queue {}", lease.job, lease.queue);
+        let paths = self.paths(lease.queue())?;
+        let what = format!("cannot abandon job {} in queue {}", lease.job(), lease.queue());
         let mut trash_suffix = false;
         for _ in 0..TRIES {
             let held = self.held(&paths, lease).await?;

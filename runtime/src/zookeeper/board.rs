@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use crate::board::{validate_claim, Board, ClaimRequest, ReapReport};
+use crate::board::{lease_back, leases_back, validate_claim, Board, ClaimRequest, ReapReport, SettleResult};
 use crate::error::{Error, Result};
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page};
 use crate::zookeeper::cache::Caches;
@@ -282,21 +282,22 @@ impl Board for ZooKeeperBoard {
         self.claim_named(queue, job.as_str(), who, expiry).await
     }
     async fn extend(&self, lease: &Lease, expiry: Duration) -> Result<()> {
-        validate_claim(&lease.owner, expiry, 1)?;
+        validate_claim(lease.owner(), expiry, 1)?;
         self.extend_lease(lease, expiry).await
     }
-    async fn consume(&self, lease: &Lease) -> Result<()> {
-        self.consume_lease(lease).await
+    async fn consume(&self, lease: Lease) -> SettleResult {
+        lease_back(self.consume_lease(&lease).await, lease)
     }
     /// All at once: the transactions are pipelined on the session.
-    async fn consume_many(&self, leases: &[Lease]) -> Result<Vec<Result<()>>> {
-        Ok(futures_util::future::join_all(leases.iter().map(|l| self.consume_lease(l))).await)
+    async fn consume_many(&self, leases: Vec<Lease>) -> Vec<SettleResult> {
+        let results = futures_util::future::join_all(leases.iter().map(|l| self.consume_lease(l))).await;
+        leases_back(Ok(results), leases)
     }
-    async fn abandon(&self, lease: &Lease, how: Abandon) -> Result<JobState> {
-        self.abandon_lease(lease, how).await
+    async fn abandon(&self, lease: Lease, how: Abandon) -> SettleResult<JobState> {
+        lease_back(self.abandon_lease(&lease, how).await, lease)
     }
-    async fn trash(&self, lease: &Lease, reason: &str) -> Result<()> {
-        self.trash_lease(lease, reason).await
+    async fn trash(&self, lease: Lease, reason: &str) -> SettleResult {
+        lease_back(self.trash_lease(&lease, reason).await, lease)
     }
     async fn state(&self, queue: &str, job: &JobId) -> Result<JobState> {
         Ok(self.show_job(queue, job.as_str()).await?.state)

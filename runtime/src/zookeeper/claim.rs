@@ -322,12 +322,12 @@ impl ZooKeeperBoard {
             n => n,
         };
         Attempt::Claimed(Box::new(Claimed {
-            lease: Lease {
-                queue: paths.queue.clone(),
-                job: JobId(k.uuid.clone()),
-                owner: who.to_owned(),
-                token: lock_stat.czxid as u64,
-            },
+            lease: Lease::new(
+                paths.queue.clone(),
+                JobId(k.uuid.clone()),
+                who.to_owned(),
+                lock_stat.czxid as u64,
+            ),
             name: k.name.clone(),
             args: args_of(&k.details),
             details: k.details.clone(),

@@ -13,8 +13,8 @@ impl ZooKeeperBoard {
     /// consume: deletes lock and job; the record says completed (with a
     /// history entry) or goes when no history is kept.
     pub(crate) async fn consume_lease(&self, lease: &Lease) -> Result<()> {
-        let paths = self.paths(&lease.queue)?;
-        let what = format!("cannot consume job {} in queue {}", lease.job, lease.queue);
+        let paths = self.paths(lease.queue())?;
+        let what = format!("cannot consume job {} in queue {}", lease.job(), lease.queue());
         let keep = self.inner.opts.history_count > 0;
         let mut history = keep;
         for _ in 0..TRIES {
@@ -28,7 +28,7 @@ impl ZooKeeperBoard {
             let finish = Finish {
                 paths: &paths,
                 znode: &held.znode,
-                uuid: lease.job.as_str(),
+                uuid: lease.job().as_str(),
                 lock_version: held.lock_stat.version,
                 job_version: held.job_stat.version,
                 record,
@@ -59,7 +59,7 @@ impl ZooKeeperBoard {
                 Err(Failed::NoParent) => self.remake(&paths).await?,
                 Err(Failed::Refused(e)) => return Err(self.session().error(&what, &e)),
                 Err(Failed::Unknown(e)) => {
-                    tracing::warn!(job = %lease.job, queue = %lease.queue, error = %e, "consume outcome unknown; checking");
+                    tracing::warn!(job = %lease.job(), queue = %lease.queue(), error = %e, "consume outcome unknown; checking");
                     if self.landed(&finish, &held, &how).await? {
                         self.inner.cache.forget(&paths.queue, &held.znode);
                         return Ok(());

@@ -15,10 +15,11 @@ use crate::zookeeper::ZooKeeperBoard;
 impl ZooKeeperBoard {
     /// extend: moves the lease deadline in the lock body (version-checked).
     pub(crate) async fn extend_lease(&self, lease: &Lease, expiry: Duration) -> Result<()> {
-        let paths = self.paths(&lease.queue)?;
+        let paths = self.paths(lease.queue())?;
         let what = format!(
             "cannot extend the lease on job {} in queue {}",
-            lease.job, lease.queue
+            lease.job(),
+            lease.queue()
         );
         for _ in 0..TRIES {
             let held = self.held(&paths, lease).await?;
@@ -41,7 +42,7 @@ impl ZooKeeperBoard {
                 Err(e) if is_definite(&e) => return Err(self.session().error(&what, &e)),
                 // Unknown outcome: check and extend again (idempotent).
                 Err(e) => {
-                    tracing::warn!(job = %lease.job, queue = %lease.queue, error = %e, "extend outcome unknown")
+                    tracing::warn!(job = %lease.job(), queue = %lease.queue(), error = %e, "extend outcome unknown")
                 }
             }
         }

@@ -70,7 +70,9 @@ fn refused(lease: &Lease, why: String) -> Error {
         ErrorKind::NotOwner { owner: None },
         format!(
             "lease on job {} in queue {} is not held by {}: {why}",
-            lease.job, lease.queue, lease.owner
+            lease.job(),
+            lease.queue(),
+            lease.owner()
         ),
     )
 }
@@ -78,7 +80,7 @@ fn refused(lease: &Lease, why: String) -> Error {
 impl ZooKeeperBoard {
     /// Checks that `lease` is held (see the module docs).
     pub(crate) async fn held(&self, paths: &QueuePaths, lease: &Lease) -> Result<Held> {
-        let (q, uuid, who) = (&paths.queue, lease.job.as_str(), lease.owner.as_str());
+        let (q, uuid, who) = (&paths.queue, lease.job().as_str(), lease.owner());
         // The queue may have been made by taskflow, without jobworker's dirs.
         self.ensure_queue(paths).await?;
         let znode = self
@@ -113,7 +115,7 @@ impl ZooKeeperBoard {
         if body.owner.as_deref() != Some(who) {
             return Err(Error::not_owner(q, uuid, who, body.owner.as_deref()));
         }
-        if lease.token != 0 && lock_stat.czxid as u64 != lease.token {
+        if lease.token() != 0 && lock_stat.czxid as u64 != lease.token() {
             return Err(Error::new(
                 ErrorKind::NotOwner {
                     owner: body.owner.clone(),
@@ -121,7 +123,8 @@ impl ZooKeeperBoard {
                 format!(
                     "lease on job {uuid} in queue {q} is stale: token {} was replaced by a newer claim \
                      (token {}) of {who}",
-                    lease.token, lock_stat.czxid
+                    lease.token(),
+                    lock_stat.czxid
                 ),
             ));
         }

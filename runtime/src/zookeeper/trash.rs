@@ -10,8 +10,8 @@ use crate::zookeeper::ZooKeeperBoard;
 impl ZooKeeperBoard {
     /// trash: the posting moves to the trash, with `reason` in the record.
     pub(crate) async fn trash_lease(&self, lease: &Lease, reason: &str) -> Result<()> {
-        let paths = self.paths(&lease.queue)?;
-        let what = format!("cannot trash job {} in queue {}", lease.job, lease.queue);
+        let paths = self.paths(lease.queue())?;
+        let what = format!("cannot trash job {} in queue {}", lease.job(), lease.queue());
         let mut suffix = false;
         for _ in 0..TRIES {
             let held = self.held(&paths, lease).await?;

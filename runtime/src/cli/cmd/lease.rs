@@ -33,13 +33,14 @@ pub struct LeaseArgs {
 
 impl LeaseArgs {
     fn lease(&self) -> Lease {
-        Lease {
-            queue: self.queue.queue.clone(),
-            job: JobId::from(self.id.as_str()),
-            owner: self.owner.clone(),
-            // Token 0 skips the fencing check (`--any-token`).
-            token: self.token.unwrap_or(0),
-        }
+        // Token 0 skips the fencing check (`--any-token`).
+        let token = self.token.unwrap_or(0);
+        Lease::new(
+            &self.queue.queue,
+            JobId::from(self.id.as_str()),
+            &self.owner,
+            token,
+        )
     }
 }
 
@@ -90,7 +91,7 @@ pub(crate) async fn extend(board: &AnyBoard, a: &ExtendArgs, json: bool) -> Resu
 
 /// Runs `consume`.
 pub(crate) async fn consume(board: &AnyBoard, a: &LeaseArgs, json: bool) -> Result<()> {
-    board.consume(&a.lease()).await?;
+    board.consume(a.lease()).await?;
     output::done(json, "consumed", &a.id);
     Ok(())
 }
@@ -104,7 +105,7 @@ pub(crate) async fn abandon(board: &AnyBoard, a: &AbandonArgs, json: bool) -> Re
         },
         None => Abandon::Release,
     };
-    let state = board.abandon(&a.lease.lease(), how).await?;
+    let state = board.abandon(a.lease.lease(), how).await?;
     if json {
         output::json(
             &serde_json::json!({ "id": a.lease.id, "result": "abandoned", "state": state.as_str() }),
@@ -117,7 +118,7 @@ pub(crate) async fn abandon(board: &AnyBoard, a: &AbandonArgs, json: bool) -> Re
 
 /// Runs `trash`.
 pub(crate) async fn trash(board: &AnyBoard, a: &TrashArgs, json: bool) -> Result<()> {
-    board.trash(&a.lease.lease(), &a.reason).await?;
+    board.trash(a.lease.lease(), &a.reason).await?;
     output::done(json, "trashed", &a.lease.id);
     Ok(())
 }

@@ -6,6 +6,7 @@ use crate::board::{Board, ClaimRequest};
 use crate::error::Result;
 use crate::job::{Claimed, Lease};
 use crate::worker::heartbeat::key_of;
+use crate::worker::job::Finished;
 use crate::worker::run::Worker;
 
 impl Worker {
@@ -42,21 +43,17 @@ impl Worker {
             count: free,
             holding,
         };
-        let done: Vec<Lease> = self.done.iter().map(|j| j.lease.clone()).collect();
-        if done.is_empty() {
+        if self.done.is_empty() {
             return self.board.claim_with(&request).await;
         }
-        // Settle what finished and take what is next in one round trip.
-        let settled = self.board.consume_then_claim(&done, &request).await;
-        match settled {
-            Ok((consumed, claimed)) => {
-                self.log_consumed(consumed);
-                Ok(claimed)
-            }
-            Err(e) => {
-                self.flush_consumes().await;
-                Err(e)
-            }
+        // Settle what finished and take what is next in one round trip; a
+        // consume that did not reach the board is tried once more.
+        let (done, finished): (Vec<Lease>, Vec<Finished>) =
+            std::mem::take(&mut self.done).into_iter().unzip();
+        let (consumed, claimed) = self.board.consume_then_claim(done, &request).await;
+        if self.log_consumed(finished, consumed, true) {
+            self.flush_consumes().await;
         }
+        claimed
     }
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::board::Board;
 use crate::job::Abandon;
 use crate::worker::heartbeat::{LeaseKey, Lost};
-use crate::worker::job::Interrupt;
+use crate::worker::job::{Interrupt, Running};
 use crate::worker::run::{Mode, Sig, Worker, WorkerExit, STUCK_GRACE};
 
 impl Worker {
@@ -16,14 +16,14 @@ impl Worker {
         let Some(job) = self.running.get_mut(key) else {
             return;
         };
-        let (id, queue) = (&job.lease.job, &job.lease.queue);
+        let (id, queue) = (job.lease.job(), job.lease.queue());
         let interrupt = match why {
             Lost::Cancelled => {
                 tracing::info!(job = %id, %queue, name = %job.name, "job cancelled; stopping its handler");
                 Interrupt::Cancelled
             }
             Lost::Lease(why) => {
-                tracing::warn!(job = %id, %queue, name = %job.name, token = job.lease.token, why, "lease lost; stopping its handler");
+                tracing::warn!(job = %id, %queue, name = %job.name, token = job.lease.token(), why, "lease lost; stopping its handler");
                 Interrupt::LeaseLost
             }
         };
@@ -43,7 +43,7 @@ impl Worker {
         for job in self.running.values_mut() {
             match job.next_deadline() {
                 Some(at) if at <= now && job.interrupt == Interrupt::None => {
-                    tracing::warn!(job = %job.lease.job, name = %job.name, timeout = ?job.timeout, "job timed out; stopping it");
+                    tracing::warn!(job = %job.lease.job(), name = %job.name, timeout = ?job.timeout, "job timed out; stopping it");
                     job.interrupt(Interrupt::TimedOut, STUCK_GRACE);
                 }
                 Some(at) if at <= now => stuck = true,
@@ -56,13 +56,10 @@ impl Worker {
         // A handler that does not yield cannot be stopped inside this
         // process: record the outcome, give the rest back, and exit so the
         // supervisor starts a fresh worker.
-        let keys: Vec<LeaseKey> = self.running.keys().cloned().collect();
-        for key in keys {
-            let Some(job) = self.running.get(&key) else {
-                continue;
-            };
+        let jobs: Vec<(LeaseKey, Running)> = self.running.drain().collect();
+        for (key, job) in jobs {
             let id = &key.0;
-            let lease = job.lease.clone();
+            let lease = job.lease;
             let result = match job.interrupt {
                 Interrupt::TimedOut if job.stuck_at.is_some_and(|t| t <= now) => {
                     let error = format!(
@@ -72,12 +69,12 @@ impl Worker {
                     let delay = self.cfg.backoff.delay(job.attempt);
                     tracing::error!(job = %id, name = %job.name, "handler did not stop after its timeout; replacing the worker");
                     self.board
-                        .abandon(&lease, Abandon::Retry { delay, error })
+                        .abandon(lease, Abandon::Retry { delay, error })
                         .await
                         .map(drop)
                 }
                 Interrupt::LeaseLost | Interrupt::Cancelled | Interrupt::Released => Ok(()),
-                _ => self.board.abandon(&lease, Abandon::Release).await.map(drop),
+                _ => self.board.abandon(lease, Abandon::Release).await.map(drop),
             };
             if let Err(e) = result {
                 tracing::warn!(job = %id, error = %e, "cannot give the job back");

@@ -16,14 +16,19 @@ impl Worker {
     /// when it could not start (the job was given back).
     pub(super) async fn launch(&mut self, c: Claimed) -> bool {
         let key = key_of(&c.lease);
-        let Some((slot, dir)) = self.take_slot(&key, &c).await else {
-            return false;
+        let (slot, dir) = match self.take_slot(&key) {
+            Ok(taken) => taken,
+            Err(trouble) => {
+                tracing::error!(job = %c.lease.job(), "{trouble}; giving the job back");
+                let _ = self.board.abandon(c.lease, Abandon::Release).await;
+                return false;
+            }
         };
         let entry = self.registry.get(&c.name).copied();
         let cancel = CancelFlag::default();
         let cx = JobContext::new(&c, dir, cancel.clone(), self.board.clone());
         if let Some(h) = &self.heartbeat {
-            h.hold(c.lease.clone());
+            h.hold(&c.lease);
         }
         // The handler task reports its own outcome (no watcher task per job).
         let events = self.events.clone();
@@ -55,7 +60,7 @@ impl Worker {
                 .spawn(async move { reporter.report(Outcome::NoHandler) }),
         };
         let abort = handle.abort_handle();
-        tracing::debug!(job = %c.lease.job, queue = %c.lease.queue, name = %c.name, attempt = c.attempt, "job started");
+        tracing::debug!(job = %c.lease.job(), queue = %c.lease.queue(), name = %c.name, attempt = c.attempt, "job started");
         let timeout = entry.and_then(|e| e.timeout).or(self.cfg.default_timeout);
         self.running.insert(
             key,
@@ -76,29 +81,23 @@ impl Worker {
         true
     }
 
-    /// A free sandbox slot for `c`, emptied; `None` (the job given back)
+    /// A free sandbox slot for the job of `key`, emptied; the trouble
     /// when the job already runs here or no slot can be had.
-    async fn take_slot(&mut self, key: &LeaseKey, c: &Claimed) -> Option<(usize, PathBuf)> {
-        let trouble = if self.running.contains_key(key) {
-            "claimed a job that is already running here; giving it back".to_owned()
+    fn take_slot(&mut self, key: &LeaseKey) -> Result<(usize, PathBuf), String> {
+        if self.running.contains_key(key) {
+            Err("claimed a job that is already running here".to_owned())
         } else if let Some(slot) = self.free_slots.pop() {
             let prepared = if std::mem::take(&mut self.clean_slots[slot]) {
                 Ok(self.sandbox.slot_dir(slot))
             } else {
                 self.sandbox.prepare(slot)
             };
-            match prepared {
-                Ok(dir) => return Some((slot, dir)),
-                Err(e) => {
-                    self.free_slots.push(slot);
-                    format!("cannot prepare the sandbox ({e}); giving the job back")
-                }
-            }
+            prepared.map(|dir| (slot, dir)).map_err(|e| {
+                self.free_slots.push(slot);
+                format!("cannot prepare the sandbox ({e})")
+            })
         } else {
-            "no free sandbox slot; giving the job back".to_owned()
-        };
-        tracing::error!(job = %c.lease.job, "{trouble}");
-        let _ = self.board.abandon(&c.lease, Abandon::Release).await;
-        None
+            Err("no free sandbox slot".to_owned())
+        }
     }
 }

@@ -2,11 +2,13 @@
 //! (the consumes of a batch in one round trip, with the next claim when
 //! there is one), and giving every job back when the worker stops.
 
-use crate::board::Board;
+use std::time::Duration;
+
+use crate::board::{Board, SettleResult};
 use crate::error::Result;
-use crate::job::{Abandon, JobState};
-use crate::worker::heartbeat::{key_of, LeaseKey};
-use crate::worker::job::{settle, Interrupt, Outcome, Running, Settle};
+use crate::job::{Abandon, JobState, Lease};
+use crate::worker::heartbeat::LeaseKey;
+use crate::worker::job::{settle, Finished, Interrupt, Outcome, Running, Settle};
 use crate::worker::log::{self, Settled};
 use crate::worker::run::{Worker, STUCK_GRACE};
 
@@ -14,7 +16,6 @@ impl Worker {
     /// Settles finished jobs on the board and frees their slots; the jobs
     /// to consume go in one round trip.
     pub(super) async fn finish_batch(&mut self, done: Vec<(LeaseKey, Outcome)>) {
-        let mut consumed: Vec<Running> = Vec::new();
         for (key, outcome) in done {
             let Some(job) = self.running.remove(&key) else {
                 continue;
@@ -28,106 +29,131 @@ impl Worker {
                 Err(e) => tracing::warn!(error = %e, "cannot empty the sandbox after a job"),
             }
             self.free_slots.push(job.slot);
-            let settled = settle(&job, outcome);
-            if settled != Settle::Consume {
-                if let Some(h) = &self.heartbeat {
-                    h.release(&key);
-                }
-            }
-            let settled = match (settled, job.context.take_next()) {
+            let settled = match (settle(&job, outcome), job.context.take_next()) {
                 (Settle::Consume, Some((queue, next))) => self.post_next(&job, &queue, next).await,
                 (settled, _) => settled,
             };
-            let result = match settled {
-                Settle::Consume => {
-                    // Still heartbeated until the consume is recorded.
-                    consumed.push(job);
-                    continue;
-                }
-                Settle::Retry(reason, after) => {
-                    let delay = after.unwrap_or_else(|| self.cfg.backoff.delay(job.attempt));
-                    let retry = Abandon::Retry {
-                        delay,
-                        error: reason.clone(),
-                    };
-                    self.board
-                        .abandon(&job.lease, retry)
-                        .await
-                        .map(|state| match state {
-                            JobState::Trashed => Settled::Trashed { reason },
-                            _ => Settled::Retrying { reason, delay },
-                        })
-                }
-                Settle::Trash(reason) => self
-                    .board
-                    .trash(&job.lease, &reason)
-                    .await
-                    .map(|()| Settled::Trashed { reason }),
-                Settle::Release => self
-                    .board
-                    .abandon(&job.lease, Abandon::Release)
-                    .await
-                    .map(|_| Settled::Released),
-                Settle::Drop(why) => Ok(Settled::Dropped(why)),
-            };
-            log::settled(&job, result);
+            let delay = self.cfg.backoff.delay(job.attempt);
+            let (lease, finished) = job.into_parts(key);
+            if settled == Settle::Consume {
+                // Still heartbeated until the consume is recorded; consumed
+                // with the next claim (or by flush_consumes).
+                self.done.push((lease, finished));
+                continue;
+            }
+            self.stop_extending(&finished.key);
+            let result = self.settle_other(lease, settled, delay).await;
+            log::settled(&finished, result);
         }
-        // Consumed with the next claim (or by flush_consumes).
-        self.done.extend(consumed);
+    }
+
+    /// Settles one job as `settled` says (consumes are batched by
+    /// `finish_batch`, not sent here); `delay` is the backoff of a retry
+    /// that names none.
+    async fn settle_other(&self, lease: Lease, settled: Settle, delay: Duration) -> Result<Settled> {
+        match settled {
+            Settle::Consume => {
+                self.board.consume(lease).await?;
+                Ok(Settled::Completed)
+            }
+            Settle::Retry(reason, after) => {
+                let delay = after.unwrap_or(delay);
+                let retry = Abandon::Retry {
+                    delay,
+                    error: reason.clone(),
+                };
+                let state = self.board.abandon(lease, retry).await?;
+                Ok(match state {
+                    JobState::Trashed => Settled::Trashed { reason },
+                    _ => Settled::Retrying { reason, delay },
+                })
+            }
+            Settle::Trash(reason) => {
+                self.board.trash(lease, &reason).await?;
+                Ok(Settled::Trashed { reason })
+            }
+            Settle::Release => {
+                self.board.abandon(lease, Abandon::Release).await?;
+                Ok(Settled::Released)
+            }
+            Settle::Drop(why) => Ok(Settled::Dropped(why)),
+        }
     }
 
     /// Posts a pipeline's next step (set with `JobContext::complete_into`)
     /// under this job's id, before this job is consumed: a step posted by an
     /// earlier try that lost its consume is recognised, not posted twice.
     pub(super) async fn post_next(&self, job: &Running, queue: &str, next: crate::job::NewJob) -> Settle {
-        match self.board.post(queue, next.id(job.lease.job.clone())).await {
+        match self.board.post(queue, next.id(job.lease.job().clone())).await {
             Ok(_) => Settle::Consume,
             Err(e) if e.is_exists() => Settle::Consume,
             Err(e) => Settle::Retry(format!("cannot post the next step to queue {queue}: {e}"), None),
         }
     }
 
-    /// Logs the consume results of `self.done` and clears it.
-    pub(super) fn log_consumed(&mut self, results: Vec<Result<()>>) {
-        for (job, r) in self.done.drain(..).zip(results) {
-            if let Some(h) = &self.heartbeat {
-                h.release(&key_of(&job.lease));
-            }
-            log::settled(&job, r.map(|()| Settled::Completed));
+    /// Logs the results of consuming `finished`; with `retry`, a consume
+    /// that handed its lease back (the board was not reached) goes back to
+    /// `self.done` for one more try. True when some did.
+    pub(super) fn log_consumed(
+        &mut self,
+        finished: Vec<Finished>,
+        results: Vec<SettleResult>,
+        retry: bool,
+    ) -> bool {
+        let mut again = false;
+        for (job, result) in finished.into_iter().zip(results) {
+            let error = match result {
+                Ok(()) => None,
+                Err(unsettled) if retry && unsettled.is_unavailable() => {
+                    let error = unsettled.error().clone();
+                    match unsettled.into_lease() {
+                        Some(lease) => {
+                            self.done.push((lease, job));
+                            again = true;
+                            continue;
+                        }
+                        None => Some(error),
+                    }
+                }
+                Err(unsettled) => Some(unsettled.into()),
+            };
+            self.stop_extending(&job.key);
+            log::settled(&job, error.map_or(Ok(Settled::Completed), Err));
         }
+        again
     }
 
-    /// Consumes the finished jobs that no claim took along.
+    /// Consumes the finished jobs that no claim took along (a last try:
+    /// what does not take is logged and left to its lease's expiry).
     pub(super) async fn flush_consumes(&mut self) {
         if self.done.is_empty() {
             return;
         }
-        let leases: Vec<crate::job::Lease> = self.done.iter().map(|j| j.lease.clone()).collect();
-        match self.board.consume_many(&leases).await {
-            Ok(results) => self.log_consumed(results),
-            Err(e) => {
-                for job in self.done.drain(..) {
-                    if let Some(h) = &self.heartbeat {
-                        h.release(&key_of(&job.lease));
-                    }
-                    log::settled(&job, Err(e.clone()));
-                }
-            }
-        }
+        let (leases, finished): (Vec<Lease>, Vec<Finished>) =
+            std::mem::take(&mut self.done).into_iter().unzip();
+        let results = self.board.consume_many(leases).await;
+        self.log_consumed(finished, results, false);
     }
 
     /// Gives every in-flight job back at once (not counted) and stops their
     /// handlers.
     pub(super) async fn release_all(&mut self, why: &str) {
-        for job in self.running.values_mut() {
+        let jobs: Vec<(LeaseKey, Running)> = self.running.drain().collect();
+        for (key, mut job) in jobs {
             job.interrupt(Interrupt::Released, STUCK_GRACE);
-            if let Some(h) = &self.heartbeat {
-                h.release(&key_of(&job.lease));
+            self.stop_extending(&key);
+            let id = job.lease.job().clone();
+            match self.board.abandon(job.lease, Abandon::Release).await {
+                Ok(_) => tracing::info!(job = %id, why, "job given back"),
+                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give the job back"),
             }
-            match self.board.abandon(&job.lease, Abandon::Release).await {
-                Ok(_) => tracing::info!(job = %job.lease.job, why, "job given back"),
-                Err(e) => tracing::warn!(job = %job.lease.job, error = %e, "cannot give the job back"),
-            }
+        }
+    }
+
+    /// The heartbeat stops extending the lease of `key`.
+    fn stop_extending(&self, key: &LeaseKey) {
+        if let Some(h) = &self.heartbeat {
+            h.release(key);
         }
     }
 }
