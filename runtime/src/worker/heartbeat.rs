@@ -1,24 +1,30 @@
-//! The heartbeat: a thread of its own, with its own runtime and board
-//! connection, extends every held lease each third of its horizon (the
-//! expiry; on ZooKeeper at most the session timeout). A busy or blocking
-//! handler cannot starve it. A lease it finds lost, or cannot
-//! extend before it would expire, is reported to the worker loop, which
-//! stops that handler and drops its result.
+//! The heartbeat: a thread of its own, with its own runtime and one board
+//! connection, keeps the worker's claims alive. Three loops share that
+//! connection and run side by side, each on its own clock, so a slow one
+//! does not hold up the others, and a busy or blocking handler cannot
+//! starve any of them:
+//!
+//! - extend: every held lease, each third of its horizon (the expiry; on
+//!   ZooKeeper at most the session timeout);
+//! - presence: the worker's registry entry (its jobs, stamped with the
+//!   server's time), on the same beat;
+//! - cancels: the board's announcements of cancelled jobs of this worker.
+//!
+//! A lease found lost, cancelled, or not extended before it would expire is
+//! reported to the worker loop, which stops that handler and drops its
+//! result.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use tokio::sync::{watch, OnceCell};
 
-use crate::board::{Admin, AnyBoard, Board, BoardSpec, CancelStream, Events, Presence, WorkerInfo};
+use crate::board::{Admin, AnyBoard, Board, BoardSpec, Events, Presence, WorkerInfo};
 use crate::error::{Error, Result};
 use crate::job::{JobId, Lease};
-
-/// How often the thread checks whether it should stop.
-const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// A held lease: a job and the fencing token of its claim (one job can be
 /// claimed again while a stale handler of the old claim still runs), and
@@ -43,7 +49,7 @@ type HeldMap = Arc<Mutex<HashMap<LeaseKey, Held>>>;
 /// The running heartbeat thread.
 pub(crate) struct Heartbeat {
     held: HeldMap,
-    stop: Arc<AtomicBool>,
+    stop: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -57,11 +63,11 @@ impl Heartbeat {
         lost: impl Fn(LeaseKey, Lost) + Send + 'static,
     ) -> Result<Heartbeat> {
         let held: HeldMap = Arc::default();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (h, s) = (held.clone(), stop.clone());
+        let (stop, stopped) = watch::channel(false);
+        let h = held.clone();
         let thread = std::thread::Builder::new()
             .name("jobworker-heartbeat".into())
-            .spawn(move || beat_thread(spec, expiry, info, h, s, lost))
+            .spawn(move || beat_thread(spec, expiry, info, h, stopped, lost))
             .map_err(|e| Error::io("cannot start the heartbeat thread", e))?;
         Ok(Heartbeat {
             held,
@@ -91,9 +97,10 @@ impl Heartbeat {
         }
     }
 
-    /// Stops the thread and waits for it.
+    /// Stops the thread (at once: its loops wait on the stop too) and waits
+    /// for it.
     pub fn stop(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.send_replace(true);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -130,12 +137,37 @@ fn report_lost(held: &HeldMap, key: &LeaseKey, why: Lost, lost: &impl Fn(LeaseKe
     }
 }
 
+/// The heartbeat's one board connection, made on first use and shared by
+/// its loops; a failed attempt is tried again by the next caller.
+struct Link {
+    spec: BoardSpec,
+    board: OnceCell<AnyBoard>,
+    /// How long one connection attempt may take.
+    patience: Duration,
+}
+
+impl Link {
+    async fn board(&self) -> Option<&AnyBoard> {
+        let backend = self.spec.backend();
+        let connect = || async {
+            let why = match tokio::time::timeout(self.patience, self.spec.connect()).await {
+                Ok(Ok(b)) => return Ok(b),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "timed out".to_owned(),
+            };
+            tracing::warn!(error = %why, "heartbeat cannot reach {backend}; retrying");
+            Err(())
+        };
+        self.board.get_or_try_init(connect).await.ok()
+    }
+}
+
 fn beat_thread(
     spec: BoardSpec,
     expiry: Duration,
-    mut info: WorkerInfo,
+    info: WorkerInfo,
     held: HeldMap,
-    stop: Arc<AtomicBool>,
+    mut stopped: watch::Receiver<bool>,
     lost: impl Fn(LeaseKey, Lost),
 ) {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -150,45 +182,47 @@ fn beat_thread(
     // with the claiming session).
     let horizon = spec.lease_horizon(expiry);
     let beat = horizon / 3;
-    rt.block_on(async move {
-        let mut board: Option<AnyBoard> = None;
-        // Cancels of this worker's jobs, announced by `cancel` (where the
-        // board announces them).
-        let mut cancels = None;
-        let backend = spec.backend();
-        while !stop.load(Ordering::SeqCst) {
-            if board.is_none() {
-                match tokio::time::timeout(beat, spec.connect()).await {
-                    Ok(Ok(b)) => board = Some(b),
-                    Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat cannot reach {backend}; retrying"),
-                    Err(_) => tracing::warn!("heartbeat timed out connecting to {backend}; retrying"),
-                }
-            }
-            // Subscribed before the extends below: a cancel that came
-            // before the subscription is caught by their refusal.
-            if cancels.is_none() {
-                if let Some(b) = &board {
-                    cancels = b.cancels_of(&info.owner).await.ok().flatten();
-                }
-            }
-            let snapshot = extend_held(board.as_ref(), &held, expiry, beat, horizon, &lost).await;
-            if let Some(b) = &board {
-                info.jobs = snapshot.iter().map(|(k, _, _)| k.0 .0.clone()).collect();
-                if let Err(e) = record_presence(b, &mut info).await {
-                    tracing::debug!(error = %e, "cannot record worker presence");
-                }
-            }
-            listen_for_cancels(&mut cancels, &held, beat, &stop, &lost).await;
+    let owner = info.owner.clone();
+    let link = Link {
+        spec,
+        board: OnceCell::new(),
+        patience: beat,
+    };
+    rt.block_on(async {
+        let beats = async {
+            tokio::join!(
+                extend_loop(&link, &held, expiry, beat, horizon, &lost),
+                presence_loop(&link, &held, info, beat),
+                cancel_loop(&link, &held, &owner, beat, &lost),
+            )
+        };
+        tokio::select! {
+            _ = beats => {}
+            _ = stopped.wait_for(|stop| *stop) => {}
         }
-        if let Some(b) = &board {
-            let _ = b.remove_worker(&info.owner).await;
+        if let Some(b) = link.board.get() {
+            let _ = b.remove_worker(&owner).await;
         }
     });
 }
 
+/// Extends every held lease, once per beat.
+async fn extend_loop(
+    link: &Link,
+    held: &HeldMap,
+    expiry: Duration,
+    beat: Duration,
+    horizon: Duration,
+    lost: &impl Fn(LeaseKey, Lost),
+) {
+    loop {
+        extend_held(link.board().await, held, expiry, beat, horizon, lost).await;
+        tokio::time::sleep(beat).await;
+    }
+}
+
 /// Extends every held lease once (each bounded by `beat`); reports the
-/// leases refused, or unconfirmed for too long, as lost. Returns what was
-/// held.
+/// leases refused, or unconfirmed for too long, as lost.
 async fn extend_held(
     board: Option<&AnyBoard>,
     held: &HeldMap,
@@ -196,7 +230,7 @@ async fn extend_held(
     beat: Duration,
     horizon: Duration,
     lost: &impl Fn(LeaseKey, Lost),
-) -> Vec<(LeaseKey, Arc<Lease>, Instant)> {
+) {
     let snapshot: Vec<(LeaseKey, Arc<Lease>, Instant)> = held
         .lock()
         .map(|h| {
@@ -207,9 +241,7 @@ async fn extend_held(
         .unwrap_or_default();
     for (key, lease, confirmed) in &snapshot {
         let outcome = match board {
-            Some(b) => tokio::time::timeout(beat, b.extend(lease.as_ref(), expiry))
-                .await
-                .ok(),
+            Some(b) => tokio::time::timeout(beat, b.extend(lease, expiry)).await.ok(),
             None => None,
         };
         match outcome {
@@ -226,47 +258,29 @@ async fn extend_held(
                 // server, someone else may hold the job.
                 if confirmed.elapsed() + beat / 2 >= horizon {
                     let why = Lost::Lease("could not extend it in time".into());
-                    report_lost(held, key, why, &lost);
+                    report_lost(held, key, why, lost);
                 } else if let Some(Err(e)) = failed {
                     tracing::warn!(job = %lease.job(), error = %e, "cannot extend lease; will retry");
                 }
             }
         }
     }
-    snapshot
 }
 
-/// Waits out one beat, stopping the handlers of jobs cancelled meanwhile
-/// (where the board announces cancels) and returning early on stop.
-async fn listen_for_cancels(
-    cancels: &mut Option<CancelStream>,
-    held: &HeldMap,
-    beat: Duration,
-    stop: &AtomicBool,
-    lost: &impl Fn(LeaseKey, Lost),
-) {
-    let mut slept = Duration::ZERO;
-    while slept < beat && !stop.load(Ordering::SeqCst) {
-        let Some(stream) = cancels.as_mut() else {
-            tokio::time::sleep(STOP_POLL).await;
-            slept += STOP_POLL;
-            continue;
-        };
-        let started = Instant::now();
-        match tokio::time::timeout(STOP_POLL, stream.next()).await {
-            Ok(Some(job)) => {
-                let keys: Vec<LeaseKey> = held
-                    .lock()
-                    .map(|h| h.keys().filter(|k| k.0 .0 == job).cloned().collect())
-                    .unwrap_or_default();
-                for key in keys {
-                    report_lost(held, &key, Lost::Cancelled, lost);
-                }
+/// Records the worker's registry entry with the jobs it holds, once per
+/// beat.
+async fn presence_loop(link: &Link, held: &HeldMap, mut info: WorkerInfo, beat: Duration) {
+    loop {
+        if let Some(board) = link.board().await {
+            info.jobs = held
+                .lock()
+                .map(|h| h.keys().map(|k| k.0 .0.clone()).collect())
+                .unwrap_or_default();
+            if let Err(e) = record_presence(board, &mut info).await {
+                tracing::debug!(error = %e, "cannot record worker presence");
             }
-            Ok(None) => *cancels = None,
-            Err(_) => {}
         }
-        slept += started.elapsed();
+        tokio::time::sleep(beat).await;
     }
 }
 
@@ -278,4 +292,40 @@ async fn record_presence(board: &AnyBoard, info: &mut WorkerInfo) -> Result<()> 
         info.started_ms = info.beat_ms;
     }
     board.record_worker(info).await
+}
+
+/// Stops the handlers of this worker's jobs as their cancels are announced
+/// (where the board announces them; a cancel missed while not subscribed
+/// is caught by the next extend's refusal).
+async fn cancel_loop(
+    link: &Link,
+    held: &HeldMap,
+    owner: &str,
+    beat: Duration,
+    lost: &impl Fn(LeaseKey, Lost),
+) {
+    loop {
+        let subscribed = match link.board().await {
+            Some(board) => board.cancels_of(owner).await,
+            None => Ok(None),
+        };
+        match subscribed {
+            Ok(Some(mut cancels)) => {
+                while let Some(job) = cancels.next().await {
+                    let keys: Vec<LeaseKey> = held
+                        .lock()
+                        .map(|h| h.keys().filter(|k| k.0 .0 == job).cloned().collect())
+                        .unwrap_or_default();
+                    for key in keys {
+                        report_lost(held, &key, Lost::Cancelled, lost);
+                    }
+                }
+            }
+            // This board announces no cancels.
+            Ok(None) if link.board.initialized() => std::future::pending().await,
+            Ok(None) => {}
+            Err(e) => tracing::debug!(error = %e, "cannot listen for cancels; retrying"),
+        }
+        tokio::time::sleep(beat).await;
+    }
 }
