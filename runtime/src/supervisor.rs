@@ -1,16 +1,29 @@
 //! The supervisor: a single-threaded parent that forks worker processes
 //! before any async runtime or thread exists, waits for them, respawns them
 //! with backoff, forwards signals, and gives a dead worker's leases back at
-//! once.
+//! once. It blocks until something happens (a signal, a worker's exit, a
+//! log line, a deadline of its own), never on a polling timer.
+//!
+//! One concern per file: the loop (`run.rs`), the wait (`wait.rs`), the
+//! signal table (`signals.rs`), a slot's lifecycle (`slot.rs`), forking
+//! (`fork.rs`), exits (`exit.rs`), crash recovery (`recovery.rs`), the
+//! crash-loop policy (`respawn.rs`), progress (`progress.rs`, `relay.rs`),
+//! start notices (`started.rs`) and settings (`config.rs`).
 
-mod children;
 mod config;
+mod exit;
+mod fork;
 mod progress;
+mod recovery;
 mod relay;
 mod respawn;
+mod run;
+mod signals;
+mod slot;
 mod started;
+mod wait;
 
-pub use children::supervise;
-pub(crate) use children::worker_signals;
 pub use config::{SupervisorConfig, EXIT_WORKERS_CANNOT_START};
 pub use respawn::{RESPAWN_BASE, RESPAWN_MAX, START_FAILURE_LIMIT, STREAK_RESET};
+pub use run::supervise;
+pub(crate) use signals::worker_signals;

@@ -1,7 +1,7 @@
 //! The supervisor under workers that end on their own, on the real binary:
 //! it keeps serving under any rate of outside kills, recovers the leases of
-//! a worker that exits mid-job whatever its exit status, and gives up only
-//! when workers cannot start at all.
+//! a worker that exits mid-job whatever its exit status, gives up only
+//! when workers cannot start at all, and sleeps while nothing happens.
 
 mod common;
 
@@ -124,4 +124,66 @@ async fn workers_that_cannot_start_end_the_supervisor_with_the_reason() {
     assert!(log.contains("workers cannot start"), "{log}");
     let id = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
     wait_state(&board, &q, &id, JobState::Completed, 10).await;
+}
+
+/// How often the supervisor's (only) thread gave up the CPU of its own
+/// accord (each time it blocked) and the CPU it used, in clock ticks.
+fn wakeups_and_cpu(pid: i32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/status")).unwrap();
+    let switches = status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("voluntary_ctxt_switches");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces): utime and
+    // stime are the 12th and 13th.
+    let rest: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    let cpu = rest[11].parse::<u64>().unwrap() + rest[12].parse::<u64>().unwrap();
+    (switches, cpu)
+}
+
+/// Seen: the supervisor looked at its signals, children and timers every
+/// 20 ms, idle or not (about 150 wake-ups in 3 s). Now it blocks until a
+/// signal, a worker's exit or a deadline of its own: with its workers
+/// running and nothing happening it hardly wakes at all, and it still
+/// replaces a killed worker at once and stops cleanly on TERM.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_supervisor_sleeps_until_something_happens() {
+    let (_serial, board, q, key) = setup("e2e-idle").await;
+    let mut sup = Supervisor::start(&q, &["--workers", "2"]);
+    wait_until("two started workers", Duration::from_secs(20), || async {
+        let mine = jobworker::board::Presence::live_workers(&board).await.unwrap();
+        mine.iter().filter(|w| w.queues == [q.clone()]).count() == 2
+    })
+    .await;
+    let (switches, cpu) = wakeups_and_cpu(sup.pid());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (switches_after, cpu_after) = wakeups_and_cpu(sup.pid());
+    let (woke, used) = (switches_after - switches, cpu_after - cpu);
+    assert!(
+        woke <= 10,
+        "the idle supervisor woke {woke} times in 3 s; log:\n{}",
+        sup.log()
+    );
+    assert!(used <= 20, "the idle supervisor used {used} clock ticks in 3 s");
+    // A worker's exit still wakes it: the slot is forked again at once.
+    let before = live_worker_pids(&sup);
+    assert_eq!(before.len(), 2, "{before:?}");
+    // SAFETY: kill -9 of one of the supervisor's worker processes.
+    assert_eq!(unsafe { libc::kill(before[0], libc::SIGKILL) }, 0);
+    wait_until("a replacement worker", Duration::from_secs(20), || async {
+        let now = live_worker_pids(&sup);
+        now.len() == 2 && !now.contains(&before[0])
+    })
+    .await;
+    let id = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
+    wait_state(&board, &q, &id, JobState::Completed, 20).await;
+    sup.signal(libc::SIGTERM);
+    assert_eq!(
+        sup.wait_exit(Duration::from_secs(30)).code(),
+        Some(0),
+        "{}",
+        sup.log()
+    );
 }

@@ -1,7 +1,8 @@
 //! With a progress bar shown, the workers' stderr is a pipe that the
-//! supervisor drains every tick and writes, line by line, above the bar
-//! (see [`crate::console`]). The pipe is made big (1 MiB) so that busy
-//! workers do not wait on it between two ticks.
+//! supervisor waits on (beside its signals) and drains whenever it is
+//! readable, writing it line by line above the bar (see
+//! [`crate::console`]). The pipe is made big (1 MiB) so that busy workers
+//! do not wait on it while the supervisor is busy elsewhere.
 
 use std::fs::File;
 use std::io::Read;
@@ -40,6 +41,11 @@ impl Relay {
     /// In a forked worker: its stderr becomes the pipe.
     pub(crate) fn become_stderr(&self) {
         let _ = nix::unistd::dup2_stderr(self.write.as_fd());
+    }
+
+    /// The end the supervisor reads (and waits on).
+    pub(crate) fn read_end(&self) -> &File {
+        &self.read
     }
 
     /// Writes every complete line the workers logged since the last call

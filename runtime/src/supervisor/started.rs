@@ -8,7 +8,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 
 use crate::error::{Error, Result};
 
-/// The supervisor's end: polled each tick without blocking.
+/// The supervisor's end: read without blocking when a worker exits (the
+/// notice stays in the pipe until then).
 #[derive(Debug)]
 pub(crate) struct StartedReader(PipeReader);
 

@@ -2,11 +2,12 @@
 //! worker forked, where the supervisor cannot reach the board itself).
 
 use crate::board::Recovered;
-use crate::supervisor::children::Supervisor;
+use crate::supervisor::run::{Supervisor, RECOVERY_RETRY};
 
 impl Supervisor {
     /// Gives back every lease of the dead workers at once; what cannot be
-    /// done now (the board unreachable) stays pending for the next tick;
+    /// done now (the board unreachable) stays pending, tried again after
+    /// [`RECOVERY_RETRY`];
     /// failing that, the leases end at their deadline (on ZooKeeper also
     /// with the dead worker's session).
     pub(super) fn recover_pending(&mut self) {
@@ -34,6 +35,7 @@ impl Supervisor {
                 failed.push((owner, reason));
             }
         }
+        self.retry_recovery = (!failed.is_empty()).then(|| std::time::Instant::now() + RECOVERY_RETRY);
         self.pending = failed;
     }
 }

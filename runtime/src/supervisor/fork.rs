@@ -8,8 +8,9 @@ use std::time::Instant;
 use nix::sys::signal::{SigmaskHow, Signal};
 use nix::unistd::{getpid, getppid, setpgid, ForkResult, Pid};
 
-use crate::supervisor::children::{worker_signals, Supervisor};
 use crate::supervisor::respawn::RESPAWN_MAX;
+use crate::supervisor::run::Supervisor;
+use crate::supervisor::signals::worker_signals;
 use crate::supervisor::started::{self, StartedWriter};
 use crate::worker::{run_worker, EXIT_CANNOT_START};
 
@@ -37,7 +38,7 @@ impl Supervisor {
         // is lost in between.
         let blocked = worker_signals().thread_swap_mask(SigmaskHow::SIG_BLOCK).ok();
         // The supervisor is single-threaded (no runtime, no threads:
-        // signal-hook's iterator and the blocking board start none).
+        // its self-pipe and the blocking board start none).
         let forked = crate::fork::fork_single_threaded();
         if let (Ok(ForkResult::Parent { .. }) | Err(_), Some(old)) = (&forked, &blocked) {
             let _ = old.thread_set_mask();
@@ -77,9 +78,10 @@ impl Supervisor {
     /// The forked child: becomes worker `index`, and says so on `notice`
     /// once it started. Never returns to the supervisor loop.
     pub(super) fn child_main(&mut self, index: usize, parent: Pid, notice: Option<StartedWriter>) -> i32 {
-        // The signal-hook registrations are inherited; close them so that
-        // the worker's own (tokio) handlers receive the signals.
-        drop(self.signals.take());
+        // The supervisor's signal registrations and its self-pipe are
+        // inherited; drop them so that the worker's own (tokio) handlers
+        // receive the signals, and its exits never wake the supervisor.
+        drop(self.wakeups.take());
         // The progress bar is the supervisor's; this worker logs into the
         // relay, which writes above it.
         crate::console::forget();

@@ -1,0 +1,206 @@
+//! The supervisor's state and its loop: it blocks until a signal (a
+//! worker's exit is SIGCHLD), a worker's log line, or its next deadline
+//! (a respawn, the stop's grace, the progress redraw, a recovery retry),
+//! then does what is due. The wait is in `wait.rs`, signals in
+//! `signals.rs`, slots in `slot.rs`, forking in `fork.rs`, exits in
+//! `exit.rs`, crash recovery in `recovery.rs`.
+
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::board::BlockingBoard;
+use crate::error::Result;
+use crate::handler::Registry;
+use crate::supervisor::config::*;
+use crate::supervisor::progress::Progress;
+use crate::supervisor::relay::Relay;
+use crate::supervisor::slot::{next_respawn, Slot};
+use crate::supervisor::wait::Wakeups;
+
+/// How often progress and `--until-drained` read the queues.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+/// How soon a recovery that failed (the board unreachable) is tried again.
+pub(super) const RECOVERY_RETRY: Duration = Duration::from_millis(250);
+
+/// The supervisor (one per process).
+pub(super) struct Supervisor {
+    pub(super) cfg: SupervisorConfig,
+    pub(super) registry: Registry,
+    /// The board, reached without a runtime (the supervisor forks).
+    pub(super) board: BlockingBoard,
+    /// Its signals (a forked worker drops them).
+    pub(super) wakeups: Option<Wakeups>,
+    pub(super) slots: Vec<Slot>,
+    /// Deadline after which remaining children are killed.
+    pub(super) shutdown: Option<Instant>,
+    pub(super) exit_code: i32,
+    /// Slots still to restart after a HUP, one at a time.
+    pub(super) rolling: Vec<usize>,
+    progress: Option<Progress>,
+    /// When progress (and `--until-drained`) next reads the queues.
+    next_progress: Instant,
+    /// Recoveries that failed (the board unreachable), retried at
+    /// `retry_recovery`.
+    pub(super) pending: Vec<(String, String)>,
+    pub(super) retry_recovery: Option<Instant>,
+    /// Recoveries the supervisor cannot make itself, handed to the next
+    /// worker it forks (see `BlockingBoard::recover_owner`).
+    pub(super) handoff: Vec<(String, String)>,
+    /// A worker has started since the supervisor did: from then on it
+    /// never gives up.
+    pub(super) any_started: bool,
+    /// The workers' stderr, relayed above the progress bar (when shown).
+    pub(super) relay: Option<Relay>,
+}
+
+/// Runs the supervisor until it is told to stop (or the queues drain with
+/// `until_drained`); returns the process exit code.
+pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
+    cfg.validate()?;
+    let mut board = BlockingBoard::connect(&cfg.board)?;
+    let wakeups = Wakeups::register()?;
+    let progress = if cfg.progress || cfg.until_drained {
+        Some(Progress::new(board.counts(&cfg.worker.queues)?, cfg.progress))
+    } else {
+        None
+    };
+    tracing::info!(
+        workers = cfg.workers,
+        queues = ?cfg.worker.queues,
+        concurrency = cfg.worker.concurrency,
+        handlers = registry.len(),
+        "supervisor started (pid {})",
+        std::process::id()
+    );
+    let mut sup = Supervisor {
+        slots: Vec::new(),
+        cfg,
+        registry,
+        board,
+        wakeups: Some(wakeups),
+        shutdown: None,
+        exit_code: 0,
+        rolling: Vec::new(),
+        progress,
+        next_progress: Instant::now() + PROGRESS_EVERY,
+        pending: Vec::new(),
+        retry_recovery: None,
+        handoff: Vec::new(),
+        any_started: false,
+        relay: None,
+    };
+    if sup.cfg.progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        sup.relay = Some(Relay::new()?);
+    }
+    for index in 0..sup.cfg.workers {
+        sup.slots.push(Slot::new(index));
+        sup.spawn(index);
+    }
+    sup.run()
+}
+
+impl Supervisor {
+    pub(super) fn slot_pos(&self, index: usize) -> Option<usize> {
+        self.slots.iter().position(|s| s.index == index)
+    }
+
+    fn run(mut self) -> Result<i32> {
+        let mut signals = self.wakeups.as_mut().map(Wakeups::pending).unwrap_or_default();
+        loop {
+            for sig in signals {
+                self.on_signal(sig);
+            }
+            if let Some(relay) = self.relay.as_mut() {
+                relay.drain();
+            }
+            if self.shutdown.is_some() && self.slots.iter().all(|s| s.pid.is_none()) {
+                break;
+            }
+            self.on_deadlines(Instant::now());
+            let deadline = self.next_deadline();
+            let log = self.relay.as_ref().map(|r| r.read_end().as_fd());
+            signals = match self.wakeups.as_mut() {
+                Some(w) => w.wait(log, deadline),
+                None => Vec::new(),
+            };
+        }
+        if let Some(relay) = self.relay.as_mut() {
+            relay.drain();
+        }
+        if let Some(p) = &self.progress {
+            match self.board.counts(&self.cfg.worker.queues) {
+                Ok(c) => p.summary(&c),
+                Err(e) => tracing::warn!(error = %e, "cannot read the final counts"),
+            }
+        }
+        tracing::info!(code = self.exit_code, "supervisor stopped");
+        Ok(self.exit_code)
+    }
+
+    /// Does what is due at `now`: recoveries to retry, the kill after the
+    /// grace, respawns, the progress redraw.
+    fn on_deadlines(&mut self, now: Instant) {
+        if self.retry_recovery.is_some_and(|t| t <= now) {
+            self.recover_pending();
+        }
+        match self.shutdown {
+            Some(deadline) if now >= deadline => {
+                tracing::warn!("workers did not stop within the grace; killing them");
+                self.signal_children(Signal::SIGKILL);
+                self.shutdown = Some(now + SHUTDOWN_MARGIN);
+            }
+            Some(_) => {}
+            None => {
+                let due: Vec<usize> = self
+                    .slots
+                    .iter()
+                    .filter(|s| s.due(now))
+                    .map(|s| s.index)
+                    .collect();
+                for index in due {
+                    self.spawn(index);
+                }
+            }
+        }
+        if self.progress.is_some() && now >= self.next_progress {
+            self.next_progress = now + PROGRESS_EVERY;
+            self.tick_progress();
+        }
+    }
+
+    /// The earliest deadline the supervisor owns; `None` when only a
+    /// signal or a log line can give it work (all workers running, no
+    /// progress shown, nothing to retry).
+    fn next_deadline(&self) -> Option<Instant> {
+        let respawn = match self.shutdown {
+            Some(_) => None,
+            None => next_respawn(&self.slots),
+        };
+        let progress = self.progress.as_ref().map(|_| self.next_progress);
+        [self.shutdown, respawn, progress, self.retry_recovery]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn tick_progress(&mut self) {
+        let counts = match self.board.counts(&self.cfg.worker.queues) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read progress");
+                return;
+            }
+        };
+        let drained = counts.listed == 0;
+        if let Some(p) = self.progress.as_mut() {
+            if self.cfg.progress {
+                p.draw(&counts);
+            }
+        }
+        if self.cfg.until_drained && drained && self.shutdown.is_none() {
+            self.begin_shutdown("queues drained");
+        }
+    }
+}
