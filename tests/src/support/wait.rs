@@ -18,12 +18,47 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
+    wait_for(what, timeout, || {
+        let check = f();
+        async move { check.await.then_some(()) }
+    })
+    .await
+}
+
+/// Polls `f` every [`POLL_INTERVAL`] until it returns `Some`, and returns
+/// that value: [`wait_until`] for a condition that yields what it found.
+///
+/// Panics like [`wait_until`] when `timeout` passes first.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
     let deadline = Instant::now() + timeout;
     loop {
         match tokio::time::timeout_at(deadline, f()).await {
-            Ok(true) => return,
-            Ok(false) if Instant::now() < deadline => tokio::time::sleep(POLL_INTERVAL).await,
+            Ok(Some(found)) => return found,
+            Ok(None) if Instant::now() < deadline => tokio::time::sleep(POLL_INTERVAL).await,
             _ => panic!("timed out after {timeout:?}: {what}"),
         }
+    }
+}
+
+/// [`wait_for`] for tests without an async runtime: polls `f` every
+/// [`POLL_INTERVAL`] on this thread until it returns `Some`.
+///
+/// Panics with `timed out after {timeout:?}: {what}` when `timeout` passes
+/// first.
+pub fn wait_for_blocking<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(found) = f() {
+            return found;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {timeout:?}: {what}"
+        );
+        std::thread::sleep(POLL_INTERVAL);
     }
 }
