@@ -1,6 +1,6 @@
-//! Helpers shared by the end-to-end tests: the real `jobworker` binary
-//! (supervisor and forked workers) against the shared Redis, one test at a
-//! time, and the scripted handler's records.
+//! Helpers shared by the tests of the `jobworker` binary: the supervisor
+//! and its forked workers against the shared Redis, one test at a time,
+//! the scripted handler's records, and the operator commands ([`Cli`]).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -14,6 +14,8 @@ use jobworker::{Board, JobId, JobState, NewJob};
 use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::{shared_redis, unique_queue, wait_until};
 use redis::AsyncCommands;
+
+pub mod cli;
 
 /// These tests start several processes each; run them one at a time so
 /// that timing bounds measure jobworker, not a crowded machine.
