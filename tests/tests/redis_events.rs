@@ -60,6 +60,12 @@ fn kinds_of<'a>(events: &'a [Value], job: &JobId) -> Vec<&'a str> {
         .collect()
 }
 
+/// Checks that `events` carry times (`at`) that never go back.
+fn assert_in_time_order(events: &[Value]) {
+    let times: Vec<i64> = events.iter().map(|e| e["at"].as_i64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+}
+
 #[tokio::test]
 async fn the_log_channel_carries_every_event() {
     let b = private_prefix_board(&unique_queue("ev")).await;
@@ -73,8 +79,7 @@ async fn the_log_channel_carries_every_event() {
     assert_eq!(got[0]["name"], "e");
     assert_eq!(got[1]["worker"], "w-events");
     assert_eq!(got[1]["token"], 1);
-    let times: Vec<i64> = got.iter().map(|e| e["at"].as_i64().unwrap()).collect();
-    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert_in_time_order(&got);
 }
 
 #[tokio::test]
@@ -161,8 +166,7 @@ async fn history_shows_a_jobs_life_in_order() {
             (&Value::from(q.as_str()), &Value::from(id.as_str()))
         );
     }
-    let times: Vec<i64> = h.iter().map(|e| e["at"].as_i64().unwrap()).collect();
-    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert_in_time_order(&h);
     assert!(b
         .history(&q, &"no-such-job".into())
         .await

@@ -126,20 +126,18 @@ async fn an_interval_template_spawns_runs_on_claim() {
     );
 }
 
+/// The template `nightly` named `name`, every `hours` hours from `offset`.
+fn nightly(name: &str, hours: u64, offset: Duration) -> RecurringJob {
+    let rule = Rule::every(Duration::from_secs(hours * 3600)).unwrap();
+    RecurringJob::new(name, rule).id("nightly").offset(offset)
+}
+
 #[tokio::test]
 async fn updating_a_template_keeps_its_next_slot_unless_the_rule_or_offset_changes() {
     let (b, q) = board_and_queue("recur-upd").await;
-    let hour = Rule::every(Duration::from_secs(3600)).unwrap();
+    let ten_minutes = Duration::from_secs(600);
     let now = server_ms(&b).await;
-    let id = b
-        .recur(
-            &q,
-            RecurringJob::new("nightly", hour.clone())
-                .id("nightly")
-                .offset(Duration::from_secs(600)),
-        )
-        .await
-        .unwrap();
+    let id = b.recur(&q, nightly("nightly", 1, ten_minutes)).await.unwrap();
     assert_eq!(id, "nightly");
     let first = b.recurring(&q).await.unwrap().remove(0);
     assert!(
@@ -151,17 +149,11 @@ async fn updating_a_template_keeps_its_next_slot_unless_the_rule_or_offset_chang
     // Time passes on the server's clock: a slot computed again now would
     // differ from the first one.
     server_clock_passes(&b, first.next_ms - 600_000 + 20).await;
-    b.recur(
-        &q,
-        RecurringJob::new("nightly-v2", hour.clone())
-            .id("nightly")
-            .offset(Duration::from_secs(600))
-            .priority(Priority::HIGH)
-            .tag("v2")
-            .backlog(5),
-    )
-    .await
-    .unwrap();
+    let v2 = nightly("nightly-v2", 1, ten_minutes)
+        .priority(Priority::HIGH)
+        .tag("v2")
+        .backlog(5);
+    b.recur(&q, v2).await.unwrap();
     let same = b.recurring(&q).await.unwrap();
     assert_eq!(same.len(), 1, "same id: an update, not a second template");
     let same = &same[0];
@@ -172,27 +164,15 @@ async fn updating_a_template_keeps_its_next_slot_unless_the_rule_or_offset_chang
     );
     assert_eq!(same.tags, ["v2"]);
 
-    b.recur(
-        &q,
-        RecurringJob::new("nightly", Rule::every(Duration::from_secs(7200)).unwrap())
-            .id("nightly")
-            .offset(Duration::from_secs(600)),
-    )
-    .await
-    .unwrap();
+    b.recur(&q, nightly("nightly", 2, ten_minutes)).await.unwrap();
     let changed = b.recurring(&q).await.unwrap().remove(0);
     assert!(changed.next_ms > first.next_ms, "a new rule starts a new count");
     assert_eq!(changed.rule, "every 2h");
     assert!(changed.tags.is_empty(), "tags are replaced, not merged");
 
-    b.recur(
-        &q,
-        RecurringJob::new("nightly", Rule::every(Duration::from_secs(7200)).unwrap())
-            .id("nightly")
-            .offset(Duration::from_secs(60)),
-    )
-    .await
-    .unwrap();
+    b.recur(&q, nightly("nightly", 2, Duration::from_secs(60)))
+        .await
+        .unwrap();
     let now = server_ms(&b).await;
     let moved = b.recurring(&q).await.unwrap().remove(0);
     assert!(

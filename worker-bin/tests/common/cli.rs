@@ -52,7 +52,12 @@ impl Cli {
 
     /// Runs without `--json`, expects success, returns stdout.
     pub fn text(&self, args: &[&str]) -> String {
-        let out = self.run(false, args);
+        self.succeeds(false, args)
+    }
+
+    /// Runs, expects success, returns stdout.
+    fn succeeds(&self, json: bool, args: &[&str]) -> String {
+        let out = self.run(json, args);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             out.status.success(),
@@ -65,15 +70,7 @@ impl Cli {
 
     /// Runs with `--json`, expects success, parses every stdout line.
     pub fn lines(&self, args: &[&str]) -> Vec<Value> {
-        let out = self.run(true, args);
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "jobworker {args:?} failed ({:?}): {}\n{stdout}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
+        self.succeeds(true, args)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
             .collect()
