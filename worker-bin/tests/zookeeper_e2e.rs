@@ -222,10 +222,9 @@ fn assert_single_threaded(sup: &Supervisor) {
 /// Runs the `jobworker` command line on `connect`; returns (exit code,
 /// stdout, stderr).
 fn cli(connect: &str, args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobworker"))
+    let out = common::cli::jobworker_command()
         .args(["--zookeeper", connect])
         .args(args)
-        .env_remove("JOBWORKER_REDIS_URL")
         .output()
         .expect("run jobworker");
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();

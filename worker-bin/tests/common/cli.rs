@@ -20,6 +20,7 @@ pub fn jobworker_command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_jobworker"));
     cmd.env_remove("JOBWORKER_REDIS_URL")
         .env_remove("JOBWORKER_DATA_DIR")
+        .env_remove("JOBWORKER_ZOOKEEPER")
         .env_remove("JOBWORKER_QUEUE")
         .env_remove("JOBWORKER_OWNER");
     cmd
