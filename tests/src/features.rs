@@ -36,7 +36,7 @@ pub async fn board_and_queue(prefix: &str) -> (RedisBoard, String) {
     (board().await, unique_queue(prefix))
 }
 
-/// A board and one fresh queue a prefix of `prefixes`, for tests across
+/// A board and one fresh queue per prefix of `prefixes`, for tests across
 /// queues: `let (b, [q1, q2]) = board_and_queues(["a", "b"]).await;`.
 pub async fn board_and_queues<const N: usize>(prefixes: [&str; N]) -> (RedisBoard, [String; N]) {
     (board().await, prefixes.map(unique_queue))
@@ -82,7 +82,7 @@ pub async fn claim_within(b: &RedisBoard, q: &str, timeout: Duration) -> Claimed
     .await
 }
 
-/// Posts one job a name of `names`, in order; returns their ids.
+/// Posts one job per name of `names`, in order; returns their ids.
 pub async fn post_each(b: &RedisBoard, q: &str, names: &[&str]) -> Vec<JobId> {
     let mut ids = Vec::new();
     for name in names {
@@ -107,8 +107,7 @@ pub fn retry_now(error: &str) -> Abandon {
 /// The Redis server's clock (`TIME`) in milliseconds: the clock the
 /// board's scripts use.
 pub async fn server_ms(b: &RedisBoard) -> i64 {
-    let (s, us): (i64, i64) = redis::cmd("TIME").query_async(&mut b.connection()).await.unwrap();
-    s * 1000 + us / 1000
+    b.server_ms().await.expect("read the server's clock")
 }
 
 /// Waits until the server's clock is past `ms`: for tests of what the

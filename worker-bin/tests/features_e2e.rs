@@ -93,15 +93,12 @@ async fn a_pipeline_step_completes_into_the_next_queue() {
     };
     let id = post(&board, &q, &step, 3).await;
     let sup = Supervisor::start(&format!("{q},{next_q}"), &["--workers", "1"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while board.state(&next_q, &id).await.ok() != Some(JobState::Completed) {
-        assert!(
-            Instant::now() < deadline,
-            "the next step did not complete; log:\n{}",
-            sup.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        sup.and_log("the next step to complete"),
+        Duration::from_secs(30),
+        || async { board.state(&next_q, &id).await.ok() == Some(JobState::Completed) },
+    )
+    .await;
     assert_eq!(state(&board, &q, &id).await, JobState::Completed);
     assert_eq!(
         runs(&board, &key).await.get(id.as_str()),

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::fmt::{self, Display};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -91,6 +92,18 @@ impl Supervisor {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `what`, followed by the supervisor's log when displayed: the message
+    /// of a wait, which shows it only when it times out.
+    pub fn and_log<'a>(&'a self, what: &'a str) -> impl Display + 'a {
+        struct AndLog<'a>(&'a Supervisor, &'a str);
+        impl Display for AndLog<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}; log:\n{}", self.1, self.0.log())
+            }
+        }
+        AndLog(self, what)
     }
 
     pub fn alive(&mut self) -> bool {
