@@ -12,6 +12,19 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct JobId(pub String);
 
+// A borrowed id (`lease.job()`) compares with an owned one.
+impl PartialEq<JobId> for &JobId {
+    fn eq(&self, other: &JobId) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&JobId> for JobId {
+    fn eq(&self, other: &&JobId) -> bool {
+        *self == **other
+    }
+}
+
 impl JobId {
     /// A fresh random id in taskflow's form (uuid4, 36 lowercase chars).
     pub fn random() -> Self {

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use jobworker::board::Admin;
 use jobworker::{Abandon, Board, JobId, JobState, ListFilter, NewJob, Page, Priority};
 
 use crate::{copy_of, unique_queue, wait_until, with_owner};
@@ -17,10 +18,21 @@ const SHORT: Duration = Duration::from_millis(300);
 /// A lease that outlives any test.
 const LONG: Duration = Duration::from_secs(120);
 
+/// Waits until `span` has passed on the board's own clock (the one leases
+/// are measured on): for tests of what the passage of time does.
+pub async fn let_pass<B: Admin>(board: &B, span: Duration) {
+    let end = board.server_ms().await.unwrap() + span.as_millis() as i64;
+    let what = format!("the board's clock to pass {end} ms");
+    wait_until(&what, span + Duration::from_secs(10), || async {
+        board.server_ms().await.unwrap() > end
+    })
+    .await;
+}
+
 /// Gives the suite fresh boards of one backend.
 pub trait Harness: Sync {
     /// The backend's board.
-    type B: Board + Clone + Send + Sync + 'static;
+    type B: Board + Admin + Clone + Send + Sync + 'static;
     /// A board with its own connection.
     fn board(&self) -> impl Future<Output = Self::B> + Send;
 }
@@ -179,7 +191,7 @@ pub async fn stale_lease_refused_by_every_verb<H: Harness>(h: &H) {
     let id = board.post(&q, NewJob::new("s")).await.unwrap();
     let first = board.claim(&[&q], "w1", SHORT, 1).await.unwrap().remove(0).lease;
     // Expired and not yet re-claimed: the lease is gone.
-    tokio::time::sleep(SHORT + Duration::from_millis(200)).await;
+    let_pass(&board, SHORT + Duration::from_millis(200)).await;
     let err = board.extend(&first, LONG).await.unwrap_err();
     assert!(err.is_not_owner(), "{err}");
     // Re-claimed by the same owner string: only the token tells them apart.
@@ -215,7 +227,7 @@ pub async fn expired_lease_reaped_with_attempt_counted<H: Harness>(h: &H) {
     let id = board.post(&q, NewJob::new("r").max_attempts(3)).await.unwrap();
     let first = board.claim(&[&q], "w1", SHORT, 1).await.unwrap().remove(0);
     assert_eq!(first.attempt, 1);
-    tokio::time::sleep(SHORT + Duration::from_millis(200)).await;
+    let_pass(&board, SHORT + Duration::from_millis(200)).await;
     let report = board.reap(&q).await.unwrap();
     assert_eq!(report.stalled, 1, "{report:?}");
     let info = board.show(&q, &id).await.unwrap();
@@ -268,7 +280,7 @@ pub async fn stalls_exhaust_attempts_into_trash<H: Harness>(h: &H) {
     let q = unique_queue("stall");
     let id = board.post(&q, NewJob::new("s").max_attempts(1)).await.unwrap();
     board.claim(&[&q], "w", SHORT, 1).await.unwrap().remove(0);
-    tokio::time::sleep(SHORT + Duration::from_millis(200)).await;
+    let_pass(&board, SHORT + Duration::from_millis(200)).await;
     // The next claim recovers the lease first, and finds nothing to take.
     assert!(board.claim(&[&q], "w", LONG, 1).await.unwrap().is_empty());
     let info = board.show(&q, &id).await.unwrap();
@@ -378,6 +390,8 @@ pub async fn wait_wakes_on_post<H: Harness>(h: &H) {
     let q = unique_queue("wait");
     let q2 = q.clone();
     let post = tokio::spawn(async move {
+        // Kept: nothing tells when the wait below listens; the post comes
+        // a while later, so that only a wake-up can end the wait early.
         tokio::time::sleep(Duration::from_millis(300)).await;
         poster.post(&q2, NewJob::new("w")).await.unwrap();
     });
@@ -494,7 +508,7 @@ pub async fn claim_without_expiry_is_held_until_released<H: Harness>(h: &H) {
     assert_eq!(shown.owner.as_deref(), Some("tf-like"));
     assert_eq!(shown.expires_in_ms, None, "no expiry, no time left");
     // Longer than any lease a test uses: still held after a reap.
-    tokio::time::sleep(SHORT * 2).await;
+    let_pass(&board, SHORT * 2).await;
     board.reap(&q).await.unwrap();
     assert!(board.claim(&[&q], "other", LONG, 1).await.unwrap().is_empty());
     assert_eq!(

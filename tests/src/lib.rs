@@ -3,13 +3,15 @@
 //! - [`shared_redis`]: one private `redis-server` per test binary, started on
 //!   first use and stopped by PID when the process exits.
 //! - [`unique_queue`]: a fresh queue (namespace) name for every test.
-//! - [`wait_until`]: wait on a condition with a deadline, never a bare sleep.
+//! - [`wait_until`], [`wait_for`] and [`wait_for_blocking`]: wait on a
+//!   condition with a deadline, never a bare sleep.
 //! - [`copy_of`], [`with_owner`]: a lease rebuilt from its parts, to use a
 //!   claim twice on purpose.
 //! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
 //! - [`conformance`]: the board-contract suite every backend runs.
+//! - [`features`]: the setup shared by the Redis feature tests.
 //! - [`shape`]: lines per production file and function, held to limits.
 //! - [`chaos`]: the fault-injection run behind `scripts/chaos`.
 //!
@@ -18,6 +20,7 @@
 
 pub mod chaos;
 pub mod conformance;
+pub mod features;
 pub mod shape;
 
 mod support {
@@ -39,5 +42,5 @@ pub use support::python::{
     TASKFLOW_VERSION,
 };
 pub use support::redis::{shared_redis, SharedRedis};
-pub use support::wait::{wait_until, POLL_INTERVAL};
+pub use support::wait::{wait_for, wait_for_blocking, wait_until, POLL_INTERVAL};
 pub use support::zookeeper::{shared_zookeeper, ZooKeeperOptions, ZooKeeperServer};

@@ -46,7 +46,7 @@ mod zookeeper_only {
 
     use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
     use jobworker::{Abandon, Board, JobState, ListFilter, NewJob, Page, Priority};
-    use jobworker_tests::conformance::Harness;
+    use jobworker_tests::conformance::{let_pass, Harness};
     use jobworker_tests::{copy_of, shared_zookeeper, unique_queue};
     use zookeeper_client as zk;
 
@@ -150,7 +150,7 @@ mod zookeeper_only {
             ids.push(board.post(q, NewJob::new("dead")).await.unwrap());
             let c = board.claim(&[q], "w", LONG, 1).await.unwrap().remove(0);
             board.trash(c.lease, "fatal: gone").await.unwrap();
-            tokio::time::sleep(Duration::from_millis(3)).await;
+            let_pass(board, Duration::from_millis(1)).await;
         }
         ids
     }
@@ -186,8 +186,10 @@ mod zookeeper_only {
     #[tokio::test]
     async fn the_trash_is_kept_to_its_age() {
         let q = unique_queue("trash-age");
-        let ids = trash_jobs(&trash_bound_board(100, Duration::from_millis(300)).await, &q, 2).await;
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        let trashing = trash_bound_board(100, Duration::from_millis(300)).await;
+        let ids = trash_jobs(&trashing, &q, 2).await;
+        // They age past `trash_age` on the board's clock.
+        let_pass(&trashing, Duration::from_millis(400)).await;
         let board = trash_bound_board(100, Duration::from_millis(300)).await;
         board.reap(&q).await.unwrap();
         let left = board

@@ -161,7 +161,8 @@ async fn kill_and_restart_with_aof_loses_nothing() {
         posted.insert(board.post(&q, NewJob::new("r").args(&i).unwrap()).await.unwrap());
     }
     let held = board.claim(&[&q], "w-before", LONG, 10).await.unwrap();
-    // appendfsync everysec: give the last second a chance to reach the disk.
+    // appendfsync everysec: give the last second a chance to reach the disk
+    // (kept: this Redis has no WAITAOF to wait for the fsync itself).
     tokio::time::sleep(Duration::from_millis(1500)).await;
     server.kill().unwrap();
     server.restart().unwrap();

@@ -16,13 +16,12 @@ use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, NewJob};
-use jobworker_tests::unique_queue;
+use jobworker_tests::{unique_queue, wait_for_blocking};
 use tempfile::TempDir;
 
 /// The variable `jobworker::redis` reads the CA path from.
@@ -160,16 +159,10 @@ fn free_port() -> u16 {
 /// Waits until `127.0.0.1:port` accepts TCP connections.
 fn wait_accepting(port: u16) {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let deadline = Instant::now() + READY_DEADLINE;
-    loop {
-        match TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
-            Ok(_) => return,
-            Err(e) if Instant::now() >= deadline => {
-                panic!("TLS port {port} did not accept connections within {READY_DEADLINE:?}: {e}")
-            }
-            Err(_) => thread::sleep(Duration::from_millis(20)),
-        }
-    }
+    let what = format!("TLS port {port} to accept connections");
+    wait_for_blocking(&what, READY_DEADLINE, || {
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()
+    });
 }
 
 /// A `redis-server` with a plain loopback port (for the readiness probe of

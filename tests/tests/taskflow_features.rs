@@ -11,6 +11,7 @@ use jobworker::recurring::RecurringJob;
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::schedule::Rule;
 use jobworker::{Board, JobId, JobState, ListFilter, NewJob, Page, Priority};
+use jobworker_tests::features::{server_clock_passes, server_ms};
 use jobworker_tests::{run_python_async, shared_redis, unique_queue};
 use redis::AsyncCommands;
 use serde_json::{json, Value};
@@ -177,7 +178,9 @@ async fn taskflow_lists_claims_and_consumes_jobs_that_use_jobworker_features() {
     )
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Several slots go by on the server's clock with nobody claiming.
+    let recurring_since = server_ms(&b).await;
+    server_clock_passes(&b, recurring_since + 400).await;
     assert_eq!(b.spawn_due(&q).await.unwrap(), 2);
     b.unrecur(&q, "tick").await.unwrap();
     let ticks: Vec<JobId> = b

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, NewJob};
-use jobworker_tests::{shared_zookeeper, unique_queue};
+use jobworker_tests::{shared_zookeeper, unique_queue, wait_until};
 
 /// A board (its own session) under `root`.
 async fn board(root: &str) -> ZooKeeperBoard {
@@ -38,7 +38,14 @@ async fn two_claimers_recovering_one_expired_lease_never_both_hold_it() {
         }
         let held = a.claim(&[&q], "A", Duration::from_millis(1), JOBS).await.unwrap();
         assert_eq!(held.len(), JOBS, "round {round}: A claims every job");
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        // The 1 ms lease runs out on both claimers' clocks.
+        let expired_at = a.server_ms().await.unwrap() + 1;
+        for claimer in [&b, &c] {
+            wait_until("the lease to run out", Duration::from_secs(10), || async {
+                claimer.server_ms().await.unwrap() > expired_at
+            })
+            .await;
+        }
         let queues = [q.as_str()];
         let (by_b, by_c) = tokio::join!(
             b.claim(&queues, "B", Duration::from_secs(60), JOBS),

@@ -67,6 +67,8 @@ fn shared_zookeeper_answers_ruok() {
 fn shared_zookeeper_outlives_the_thread_that_first_asked() {
     let pid = std::thread::spawn(|| shared_zookeeper().pid()).join().unwrap();
     assert_eq!(pid, shared_zookeeper().pid());
+    // Kept: watching it live through a while after the thread's exit is
+    // the test.
     let until = Instant::now() + Duration::from_millis(300);
     while Instant::now() < until {
         assert!(alive(pid), "shared ZooKeeper {pid} died with a test thread");
@@ -93,6 +95,7 @@ fn private_server_dies_with_a_dropped_handle_only() {
         .unwrap();
     let (pid, dir) = (server.pid(), server.dir().to_path_buf());
     assert_ne!(server.port(), shared_zookeeper().port());
+    // Kept: that it outlives its thread for a while is the test.
     std::thread::sleep(Duration::from_millis(200));
     assert!(
         server.is_running() && alive(pid),

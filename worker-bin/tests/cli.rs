@@ -1,44 +1,29 @@
 //! The `jobworker` binary as a user runs it: real process, real Redis.
 
-use std::process::{Command, Output};
+mod common;
 
+use std::process::Output;
+
+use common::cli::{jobworker_command, Cli};
 use jobworker_tests::{shared_redis, unique_queue};
 use serde_json::Value;
 
 fn jobworker(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jobworker"))
-        .args(args)
-        .env_remove("JOBWORKER_REDIS_URL")
-        .env_remove("JOBWORKER_DATA_DIR")
-        .output()
-        .expect("run jobworker")
+    jobworker_command().args(args).output().expect("run jobworker")
 }
 
-/// Runs with `--redis <shared> --json`, expects success, parses stdout.
+/// Runs with `--redis <shared> --json`, expects success, returns the last
+/// JSON line.
 fn json(args: &[&str]) -> Value {
-    let mut all = vec!["--redis", shared_redis().url(), "--json"];
-    all.extend_from_slice(args);
-    let out = jobworker(&all);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(
-        out.status.success(),
-        "jobworker {args:?} failed: {stderr}\n{stdout}"
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or(""))
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    let mut lines = Cli::shared().lines(args);
+    lines
+        .pop()
+        .unwrap_or_else(|| panic!("jobworker {args:?} printed nothing"))
 }
 
 /// Runs with `--redis <shared>`, expects exit code `code`, returns stderr.
 fn fails(code: i32, args: &[&str]) -> String {
-    let mut all = vec!["--redis", shared_redis().url()];
-    all.extend_from_slice(args);
-    let out = jobworker(&all);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(code), "jobworker {args:?}: {stderr}");
-    stderr
+    Cli::shared().fails(code, args)
 }
 
 #[test]

@@ -4,10 +4,13 @@
 //! there for the next. Every test uses a directory of its own (`--data-dir`)
 //! and stops its server at the end.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
+use common::cli::jobworker_command;
 use serde_json::Value;
 
 /// A private board directory whose server is stopped when the test ends.
@@ -57,11 +60,8 @@ impl Drop for Board {
 }
 
 fn jobworker(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jobworker"))
+    jobworker_command()
         .args(args)
-        .env_remove("JOBWORKER_REDIS_URL")
-        .env_remove("JOBWORKER_DATA_DIR")
-        .env_remove("JOBWORKER_ZOOKEEPER")
         .env("RUST_LOG", "warn")
         .output()
         .unwrap()
@@ -128,12 +128,10 @@ fn a_posted_job_waits_for_a_worker_in_another_process_and_survives_stop() {
 #[test]
 fn commands_started_at_once_share_one_server() {
     let board = Board::new();
-    let exe = env!("CARGO_BIN_EXE_jobworker");
     let children: Vec<_> = (0..4)
         .map(|_| {
-            Command::new(exe)
+            jobworker_command()
                 .args(["--data-dir", board.dir(), "post", "x", "-q", "together"])
-                .env_remove("JOBWORKER_REDIS_URL")
                 .env("RUST_LOG", "warn")
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -187,10 +185,9 @@ fn a_killed_server_and_its_stale_socket_are_replaced_without_losing_jobs() {
 #[test]
 fn the_default_private_board_is_in_the_users_data_directory() {
     let xdg = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_jobworker"))
+    let out = jobworker_command()
         .args(["server", "status"])
         .env("XDG_DATA_HOME", xdg.path())
-        .env_remove("JOBWORKER_DATA_DIR")
         .output()
         .unwrap();
     let want = xdg.path().join("jobworker");

@@ -29,6 +29,7 @@ async fn forty_outside_kills_neither_stop_the_supervisor_nor_lose_a_job() {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
+        // Kept: the kills are spread out in time on purpose.
         tokio::time::sleep(Duration::from_millis(100 + rng % 200)).await;
         assert!(
             sup.alive(),

@@ -14,7 +14,7 @@ use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, ListFilter, NewJob, Page};
 use jobworker_examples::scripted::run_log::{RunLine, RunOutcome};
 use jobworker_examples::scripted::{Action, Script};
-use jobworker_tests::{shared_zookeeper, unique_queue, wait_until};
+use jobworker_tests::{shared_zookeeper, unique_queue, wait_for, wait_until};
 
 /// `host:port/root` of a fresh root on the shared ZooKeeper.
 fn fresh_root(name: &str) -> String {
@@ -142,19 +142,15 @@ async fn jobs_of_a_killed_worker_complete_exactly_once_elsewhere() {
         &["--workers", "2", "--concurrency", "3", "--expiry", "30"],
         None,
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let owner = loop {
-        let live = board.list(&q, ListFilter::Live, Page::default()).await.unwrap();
-        if let Some(owner) = live.iter().find_map(|j| j.owner.clone()) {
-            break owner;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no worker claimed a job; log:\n{}",
-            sup.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let owner = wait_for(
+        sup.and_log("a worker to claim a job"),
+        Duration::from_secs(30),
+        || async {
+            let live = board.list(&q, ListFilter::Live, Page::default()).await.unwrap();
+            live.iter().find_map(|j| j.owner.clone())
+        },
+    )
+    .await;
     let pid: i32 = owner
         .rsplit(':')
         .next()
@@ -168,6 +164,16 @@ async fn jobs_of_a_killed_worker_complete_exactly_once_elsewhere() {
         .filter(|j| j.owner.as_deref() == Some(owner.as_str()))
         .map(|j| JobId(j.id))
         .collect();
+    // Killed mid-run: each of its jobs has logged its start.
+    wait_until(
+        sup.and_log("the worker's jobs to start"),
+        Duration::from_secs(30),
+        || async {
+            let started = tally(&log);
+            held.iter().all(|id| started.contains_key(id.as_str()))
+        },
+    )
+    .await;
     // SAFETY: killing a worker process of the supervisor we started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
     let killed = Instant::now();
@@ -222,10 +228,9 @@ fn assert_single_threaded(sup: &Supervisor) {
 /// Runs the `jobworker` command line on `connect`; returns (exit code,
 /// stdout, stderr).
 fn cli(connect: &str, args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobworker"))
+    let out = common::cli::jobworker_command()
         .args(["--zookeeper", connect])
         .args(args)
-        .env_remove("JOBWORKER_REDIS_URL")
         .output()
         .expect("run jobworker");
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();

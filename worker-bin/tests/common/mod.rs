@@ -1,9 +1,10 @@
-//! Helpers shared by the end-to-end tests: the real `jobworker` binary
-//! (supervisor and forked workers) against the shared Redis, one test at a
-//! time, and the scripted handler's records.
+//! Helpers shared by the tests of the `jobworker` binary: the supervisor
+//! and its forked workers against the shared Redis, one test at a time,
+//! the scripted handler's records, and the operator commands ([`Cli`]).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::fmt::{self, Display};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -14,6 +15,8 @@ use jobworker::{Board, JobId, JobState, NewJob};
 use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::{shared_redis, unique_queue, wait_until};
 use redis::AsyncCommands;
+
+pub mod cli;
 
 /// These tests start several processes each; run them one at a time so
 /// that timing bounds measure jobworker, not a crowded machine.
@@ -89,6 +92,18 @@ impl Supervisor {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `what`, followed by the supervisor's log when displayed: the message
+    /// of a wait, which shows it only when it times out.
+    pub fn and_log<'a>(&'a self, what: &'a str) -> impl Display + 'a {
+        struct AndLog<'a>(&'a Supervisor, &'a str);
+        impl Display for AndLog<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}; log:\n{}", self.1, self.0.log())
+            }
+        }
+        AndLog(self, what)
     }
 
     pub fn alive(&mut self) -> bool {
