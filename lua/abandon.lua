@@ -1,6 +1,7 @@
 -- abandon.lua: gives a claim back (taskflow's abandon), with or without
 -- counting a failed attempt.
 --
+-- include: time, msgpack, lease, failure, history, ready
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 fencing token ('0' = no
 --        token check), 7 mode ('release' | 'retry'), 8 retry delay ms,

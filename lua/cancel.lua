@@ -3,6 +3,7 @@
 -- hears of it on <prefix>:cancel:<owner> and stops the handler (a worker
 -- that misses it learns at its next heartbeat, which is refused).
 --
+-- include: time, state, history, lease
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 '1' to cancel jobs that
 --        have dependents anyway (the caller cancels those too), then job

@@ -1,6 +1,7 @@
 -- claim_job.lua: claims one named job (taskflow's claim), whatever its
 -- place in the order; a job posted by taskflow is indexed on the way.
 --
+-- include: time, msgpack, take
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 expiry ms (0: no
 --        expiry, held until released, as taskflow's claim without one), 7 priority, 8 sequence, 9 max attempts (used only to index a job

@@ -1,6 +1,7 @@
 -- consume.lua: jobs are done (taskflow's consume), kept in a bounded
 -- history. Takes a batch: one call settles every finished job of a queue.
 --
+-- include: time, lease, events, deps, retention, stats
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 history count limit (0 =
 --        keep no history), then triples (job id, owner string, fencing

@@ -1,6 +1,7 @@
 -- depend.lua: registers a job of another queue as a dependent of jobs of
 -- this queue (the second half of posting with cross-queue dependencies).
 --
+-- include: state, deps
 -- KEYS:  the queue keys (README.md) of the dependencies' queue.
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 the dependent
 --        ("queue\nid"), then dependency ids.

@@ -1,6 +1,7 @@
 -- extend.lua: extends a held lease (the heartbeat; taskflow's extend_expiry
 -- plus an owner and fencing-token check).
 --
+-- include: time, lease, history
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 fencing token ('0' = no
 --        token check, for claims made by taskflow), 7 expiry ms (> 0).

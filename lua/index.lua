@@ -1,6 +1,7 @@
 -- index.lua: indexes jobs that reached the listings without jobworker
 -- (posted by taskflow), so that claim finds them in order.
 --
+-- include: time, foreign, ready
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 max attempts for these jobs, then triples
 --        (id, priority, sequence) decoded from the postings by the caller.

@@ -1,6 +1,7 @@
 -- post.lua: posts jobs (taskflow's post, plus jobworker's index). Takes a
 -- batch: bulk posts cost one call per batch.
 --
+-- include: time, msgpack, posting
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 notify channel, then per
 --        job 8 values: job id, posting head, posting tail
@@ -9,7 +10,7 @@
 --        for history after the posting is gone), extras
 --        (JSON or ''): tags, track, unique {key, ttl}, deps
 --        ["queue\nid", …]. At most 1000 jobs.
--- Effects per job (prelude's post_job): INCR sequence; listings id = head
+-- Effects per job (lib/posting.lua's post_job): INCR sequence; listings id = head
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
 --        unless the job waits for dependencies (then the posting is kept in
 --        the job hash until they are met); job hash; ready, scheduled or

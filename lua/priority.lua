@@ -3,6 +3,7 @@
 -- its sequence); others use it when they become ready. The taskflow
 -- posting is never rewritten (taskflow keeps seeing the old priority).
 --
+-- include: time, state, ready, history
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 priority.
 -- Returns: {'ok', state} | {'not_found'} | {'finished', state}

@@ -1,6 +1,7 @@
 -- purge.lua: deletes trashed jobs for good (taskflow's trash entry, the
 -- failure group entry and all jobworker state).
 --
+-- include: retention
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; then job ids (at most 1000).
 -- Returns: {'ok', status, …}, one per job: 'ok' | 'not_found'.

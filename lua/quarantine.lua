@@ -1,6 +1,7 @@
 -- quarantine.lua: moves an undecodable posting out of the listings into
 -- the quarantine hash with the reason (never deletes it).
 --
+-- include: keys
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 hash field, 5 the exact bytes read (moved only if
 --        unchanged), 6 reason.

@@ -1,9 +1,10 @@
 -- reap.lua: promotes due scheduled jobs and recovers expired leases
 -- without claiming (claim.lua does the same first).
 --
+-- include: time, maintenance
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix.
--- Effects: see promote() and recover() in prelude.lua; one bounded batch
+-- Effects: see promote() and recover() in lib/maintenance.lua; one bounded batch
 --        of each.
 -- Returns: {'ok', promoted, stalled}
 

@@ -1,6 +1,7 @@
 -- recover_owner.lua: gives back at once every lease a dead worker held,
 -- instead of waiting for them to expire (the supervisor's crash recovery).
 --
+-- include: time, msgpack, failure, ready
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string of the dead worker, 5 crash reason
 --        (e.g. "worker w0 killed by signal 9 (SIGKILL)"), 6 crashes that

@@ -3,6 +3,7 @@
 -- next slot and computed the due slots from its rule; the script posts
 -- them only if that next slot is still the template's (compare and set).
 --
+-- include: time, msgpack, posting
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 template id, 5 the next
 --        slot (ms) the caller read, 6 the new next slot, then per run 3

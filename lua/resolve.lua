@@ -3,6 +3,7 @@
 -- or they were already consumed when the dependent was posted).
 -- Idempotent.
 --
+-- include: time, deps
 -- KEYS:  the queue keys (README.md) of the dependents' queue.
 -- ARGV:  1-3 NS prefix, queue, event prefix; then pairs (waiting job id,
 --        dependency "queue\nid").

@@ -2,6 +2,7 @@
 -- the posting returns from taskflow's trash to the listings, attempts
 -- start again from zero.
 --
+-- include: time, retention, ready, stats, history
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; then job ids (at most 1000).
 -- Returns: {'ok', status, …}, one per job: 'ok' | 'not_found' (not in the

@@ -1,5 +1,6 @@
 -- tag.lua: adds or removes tags of a job.
 --
+-- include: time, tags
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 'add' | 'remove', 5 job id,
 --        then tags.

@@ -1,6 +1,7 @@
 -- track.lua: tracks or untracks a job. Events of tracked jobs are also
 -- published on their own channel (<prefix>:ev:<event>).
 --
+-- include: time, history
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 'track' | 'untrack', 5 job
 --        id.

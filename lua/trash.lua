@@ -1,6 +1,7 @@
 -- trash.lua: gives a job up (taskflow's trash): the posting moves to the
 -- trash hash byte for byte, with the reason on the job.
 --
+-- include: time, lease, failure
 -- KEYS:  the queue keys (README.md).
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 fencing token ('0' = no
 --        token check), 7 reason.

@@ -13,11 +13,11 @@ use crate::error::Result;
 use crate::job::Lease;
 use crate::redis::connect::{retry_once, Connection};
 use crate::redis::keys::QueueKeys;
+use crate::redis::lua;
 use crate::redis::reply::Reply;
 
-const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
-
-/// Every verb's script, each sent as the prelude followed by its file.
+/// Every verb's script, each sent as the shared modules it includes
+/// followed by its file (see [`lua`]).
 pub(crate) struct Scripts {
     pub post: Script,
     pub claim: Script,
@@ -69,32 +69,33 @@ impl Scripts {
     }
 }
 
-fn script(body: &str) -> Script {
-    Script::new(&format!("{PRELUDE}\n{body}"))
+fn script(verb: &str) -> Script {
+    let text = lua::verb(verb).unwrap_or_else(|| panic!("no lua/{verb}.lua"));
+    Script::new(&lua::compose(text))
 }
 
 /// The scripts, built once per process.
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    post: script(include_str!("../../../lua/post.lua")),
-    claim: script(include_str!("../../../lua/claim.lua")),
-    claim_job: script(include_str!("../../../lua/claim_job.lua")),
-    extend: script(include_str!("../../../lua/extend.lua")),
-    consume: script(include_str!("../../../lua/consume.lua")),
-    abandon: script(include_str!("../../../lua/abandon.lua")),
-    trash: script(include_str!("../../../lua/trash.lua")),
-    reap: script(include_str!("../../../lua/reap.lua")),
-    index: script(include_str!("../../../lua/index.lua")),
-    quarantine: script(include_str!("../../../lua/quarantine.lua")),
-    recover_owner: script(include_str!("../../../lua/recover_owner.lua")),
-    cancel: script(include_str!("../../../lua/cancel.lua")),
-    priority: script(include_str!("../../../lua/priority.lua")),
-    resolve: script(include_str!("../../../lua/resolve.lua")),
-    depend: script(include_str!("../../../lua/depend.lua")),
-    retry: script(include_str!("../../../lua/retry.lua")),
-    purge: script(include_str!("../../../lua/purge.lua")),
-    tag: script(include_str!("../../../lua/tag.lua")),
-    track: script(include_str!("../../../lua/track.lua")),
-    recur_spawn: script(include_str!("../../../lua/recur_spawn.lua")),
+    post: script("post"),
+    claim: script("claim"),
+    claim_job: script("claim_job"),
+    extend: script("extend"),
+    consume: script("consume"),
+    abandon: script("abandon"),
+    trash: script("trash"),
+    reap: script("reap"),
+    index: script("index"),
+    quarantine: script("quarantine"),
+    recover_owner: script("recover_owner"),
+    cancel: script("cancel"),
+    priority: script("priority"),
+    resolve: script("resolve"),
+    depend: script("depend"),
+    retry: script("retry"),
+    purge: script("purge"),
+    tag: script("tag"),
+    track: script("track"),
+    recur_spawn: script("recur_spawn"),
 });
 
 /// Loads every script into the server's cache (EVALSHA afterwards). One
