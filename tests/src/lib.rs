@@ -10,12 +10,14 @@
 //! - [`conformance`]: the board-contract suite every backend runs.
 //! - [`shape`]: lines per production file and function, held to limits.
 //! - [`chaos`]: the fault-injection run behind `scripts/chaos`.
+//! - [`lua_bench`]: the Lua micro-benchmark behind the `lua_bench` binary.
 //!
 //! Nothing here skips a test when a server or tool is missing: it panics
 //! with a message naming the Debian package to install.
 
 pub mod chaos;
 pub mod conformance;
+pub mod lua_bench;
 pub mod shape;
 
 mod support {

@@ -1,10 +1,12 @@
 //! Every verb's script, composed from the modules its header includes,
 //! compiles in a real redis-server (SCRIPT LOAD), and is the Lua the
 //! board runs (its SHA is in the server's cache after a board connects).
-//! (That every name a script calls is defined is the
+//! The benchmark's Functions library loads too, so `lua_bench` measures
+//! code Redis accepts. (That every name a script calls is defined is the
 //! runtime's unit test `redis::lua::tests`.)
 
 use jobworker::redis::{lua, RedisBoard};
+use jobworker_tests::lua_bench::{library, Way};
 use jobworker_tests::shared_redis;
 
 async fn connection() -> redis::aio::MultiplexedConnection {
@@ -50,13 +52,33 @@ async fn every_composed_script_compiles_and_is_what_the_board_loads() {
 #[test]
 fn scripts_carry_fewer_modules_than_the_whole_prelude() {
     for (verb, _) in lua::VERBS {
-        let included = lua::compose(lua::verb(verb).unwrap());
-        let whole: usize = lua::MODULES.iter().map(|(_, t)| t.len()).sum();
-        assert!(included.len() < whole + lua::verb(verb).unwrap().len(), "{verb}");
+        let included = Way::Includes.script(verb).unwrap();
+        let whole = Way::Today.script(verb).unwrap();
+        assert!(included.len() <= whole.len(), "{verb}");
     }
-    let extend = lua::compose(lua::verb("extend").unwrap());
+    let extend = Way::Includes.script("extend").unwrap();
     assert!(
         !extend.contains("local function post_job"),
         "extend carries posting"
     );
+}
+
+#[tokio::test]
+async fn the_benchmark_library_loads() {
+    let mut con = connection().await;
+    let text = library::text();
+    let name: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(&text)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(name, library::NAME);
+    let _: () = redis::cmd("FUNCTION")
+        .arg("DELETE")
+        .arg(library::NAME)
+        .query_async(&mut con)
+        .await
+        .unwrap();
 }
