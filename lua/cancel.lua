@@ -4,7 +4,9 @@
 -- that misses it learns at its next heartbeat, which is refused).
 --
 -- include: time, state, history, lease
--- KEYS:  the queue keys (README.md).
+-- KEYS:  listings ready scheduled leases completed waiting queue tracked.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 '1' to cancel jobs that
 --        have dependents anyway (the caller cancels those too), then job
 --        ids (at most 1000).

@@ -4,7 +4,10 @@
 -- queue with a concurrency limit hands out at most limit − held leases.
 --
 -- include: time, msgpack, maintenance, retention, foreign, events, stats
--- KEYS:  the queue keys (README.md).
+-- KEYS:  listings trash ready scheduled leases completed waiting queue tags
+--        failed recurring outbox tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string, 5 expiry ms
 --        (> 0), 6 count (1..1000), 7 '1' when the claimer holds no job now
 --        (may take a suspect), 8 history count limit, 9 history age limit

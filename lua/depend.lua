@@ -2,7 +2,10 @@
 -- this queue (the second half of posting with cross-queue dependencies).
 --
 -- include: state, deps
--- KEYS:  the queue keys (README.md) of the dependencies' queue.
+-- KEYS:  listings ready scheduled leases waiting outbox tracked.
+--        (queue keys of the dependencies' queue, in this order: README.md;
+--        per-job keys are built inside from NS, so they carry the queue's
+--        hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 the dependent
 --        ("queue\nid"), then dependency ids.
 -- Effects: the dependent is added to each unfinished dependency's set.

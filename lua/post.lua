@@ -2,7 +2,10 @@
 -- batch: bulk posts cost one call per batch.
 --
 -- include: time, msgpack, posting
--- KEYS:  the queue keys (README.md).
+-- KEYS:  listings sequence trash ready scheduled leases completed waiting
+--        tags failed outbox tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 notify channel, then per
 --        job 8 values: job id, posting head, posting tail
 --        (codec::posting_parts), priority (int), max attempts, delay ms

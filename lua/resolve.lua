@@ -4,7 +4,10 @@
 -- Idempotent.
 --
 -- include: time, deps
--- KEYS:  the queue keys (README.md) of the dependents' queue.
+-- KEYS:  listings ready scheduled waiting outbox tracked.
+--        (queue keys of the dependents' queue, in this order: README.md;
+--        per-job keys are built inside from NS, so they carry the queue's
+--        hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; then pairs (waiting job id,
 --        dependency "queue\nid").
 -- Effects: per pair the dependency leaves the job's set; a job with none

@@ -2,7 +2,9 @@
 -- published on their own channel (<prefix>:ev:<event>).
 --
 -- include: time, history
--- KEYS:  the queue keys (README.md).
+-- KEYS:  tracked.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 'track' | 'untrack', 5 job
 --        id.
 -- Returns: {'ok'} | {'not_found'}

@@ -2,10 +2,11 @@
 //! ways of shipping the shared Lua helpers, side by side on one private
 //! `redis-server`, interleaved round by round:
 //!
-//! - `today`: EVALSHA of every shared module followed by the verb's file
-//!   (what every script was before modules: the whole prelude);
-//! - `includes`: EVALSHA of the modules the verb includes, then its file
-//!   (what the board sends);
+//! - `today`: EVALSHA of every shared module followed by the verb's file,
+//!   with all 17 queue keys (what every script was before modules: the
+//!   whole prelude);
+//! - `includes`: EVALSHA of the modules the verb includes, then its file,
+//!   with the keys its header names (what the board sends);
 //! - `library`: FCALL of the same code loaded once as a Redis Functions
 //!   library (FUNCTION LOAD, Redis ≥ 7).
 //!
@@ -44,6 +45,16 @@ impl Way {
         }
     }
 
+    /// The queue keys `verb` takes this way (indexes into
+    /// `QueueKeys::keys`): all of them, as before modules, or those its
+    /// header names.
+    pub fn keys(self, verb: &str) -> Vec<usize> {
+        match self {
+            Way::Includes => lua::keys(lua::verb(verb).unwrap_or_default()),
+            _ => (0..lua::KEY_NAMES.len()).collect(),
+        }
+    }
+
     /// The script text of `verb` for the two EVALSHA ways (`None` for the
     /// library, which is loaded whole: [`library::text`]).
     pub fn script(self, verb: &str) -> Option<String> {
@@ -51,7 +62,8 @@ impl Way {
         match self {
             Way::Today => {
                 let all: Vec<&str> = lua::MODULES.iter().map(|(_, t)| *t).collect();
-                Some(format!("{}\n{text}", all.join("\n")))
+                let keys = lua::bindings(&Way::Today.keys(verb));
+                Some(format!("{keys}{}\n{text}", all.join("\n")))
             }
             Way::Includes => Some(lua::compose(text)),
             Way::Library => None,

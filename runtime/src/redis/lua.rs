@@ -5,6 +5,11 @@
 //! modules it includes, followed by the verb's file. The binary carries
 //! every file (`include_str!`).
 //!
+//! A verb's header also names the queue keys it takes (`-- KEYS:
+//! listings ready leases.`, names of [`KEY_NAMES`]): the script gets
+//! exactly those in KEYS, in that order, and the composed script starts by
+//! binding them (`local K_LISTINGS, K_READY, K_LEASES = KEYS[1], …`).
+//!
 //! Public (hidden) for the Lua micro-benchmark and the script tests of
 //! `jobworker-tests`; the board uses it through its script registry.
 
@@ -28,6 +33,28 @@ pub const MODULES: &[(&str, &str)] = &[
     ("maintenance", include_str!("../../../lua/lib/maintenance.lua")),
     ("state", include_str!("../../../lua/lib/state.lua")),
     ("posting", include_str!("../../../lua/lib/posting.lua")),
+];
+
+/// The queue keys' names, in the order of `QueueKeys::keys` (and of the
+/// table in `lua/README.md`); a script binds key `name` as `K_<NAME>`.
+pub const KEY_NAMES: [&str; 17] = [
+    "listings",
+    "sequence",
+    "trash",
+    "ready",
+    "scheduled",
+    "leases",
+    "completed",
+    "quarantine",
+    "quarantine_reason",
+    "waiting",
+    "queue",
+    "tags",
+    "failed",
+    "recurring",
+    "outbox",
+    "tracked",
+    "trashed",
 ];
 
 /// Every verb's file of `lua/`: `(name, text)`.
@@ -75,6 +102,51 @@ pub fn includes(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The queue keys a verb's header names from its `-- KEYS:` line up to a
+/// `.` (the list may go on over the next comment lines), as indexes into
+/// [`KEY_NAMES`], in order. Panics naming a key that is not a queue key.
+pub fn keys(text: &str) -> Vec<usize> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("-- KEYS:"));
+    let Some(first) = lines.next() else {
+        return Vec::new();
+    };
+    let mut names = first.trim_start_matches("-- KEYS:").to_owned();
+    while !names.contains('.') {
+        let Some(more) = lines.next().and_then(|l| l.strip_prefix("--")) else {
+            break;
+        };
+        names.push(' ');
+        names.push_str(more);
+    }
+    names
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .split([' ', ','])
+        .filter(|n| !n.is_empty())
+        .map(|name| {
+            KEY_NAMES
+                .iter()
+                .position(|k| *k == name)
+                .unwrap_or_else(|| panic!("lua KEYS names an unknown queue key {name:?}"))
+        })
+        .collect()
+}
+
+/// The Lua line binding `keys` (indexes into [`KEY_NAMES`]) from KEYS, in
+/// that order: `local K_LISTINGS, K_READY = KEYS[1], KEYS[2]`.
+pub fn bindings(keys: &[usize]) -> String {
+    if keys.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = keys
+        .iter()
+        .map(|k| format!("K_{}", KEY_NAMES[*k].to_uppercase()))
+        .collect();
+    let values: Vec<String> = (1..=keys.len()).map(|n| format!("KEYS[{n}]")).collect();
+    format!("local {} = {}\n", names.join(", "), values.join(", "))
+}
+
 /// The modules `text` needs, transitively: each once, every module after
 /// the ones it includes. Panics naming an unknown module or an include
 /// cycle (the unit tests compose every file, so neither ships).
@@ -106,10 +178,10 @@ fn visit(name: &str, path: &mut Vec<&'static str>, done: &mut Vec<&'static str>)
     done.push(name);
 }
 
-/// The script Redis runs for `text`: the modules it includes
-/// ([`resolve`]), then `text`.
+/// The script Redis runs for `text`: the binding of the keys it takes
+/// ([`keys`]), the modules it includes ([`resolve`]), then `text`.
 pub fn compose(text: &str) -> String {
-    let mut out = String::new();
+    let mut out = bindings(&keys(text));
     for name in resolve(text) {
         out.push_str(module(name).unwrap_or_default());
         out.push('\n');

@@ -21,7 +21,9 @@ pub fn function(verb: &str) -> String {
 pub fn text() -> String {
     let mut top = String::new();
     let mut bind = String::new();
-    for (_, module) in lua::MODULES {
+    let all_keys: Vec<usize> = (0..lua::KEY_NAMES.len()).collect();
+    let keys = lua::bindings(&all_keys);
+    for module in std::iter::once(keys.as_str()).chain(lua::MODULES.iter().map(|(_, t)| *t)) {
         for line in module.lines() {
             let per_call = line
                 .strip_prefix("local ")

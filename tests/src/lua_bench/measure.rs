@@ -154,7 +154,11 @@ impl Bench {
                 c
             }
         };
-        cmd.arg(keys.keys.len()).arg(&keys.keys[..]);
+        let taken = way.keys(verb);
+        cmd.arg(taken.len());
+        for k in taken {
+            cmd.arg(&keys.keys[k]);
+        }
         cmd.arg(keys.prefix())
             .arg(&keys.queue)
             .arg(&keys.events)

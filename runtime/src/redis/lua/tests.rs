@@ -88,6 +88,13 @@ fn declared(ws: &[Word<'_>]) -> Vec<(String, usize)> {
 
 /// Called names and constants of `src` not declared before their use.
 fn undefined(src: &str) -> Vec<String> {
+    let mut missing = undeclared(src);
+    missing.sort();
+    missing.dedup();
+    missing
+}
+
+fn undeclared(src: &str) -> Vec<String> {
     let ws = words(src);
     let decl = declared(&ws);
     let mut missing = Vec::new();
@@ -106,15 +113,15 @@ fn undefined(src: &str) -> Vec<String> {
             missing.push(w.text.to_owned());
         }
     }
-    missing.sort();
-    missing.dedup();
     missing
 }
 
 #[test]
 fn every_module_defines_what_it_uses() {
     for (name, text) in MODULES {
-        let missing = undefined(&compose(text));
+        // The queue keys are bound by each script that includes the module.
+        let mut missing = undefined(&compose(text));
+        missing.retain(|n| !n.starts_with("K_"));
         assert!(
             missing.is_empty(),
             "lua/lib/{name}.lua uses undefined {missing:?}: include their module"
@@ -128,9 +135,39 @@ fn every_verb_composes_with_what_it_uses() {
         let missing = undefined(&script);
         assert!(
             missing.is_empty(),
-            "lua/{name}.lua uses undefined {missing:?}: include their module"
+            "lua/{name}.lua uses undefined {missing:?}: include their module, or name the K_ key on the KEYS line"
         );
     }
+}
+
+#[test]
+fn every_verb_takes_exactly_the_keys_it_uses() {
+    for (name, text) in VERBS {
+        let script = compose(text);
+        let body = &script[script.find('\n').unwrap_or(0)..];
+        for k in keys(text) {
+            let key = format!("K_{}", KEY_NAMES[k].to_uppercase());
+            let used = words(body).iter().any(|w| w.text == key);
+            assert!(
+                used,
+                "lua/{name}.lua takes {} in KEYS but never uses it",
+                KEY_NAMES[k]
+            );
+        }
+    }
+}
+
+#[test]
+fn keys_bind_in_header_order() {
+    let text = "-- x.lua\n-- KEYS:  ready listings. Per-job keys …\nreturn 1";
+    assert_eq!(keys(text), [3, 0]);
+    assert!(compose(text).starts_with("local K_READY, K_LISTINGS = KEYS[1], KEYS[2]\n"));
+}
+
+#[test]
+#[should_panic(expected = "unknown queue key \"nope\"")]
+fn an_unknown_key_is_refused() {
+    keys("-- KEYS: listings nope.\n");
 }
 
 #[test]
