@@ -95,6 +95,20 @@ async fn main() {
             );
         }
     }
+    let per_job: Vec<f64> = figures
+        .iter()
+        .map(|verbs| verbs.iter().map(|rounds| summary(rounds)[0].1).sum())
+        .collect();
+    print!("\nserver µs per job (the verbs' medians added):");
+    for (w, way) in Way::ALL.iter().enumerate() {
+        print!(
+            "  {} {:.1} ({:.2}×)",
+            way.label(),
+            per_job[w],
+            per_job[w] / per_job[0]
+        );
+    }
+    println!();
     drop(server);
 }
 
