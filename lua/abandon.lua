@@ -1,7 +1,10 @@
 -- abandon.lua: gives a claim back (taskflow's abandon), with or without
 -- counting a failed attempt.
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, msgpack, lease, failure, history, ready
+-- KEYS:  listings trash ready scheduled leases queue failed tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 fencing token ('0' = no
 --        token check), 7 mode ('release' | 'retry'), 8 retry delay ms,
 --        9 error text (retry), 10 notify channel.

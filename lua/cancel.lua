@@ -3,7 +3,10 @@
 -- hears of it on <prefix>:cancel:<owner> and stops the handler (a worker
 -- that misses it learns at its next heartbeat, which is refused).
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, state, history, lease
+-- KEYS:  listings ready scheduled leases completed waiting queue tracked.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 '1' to cancel jobs that
 --        have dependents anyway (the caller cancels those too), then job
 --        ids (at most 1000).

@@ -3,7 +3,11 @@
 -- pruning the completed history and the trash. A paused queue hands out nothing; a
 -- queue with a concurrency limit hands out at most limit − held leases.
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, msgpack, maintenance, retention, foreign, events, stats
+-- KEYS:  listings trash ready scheduled leases completed waiting queue tags
+--        failed recurring outbox tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string, 5 expiry ms
 --        (> 0), 6 count (1..1000), 7 '1' when the claimer holds no job now
 --        (may take a suspect), 8 history count limit, 9 history age limit
@@ -17,7 +21,9 @@
 --        handed out alone, to an idle claimer, as the only job of the claim;
 --        other claimers skip them and they keep their place.
 --        Each claim counts its wait time in today's statistics and records
---        a 'claimed' event.
+--        a 'claimed' event. (Not lib/take.lua's take(): here the SET NX is
+--        the ownership check, last_modified is built once per batch and
+--        the token comes from the job fields already read.)
 -- Returns: {'ok', unindexed, n, outbox, due, id, posting, token, attempts,
 --        max, prio, suspect (0/1), …} where unindexed = 1 when the claim
 --        came up short and the listings hold more jobs than the index

@@ -1,7 +1,11 @@
 -- claim_job.lua: claims one named job (taskflow's claim), whatever its
 -- place in the order; a job posted by taskflow is indexed on the way.
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, msgpack, take
+-- KEYS:  listings trash ready scheduled leases completed waiting outbox
+--        tracked.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 expiry ms (0: no
 --        expiry, held until released, as taskflow's claim without one), 7 priority, 8 sequence, 9 max attempts (used only to index a job
 --        posted by taskflow).

@@ -1,7 +1,11 @@
 -- consume.lua: jobs are done (taskflow's consume), kept in a bounded
 -- history. Takes a batch: one call settles every finished job of a queue.
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, lease, events, deps, retention, stats
+-- KEYS:  listings trash ready scheduled leases completed waiting queue tags
+--        failed outbox tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 history count limit (0 =
 --        keep no history), then triples (job id, owner string, fencing
 --        token ('0' = no token check)), at most 1000.

@@ -1,7 +1,11 @@
 -- depend.lua: registers a job of another queue as a dependent of jobs of
 -- this queue (the second half of posting with cross-queue dependencies).
 --
--- KEYS:  the queue keys (README.md) of the dependencies' queue.
+-- include: state, deps
+-- KEYS:  listings ready scheduled leases waiting outbox tracked.
+--        (queue keys of the dependencies' queue, in this order: README.md;
+--        per-job keys are built inside from NS, so they carry the queue's
+--        hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 the dependent
 --        ("queue\nid"), then dependency ids.
 -- Effects: the dependent is added to each unfinished dependency's set.

@@ -1,7 +1,10 @@
 -- extend.lua: extends a held lease (the heartbeat; taskflow's extend_expiry
 -- plus an owner and fencing-token check).
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, lease, history
+-- KEYS:  listings leases queue tracked.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 fencing token ('0' = no
 --        token check, for claims made by taskflow), 7 expiry ms (> 0).
 -- Effects: PEXPIRE NS:<id>.owned; new lease deadline.

@@ -1,7 +1,11 @@
 -- index.lua: indexes jobs that reached the listings without jobworker
 -- (posted by taskflow), so that claim finds them in order.
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, foreign, ready
+-- KEYS:  listings trash ready scheduled leases completed waiting outbox
+--        tracked.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 max attempts for these jobs, then triples
 --        (id, priority, sequence) decoded from the postings by the caller.
 -- Effects: for each id still listed and without a job hash: job hash, then

@@ -1,7 +1,11 @@
 -- post.lua: posts jobs (taskflow's post, plus jobworker's index). Takes a
 -- batch: bulk posts cost one call per batch.
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, msgpack, posting
+-- KEYS:  listings sequence trash ready scheduled leases completed waiting
+--        tags failed outbox tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 notify channel, then per
 --        job 8 values: job id, posting head, posting tail
 --        (codec::posting_parts), priority (int), max attempts, delay ms
@@ -9,7 +13,7 @@
 --        for history after the posting is gone), extras
 --        (JSON or ''): tags, track, unique {key, ttl}, deps
 --        ["queue\nid", …]. At most 1000 jobs.
--- Effects per job (prelude's post_job): INCR sequence; listings id = head
+-- Effects per job (lib/posting.lua's post_job): INCR sequence; listings id = head
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
 --        unless the job waits for dependencies (then the posting is kept in
 --        the job hash until they are met); job hash; ready, scheduled or

@@ -3,7 +3,10 @@
 -- its sequence); others use it when they become ready. The taskflow
 -- posting is never rewritten (taskflow keeps seeing the old priority).
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, state, ready, history
+-- KEYS:  listings ready scheduled leases waiting tracked.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 priority.
 -- Returns: {'ok', state} | {'not_found'} | {'finished', state}
 

@@ -1,7 +1,10 @@
 -- purge.lua: deletes trashed jobs for good (taskflow's trash entry, the
 -- failure group entry and all jobworker state).
 --
--- KEYS:  the queue keys (README.md).
+-- include: retention
+-- KEYS:  trash completed tags failed tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; then job ids (at most 1000).
 -- Returns: {'ok', status, …}, one per job: 'ok' | 'not_found'.
 

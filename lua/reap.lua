@@ -1,9 +1,13 @@
 -- reap.lua: promotes due scheduled jobs and recovers expired leases
 -- without claiming (claim.lua does the same first).
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, maintenance
+-- KEYS:  listings trash ready scheduled leases completed waiting failed
+--        outbox tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix.
--- Effects: see promote() and recover() in prelude.lua; one bounded batch
+-- Effects: see promote() and recover() in lib/maintenance.lua; one bounded batch
 --        of each.
 -- Returns: {'ok', promoted, stalled}
 

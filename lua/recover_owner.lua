@@ -1,7 +1,10 @@
 -- recover_owner.lua: gives back at once every lease a dead worker held,
 -- instead of waiting for them to expire (the supervisor's crash recovery).
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, msgpack, failure, ready
+-- KEYS:  listings trash ready scheduled leases failed tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string of the dead worker, 5 crash reason
 --        (e.g. "worker w0 killed by signal 9 (SIGKILL)"), 6 crashes that
 --        make a job a poison pill.

@@ -3,7 +3,11 @@
 -- next slot and computed the due slots from its rule; the script posts
 -- them only if that next slot is still the template's (compare and set).
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, msgpack, posting
+-- KEYS:  listings sequence trash ready scheduled leases completed waiting
+--        tags failed recurring outbox tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 template id, 5 the next
 --        slot (ms) the caller read, 6 the new next slot, then per run 3
 --        values: job id, posting head, posting tail.

@@ -3,7 +3,11 @@
 -- or they were already consumed when the dependent was posted).
 -- Idempotent.
 --
--- KEYS:  the queue keys (README.md) of the dependents' queue.
+-- include: time, deps
+-- KEYS:  listings ready scheduled waiting outbox tracked.
+--        (queue keys of the dependents' queue, in this order: README.md;
+--        per-job keys are built inside from NS, so they carry the queue's
+--        hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; then pairs (waiting job id,
 --        dependency "queue\nid").
 -- Effects: per pair the dependency leaves the job's set; a job with none

@@ -2,7 +2,10 @@
 -- the posting returns from taskflow's trash to the listings, attempts
 -- start again from zero.
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, retention, ready, stats, history
+-- KEYS:  listings trash ready completed tags failed tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; then job ids (at most 1000).
 -- Returns: {'ok', status, …}, one per job: 'ok' | 'not_found' (not in the
 --        trash, or trashed outside jobworker with no job state).

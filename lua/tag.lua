@@ -1,6 +1,9 @@
 -- tag.lua: adds or removes tags of a job.
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, tags
+-- KEYS:  tags.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 'add' | 'remove', 5 job id,
 --        then tags.
 -- Effects: the job hash's tag list, each tag's job index and the queue's

@@ -1,7 +1,10 @@
 -- track.lua: tracks or untracks a job. Events of tracked jobs are also
 -- published on their own channel (<prefix>:ev:<event>).
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, history
+-- KEYS:  tracked.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 'track' | 'untrack', 5 job
 --        id.
 -- Returns: {'ok'} | {'not_found'}

@@ -1,7 +1,10 @@
 -- trash.lua: gives a job up (taskflow's trash): the posting moves to the
 -- trash hash byte for byte, with the reason on the job.
 --
--- KEYS:  the queue keys (README.md).
+-- include: time, lease, failure
+-- KEYS:  listings trash ready scheduled leases queue failed tracked trashed.
+--        (queue keys, in this order: README.md; per-job keys are
+--        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 fencing token ('0' = no
 --        token check), 7 reason.
 -- Effects: HSET trash, SET last_modified, DEL owned, HDEL listings

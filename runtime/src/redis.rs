@@ -16,6 +16,8 @@ mod history;
 mod index;
 mod keys;
 mod locate;
+#[doc(hidden)]
+pub mod lua;
 mod post;
 mod presence;
 mod priority;

@@ -14,6 +14,7 @@
 //! - [`features`]: the setup shared by the Redis feature tests.
 //! - [`shape`]: lines per production file and function, held to limits.
 //! - [`chaos`]: the fault-injection run behind `scripts/chaos`.
+//! - [`lua_bench`]: the Lua micro-benchmark behind the `lua_bench` binary.
 //!
 //! Nothing here skips a test when a server or tool is missing: it panics
 //! with a message naming the Debian package to install.
@@ -21,6 +22,7 @@
 pub mod chaos;
 pub mod conformance;
 pub mod features;
+pub mod lua_bench;
 pub mod shape;
 
 mod support {

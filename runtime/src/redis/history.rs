@@ -8,7 +8,7 @@ impl RedisBoard {
     /// A job's history, oldest event first: JSON objects with `event`,
     /// `queue`, `job`, `at` (ms) and details (`worker`, `reason`,
     /// `attempt`, …). Posted, the latest claim and consumed come from the
-    /// job's state (see `record` in `lua/prelude.lua`).
+    /// job's state (see `record` in `lua/lib/history.lua`).
     pub async fn history(&self, queue: &str, job: &JobId) -> Result<Vec<serde_json::Value>> {
         let keys = self.keys(queue)?;
         let id = job.as_str();

@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 /// Namespace prefix of jobworker queues: queue `Q` lives in `jw:{Q}`.
 pub const DEFAULT_PREFIX: &str = "jw";
 
-/// Every key of one queue, in the order the Lua scripts take them.
+/// Every key of one queue, in the order of `lua::KEY_NAMES` (each script
+/// takes the ones its header names, see `lua/README.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueKeys {
     /// The queue name.

@@ -13,37 +13,46 @@ use crate::error::Result;
 use crate::job::Lease;
 use crate::redis::connect::{retry_once, Connection};
 use crate::redis::keys::QueueKeys;
+use crate::redis::lua;
 use crate::redis::reply::Reply;
 
-const PRELUDE: &str = include_str!("../../../lua/prelude.lua");
+/// A verb's script and the queue keys it takes (indexes into
+/// `QueueKeys::keys`, in the order of its header's `-- KEYS:` line).
+pub(crate) struct LuaScript {
+    /// The composed script (see [`lua::compose`]).
+    pub script: Script,
+    /// The queue keys it takes, in KEYS order.
+    pub keys: Vec<usize>,
+}
 
-/// Every verb's script, each sent as the prelude followed by its file.
+/// Every verb's script, each sent as the shared modules it includes
+/// followed by its file (see [`lua`]).
 pub(crate) struct Scripts {
-    pub post: Script,
-    pub claim: Script,
-    pub claim_job: Script,
-    pub extend: Script,
-    pub consume: Script,
-    pub abandon: Script,
-    pub trash: Script,
-    pub reap: Script,
-    pub index: Script,
-    pub quarantine: Script,
-    pub recover_owner: Script,
-    pub cancel: Script,
-    pub priority: Script,
-    pub resolve: Script,
-    pub depend: Script,
-    pub retry: Script,
-    pub purge: Script,
-    pub tag: Script,
-    pub track: Script,
-    pub recur_spawn: Script,
+    pub post: LuaScript,
+    pub claim: LuaScript,
+    pub claim_job: LuaScript,
+    pub extend: LuaScript,
+    pub consume: LuaScript,
+    pub abandon: LuaScript,
+    pub trash: LuaScript,
+    pub reap: LuaScript,
+    pub index: LuaScript,
+    pub quarantine: LuaScript,
+    pub recover_owner: LuaScript,
+    pub cancel: LuaScript,
+    pub priority: LuaScript,
+    pub resolve: LuaScript,
+    pub depend: LuaScript,
+    pub retry: LuaScript,
+    pub purge: LuaScript,
+    pub tag: LuaScript,
+    pub track: LuaScript,
+    pub recur_spawn: LuaScript,
 }
 
 impl Scripts {
     /// All scripts, to load them once at connect.
-    pub fn all(&self) -> [&Script; 20] {
+    pub fn all(&self) -> [&LuaScript; 20] {
         [
             &self.post,
             &self.claim,
@@ -69,32 +78,36 @@ impl Scripts {
     }
 }
 
-fn script(body: &str) -> Script {
-    Script::new(&format!("{PRELUDE}\n{body}"))
+fn script(verb: &str) -> LuaScript {
+    let text = lua::verb(verb).unwrap_or_else(|| panic!("no lua/{verb}.lua"));
+    LuaScript {
+        script: Script::new(&lua::compose(text)),
+        keys: lua::keys(text),
+    }
 }
 
 /// The scripts, built once per process.
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    post: script(include_str!("../../../lua/post.lua")),
-    claim: script(include_str!("../../../lua/claim.lua")),
-    claim_job: script(include_str!("../../../lua/claim_job.lua")),
-    extend: script(include_str!("../../../lua/extend.lua")),
-    consume: script(include_str!("../../../lua/consume.lua")),
-    abandon: script(include_str!("../../../lua/abandon.lua")),
-    trash: script(include_str!("../../../lua/trash.lua")),
-    reap: script(include_str!("../../../lua/reap.lua")),
-    index: script(include_str!("../../../lua/index.lua")),
-    quarantine: script(include_str!("../../../lua/quarantine.lua")),
-    recover_owner: script(include_str!("../../../lua/recover_owner.lua")),
-    cancel: script(include_str!("../../../lua/cancel.lua")),
-    priority: script(include_str!("../../../lua/priority.lua")),
-    resolve: script(include_str!("../../../lua/resolve.lua")),
-    depend: script(include_str!("../../../lua/depend.lua")),
-    retry: script(include_str!("../../../lua/retry.lua")),
-    purge: script(include_str!("../../../lua/purge.lua")),
-    tag: script(include_str!("../../../lua/tag.lua")),
-    track: script(include_str!("../../../lua/track.lua")),
-    recur_spawn: script(include_str!("../../../lua/recur_spawn.lua")),
+    post: script("post"),
+    claim: script("claim"),
+    claim_job: script("claim_job"),
+    extend: script("extend"),
+    consume: script("consume"),
+    abandon: script("abandon"),
+    trash: script("trash"),
+    reap: script("reap"),
+    index: script("index"),
+    quarantine: script("quarantine"),
+    recover_owner: script("recover_owner"),
+    cancel: script("cancel"),
+    priority: script("priority"),
+    resolve: script("resolve"),
+    depend: script("depend"),
+    retry: script("retry"),
+    purge: script("purge"),
+    tag: script("tag"),
+    track: script("track"),
+    recur_spawn: script("recur_spawn"),
 });
 
 /// Loads every script into the server's cache (EVALSHA afterwards). One
@@ -103,17 +116,18 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 pub(crate) async fn load_all(conn: &Connection) -> Result<()> {
     for s in SCRIPTS.all() {
         let mut pipe = redis::pipe();
-        pipe.load_script(s);
+        pipe.load_script(&s.script);
         conn.query_pipe::<Vec<String>>(&pipe).await?;
     }
     Ok(())
 }
 
-/// Starts an invocation of `script` with the queue keys and `NS:` prefix.
-pub(crate) fn invocation<'a>(script: &'a Script, keys: &QueueKeys) -> ScriptInvocation<'a> {
-    let mut inv = script.prepare_invoke();
-    for key in &keys.keys {
-        inv.key(key);
+/// Starts an invocation of `script` with the queue keys it takes and the
+/// `NS:` prefix.
+pub(crate) fn invocation<'a>(script: &'a LuaScript, keys: &QueueKeys) -> ScriptInvocation<'a> {
+    let mut inv = script.script.prepare_invoke();
+    for k in &script.keys {
+        inv.key(&keys.keys[*k]);
     }
     inv.arg(keys.prefix()).arg(&keys.queue).arg(&keys.events);
     inv
@@ -122,7 +136,7 @@ pub(crate) fn invocation<'a>(script: &'a Script, keys: &QueueKeys) -> ScriptInvo
 /// Starts an invocation of a lease verb's script (extend, abandon,
 /// trash): the queue keys, then the lease's job, owner and fencing token.
 pub(crate) fn lease_invocation<'a>(
-    script: &'a Script,
+    script: &'a LuaScript,
     keys: &QueueKeys,
     lease: &Lease,
 ) -> ScriptInvocation<'a> {
@@ -184,7 +198,7 @@ pub(crate) fn is_noscript(e: &redis::RedisError) -> bool {
 /// tag, track, recur_spawn).
 pub(crate) async fn call<A: redis::ToRedisArgs>(
     conn: &Connection,
-    script: &Script,
+    script: &LuaScript,
     keys: &QueueKeys,
     args: &[A],
 ) -> Result<Reply> {

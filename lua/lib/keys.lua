@@ -1,0 +1,17 @@
+-- lib/keys.lua: the common ARGV (NS prefix, queue, event prefix) and the
+-- per-job key names built from NS (so they carry the queue's hash tag).
+-- The queue keys a script takes (K_LISTINGS, K_READY, …) are bound from
+-- KEYS by the loader, in the order of the script's '-- KEYS:' line.
+
+local NS, QUEUE, EVENTS = ARGV[1], ARGV[2], ARGV[3]
+
+local function owned_key(id) return NS .. id .. '.owned' end
+local function modified_key(id) return NS .. id .. '.last_modified' end
+local function job_key(id) return NS .. 'jw.job.' .. id end
+local function history_key(id) return NS .. 'jw.history.' .. id end
+local function deps_key(id) return NS .. 'jw.deps.' .. id end
+local function dependents_key(id) return NS .. 'jw.dependents.' .. id end
+local function tag_key(tag) return NS .. 'jw.tag.' .. tag end
+local function failed_key(group) return NS .. 'jw.failed.' .. group end
+local function stats_key(now_ms) return NS .. 'jw.stats.' .. math.floor(now_ms / 86400000) end
+local function notify() redis.call('PUBLISH', NS .. 'jw.notify', 'ready') end

@@ -1,0 +1,101 @@
+-- lib/posting.lua: posting one job (post and the recurring jobs' runs).
+-- include: keys, msgpack, ready, events, tags, retention, deps, state
+
+-- Whether the queue has waiting jobs, read once per script.
+local any_waiting = nil
+
+-- Posts one job. `extra` (decoded JSON or nil) may carry tags, track,
+-- unique = {key, ttl}, and deps = {"queue\nid", …}. Returns the status
+-- ('ready' | 'scheduled' | 'waiting' | 'exists' | 'duplicate' |
+-- 'bad_dependency') and a value (sequence, existing id or the bad
+-- dependency). A job without dependencies costs taskflow's INCR and
+-- HSETNX (which is also the existence check) plus the index and history.
+local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms)
+  if any_waiting == nil then any_waiting = redis.call('ZCARD', K_WAITING) > 0 end
+  if any_waiting and redis.call('ZSCORE', K_WAITING, id) then return 'exists', 0 end
+  extra = extra or {}
+  local unique = extra.unique
+  if unique then
+    local holder = redis.call('GET', NS .. 'jw.unique.' .. unique.key)
+    if holder and holder ~= id and state_of(holder) then return 'duplicate', holder end
+  end
+  local pending = {}
+  for _, ref in ipairs(extra.deps or {}) do
+    local q, dep = ref:match('^(.-)\n(.*)$')
+    if q == QUEUE then
+      local state = state_of(dep)
+      if not state or state == 'cancelled' then return 'bad_dependency', dep end
+      if state ~= 'completed' then pending[#pending + 1] = ref end
+    else
+      pending[#pending + 1] = ref
+    end
+  end
+  local waits = #pending > 0
+  if waits and redis.call('HEXISTS', K_LISTINGS, id) == 1 then return 'exists', 0 end
+  local seq = redis.call('INCR', K_SEQUENCE)
+  local posting = head .. created .. tail .. mp_uint(seq)
+  if not waits and redis.call('HSETNX', K_LISTINGS, id, posting) == 0 then return 'exists', 0 end
+  if unique then redis.call('SET', NS .. 'jw.unique.' .. unique.key, id, 'PX', unique.ttl) end
+  local job = job_key(id)
+  if redis.call('EXISTS', job) == 1 then
+    -- The id of a finished job, posted again: a new life (out of the
+    -- history, or out of the trash and its failure group).
+    if redis.call('HGET', job, 'state') == 'trashed' then
+      unfail(id)
+      redis.call('HDEL', K_TRASH, id)
+    end
+    forget_job(id)
+    redis.call('ZREM', K_COMPLETED, id)
+  end
+  local run_at = now_ms + tonumber(delay)
+  local fields = {'name', name, 'prio', prio, 'seq', seq, 'max', max, 'attempts', 0, 'token', 0, 'posted', now_ms}
+  local status
+  if waits then
+    status = 'waiting'
+    fields[#fields + 1] = 'posting'
+    fields[#fields + 1] = posting
+  elseif run_at > now_ms then
+    status = 'scheduled'
+  else
+    status = 'ready'
+    fields[#fields + 1] = 'ready_at'
+    fields[#fields + 1] = now_ms
+  end
+  if status ~= 'ready' then
+    fields[#fields + 1] = 'state'
+    fields[#fields + 1] = status
+  end
+  if run_at > now_ms then
+    fields[#fields + 1] = 'run_at'
+    fields[#fields + 1] = run_at
+  end
+  local tags = extra.tags or {}
+  if #tags > 0 then
+    fields[#fields + 1] = 'tags'
+    fields[#fields + 1] = cjson.encode(tags)
+    for _, tag in ipairs(tags) do
+      redis.call('ZADD', tag_key(tag), now_ms, id)
+      redis.call('ZINCRBY', K_TAGS, 1, tag)
+    end
+  end
+  redis.call('HSET', job, unpack(fields))
+  if extra.track then
+    redis.call('ZADD', K_TRACKED, now_ms, id)
+    any_tracked = true
+  end
+  publish(id, now_ms, 'posted', {name = name})
+  if status == 'waiting' then
+    redis.call('ZADD', K_WAITING, now_ms, id)
+    any_waiting = true
+    for _, ref in ipairs(pending) do
+      redis.call('SADD', deps_key(id), ref)
+      local q, dep = ref:match('^(.-)\n(.*)$')
+      if q == QUEUE then add_dependent(dep, QUEUE .. '\n' .. id) end
+    end
+  elseif status == 'scheduled' then
+    redis.call('ZADD', K_SCHEDULED, run_at, id)
+  else
+    redis.call('ZADD', K_READY, (PRIO_LIMIT - tonumber(prio)) * SEQ_SPAN + seq, id)
+  end
+  return status, seq
+end

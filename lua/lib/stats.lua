@@ -1,0 +1,43 @@
+-- lib/stats.lua: today's queue statistics (wait and run times, counts).
+-- include: keys
+
+-- Days of statistics kept.
+local STATS_TTL = 30 * 86400
+
+-- qless's histogram buckets: seconds for the first minute, then minutes,
+-- hours, and days (the last bucket, d7, holds a week and more).
+local function bucket(ms)
+  local s = math.floor(ms / 1000)
+  if s < 60 then return 's' .. s end
+  if s < 3600 then return 'm' .. math.floor(s / 60) end
+  if s < 86400 then return 'h' .. math.floor(s / 3600) end
+  return 'd' .. math.min(math.floor(s / 86400), 7)
+end
+
+-- Adds durations (ms) to today's `kind` ('wait' or 'run') statistics:
+-- count, mean and Welford's m2 (variance = m2 / count), and histogram.
+local function add_stats(kind, samples, now_ms)
+  if #samples == 0 then return end
+  local key = stats_key(now_ms)
+  local v = redis.call('HMGET', key, kind .. '.count', kind .. '.mean', kind .. '.m2')
+  local n, mean, m2 = tonumber(v[1] or 0), tonumber(v[2] or 0), tonumber(v[3] or 0)
+  local buckets = {}
+  for _, x in ipairs(samples) do
+    n = n + 1
+    local d = x - mean
+    mean = mean + d / n
+    m2 = m2 + d * (x - mean)
+    local b = bucket(x)
+    buckets[b] = (buckets[b] or 0) + 1
+  end
+  for b, count in pairs(buckets) do redis.call('HINCRBY', key, kind .. '.b.' .. b, count) end
+  redis.call('HSET', key, kind .. '.count', n, kind .. '.mean', mean, kind .. '.m2', m2)
+  redis.call('EXPIRE', key, STATS_TTL)
+end
+
+-- Counts one `failed` or `retried` in today's statistics.
+local function count_stat(field, now_ms)
+  local key = stats_key(now_ms)
+  redis.call('HINCRBY', key, field, 1)
+  redis.call('EXPIRE', key, STATS_TTL)
+end
