@@ -27,9 +27,11 @@
 -- Returns: {'ok', unindexed, n, outbox, due, id, posting, token, attempts,
 --        max, prio, suspect (0/1), …} where unindexed = 1 when the claim
 --        came up short and the listings hold more jobs than the index
---        (posted by taskflow): the caller indexes them and claims again;
---        outbox = dependency releases owed to other queues and due =
---        recurring jobs due to spawn (the caller does both).
+--        (posted by taskflow), outbox = dependency releases owed to other
+--        queues and due = recurring jobs due to spawn. That side work is
+--        the maintenance services' (runtime/src/maintenance.rs); a caller
+--        whose claim came up empty does it itself and claims again (the
+--        no-worker path, runtime/src/redis/claim.rs).
 
 local who, expiry_ms, count = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local idle = ARGV[7] == '1'

@@ -9,7 +9,8 @@
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 max attempts for these jobs, then triples
 --        (id, priority, sequence) decoded from the postings by the caller.
 -- Effects: for each id still listed and without a job hash: job hash, then
---        the ready index, or the lease index when taskflow holds a claim.
+--        the ready index, or the lease index when taskflow holds a claim;
+--        notify when any was indexed (waiting workers claim at once).
 -- Returns: {'ok', number indexed}
 
 local _, _, now_ms = now()
@@ -29,4 +30,5 @@ for i = 5, #ARGV - 2, 3 do
     indexed = indexed + 1
   end
 end
+if indexed > 0 then notify() end
 return {'ok', indexed}

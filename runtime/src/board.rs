@@ -1,6 +1,6 @@
 //! The board: the taskflow contract every backend implements ([`Board`]),
 //! the capabilities beyond it as traits both backends implement
-//! ([`Admin`], [`Events`], [`Presence`], [`Recovery`]), and the one place
+//! ([`Admin`], [`Events`], [`Presence`], [`Recovery`], [`Maintenance`]), and the one place
 //! that names the backends: [`BoardSpec`] (where a board is) and
 //! [`AnyBoard`] (a connected board of either kind).
 //!
@@ -15,6 +15,7 @@ mod blocking;
 mod contract;
 mod events;
 mod lease;
+mod maintenance;
 mod presence;
 mod recovery;
 mod spec;
@@ -27,6 +28,7 @@ pub use contract::{Board, ClaimRequest, ReapReport, MAX_CLAIM_COUNT};
 pub use events::{CancelStream, EventStream, Events};
 pub(crate) use lease::{lease_back, leases_back};
 pub use lease::{Lease, SettleResult, Unsettled};
+pub use maintenance::Maintenance;
 pub use presence::{Presence, WorkerInfo};
 pub use recovery::{Recovered, Recovery};
 pub use spec::BoardSpec;

@@ -30,6 +30,7 @@ pub mod handler;
 pub mod job;
 #[cfg(feature = "embedded")]
 pub mod local;
+pub mod maintenance;
 pub mod recurring;
 pub mod redis;
 pub mod schedule;

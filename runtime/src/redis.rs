@@ -15,6 +15,7 @@ mod failed;
 mod history;
 mod index;
 mod keys;
+mod leader;
 mod locate;
 #[doc(hidden)]
 pub mod lua;

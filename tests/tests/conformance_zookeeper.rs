@@ -78,6 +78,26 @@ mod zookeeper_only {
         assert_eq!(board.job_count(&q).await.unwrap(), 0, "nothing was posted");
     }
 
+    /// ZooKeeper has nothing to maintain: the election says unsupported,
+    /// and a worker's runner ends without leading or running anything.
+    #[tokio::test]
+    async fn maintenance_is_unsupported_and_its_runner_ends() {
+        use jobworker::board::Maintenance;
+        use jobworker::maintenance::Maintainer;
+        let board = ZooKeeperHarness.board().await;
+        let q = unique_queue("maintenance");
+        let e = board.elect(&q, "w", LONG).await.unwrap_err();
+        assert!(e.is_unsupported(), "{e}");
+        assert!(board.leader(&q).await.unwrap_err().is_unsupported());
+        let runner = Maintainer::start(board, vec![q.clone()], "w".into());
+        jobworker_tests::wait_until("the runner ends", Duration::from_secs(30), || async {
+            !runner.is_running()
+        })
+        .await;
+        assert!(!runner.leads(&q));
+        runner.stop().await;
+    }
+
     /// Priorities beyond taskflow's five names show as the nearest name on
     /// the wire; a board that never saw the post still orders them exactly.
     #[tokio::test]

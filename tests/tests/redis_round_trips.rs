@@ -2,7 +2,8 @@
 //! private redis-server (so no other client adds to what it shows) lists
 //! each command a client sends, and the commands scripts run inside (as
 //! `lua`), which are not round trips. In the steady state a claim is one
-//! script call, whether it finds a job or not.
+//! script call, whether it finds a job or not, and whatever side work
+//! (indexing, releases, recurring slots) is owed: that is maintenance's.
 
 use std::time::Duration;
 
@@ -91,4 +92,63 @@ async fn a_steady_state_claim_is_one_round_trip() {
         ["EVALSHA", "EVALSHA"],
         "two claims, the second finding nothing"
     );
+}
+
+#[tokio::test]
+async fn side_work_owed_leaves_a_claim_that_gets_jobs_at_one_round_trip() {
+    use jobworker::codec::{encode_posting, CreatedOn, OsloDateTime, Posting};
+    use jobworker::recurring::RecurringJob;
+    use jobworker::schedule::Rule;
+    use redis::AsyncCommands;
+
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
+    let (q, other) = ("busy", "downstream");
+    for i in 0..3 {
+        board.post(q, NewJob::new(format!("j{i}"))).await.unwrap();
+    }
+    let first = board.claim(&[q], "w", LONG, 1).await.unwrap().remove(0);
+    board.consume(first.lease).await.unwrap();
+    // A recurring slot due now, a release owed to another queue, and a job
+    // taskflow posted that the index lacks: all maintenance's work.
+    let hourly = Rule::every(Duration::from_secs(3600)).unwrap();
+    board.recur(q, RecurringJob::new("hourly", hourly)).await.unwrap();
+    let dep = board.post(q, NewJob::new("dep")).await.unwrap();
+    let waiting = board
+        .post(other, NewJob::new("waiting").depends_on_in(q, dep.clone()))
+        .await
+        .unwrap();
+    let keys = board.keys(q).unwrap();
+    let mut con = board.connection();
+    let owed = format!("{other}\n{waiting}\n{q}\n{dep}");
+    let _: () = con.sadd(keys.outbox(), owed).await.unwrap();
+    let posting = Posting {
+        uuid: "tf-1".into(),
+        name: "from-taskflow".into(),
+        priority: jobworker::Priority::NORMAL,
+        created_on: CreatedOn::DateTime(OsloDateTime::from_unix_micros(0)),
+        details: rmpv::Value::Map(vec![]),
+        book: None,
+        sequence: Some(99),
+    };
+    let _: () = con
+        .hset(keys.listings(), "tf-1", encode_posting(&posting))
+        .await
+        .unwrap();
+
+    let sent = commands_of(&server, || async {
+        let claimed = board.claim(&[q], "w", LONG, 1).await.unwrap();
+        assert_eq!(claimed.len(), 1, "the claim takes a job");
+    })
+    .await;
+    assert_eq!(sent, ["EVALSHA"], "a claim that gets a job leaves the side work");
+    assert_eq!(
+        board.recurring(q).await.unwrap()[0].runs,
+        0,
+        "nothing was spawned"
+    );
+    let owed: usize = con.scard(keys.outbox()).await.unwrap();
+    assert_eq!(owed, 1, "the release is still owed");
+    let indexed: Option<f64> = con.zscore(keys.ready(), "tf-1").await.unwrap();
+    assert_eq!(indexed, None, "taskflow's posting is not indexed yet");
 }

@@ -250,6 +250,10 @@ async fn claim_quarantines_a_posting_it_cannot_decode() {
     let claimed = board.claim(&[&q], "w", Duration::from_secs(60), 5).await.unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(*claimed[0].lease.job(), good);
+    // A claim that got jobs leaves indexing to maintenance; one that comes
+    // up empty with no worker running indexes, and so quarantines.
+    let none = board.claim(&[&q], "w", Duration::from_secs(60), 5).await.unwrap();
+    assert!(none.is_empty(), "{none:?}");
     let kept: Vec<u8> = con.hget(format!("{ns}:jw.quarantine"), "garbage").await.unwrap();
     assert_eq!(kept, b"\xc1\xc1\xc1");
     let e = board

@@ -6,8 +6,8 @@ use std::time::Duration;
 use std::collections::HashMap;
 
 use crate::board::{
-    Admin, Board, CancelStream, ClaimRequest, EventStream, Events, FailureGroup, Presence, QueueCounts,
-    QueueSettings, ReapReport, Recovered, Recovery, SettleResult, WorkerInfo,
+    Admin, Board, CancelStream, ClaimRequest, EventStream, Events, FailureGroup, Maintenance, Presence,
+    QueueCounts, QueueSettings, ReapReport, Recovered, Recovery, SettleResult, WorkerInfo,
 };
 use crate::error::Result;
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority};
@@ -235,5 +235,26 @@ impl Presence for AnyBoard {
 impl Recovery for AnyBoard {
     async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
         dispatch!(self, b => Recovery::recover_owner(b, queue, owner, reason))
+    }
+}
+
+impl Maintenance for AnyBoard {
+    async fn elect(&self, queue: &str, who: &str, ttl: Duration) -> Result<bool> {
+        dispatch!(self, b => b.elect(queue, who, ttl))
+    }
+    async fn resign(&self, queue: &str, who: &str) -> Result<()> {
+        dispatch!(self, b => b.resign(queue, who))
+    }
+    async fn leader(&self, queue: &str) -> Result<Option<String>> {
+        dispatch!(self, b => b.leader(queue))
+    }
+    async fn index_postings(&self, queue: &str) -> Result<usize> {
+        dispatch!(self, b => b.index_postings(queue))
+    }
+    async fn release_outbox(&self, queue: &str) -> Result<usize> {
+        dispatch!(self, b => b.release_outbox(queue))
+    }
+    async fn spawn_recurring(&self, queue: &str) -> Result<usize> {
+        dispatch!(self, b => b.spawn_recurring(queue))
     }
 }

@@ -173,10 +173,10 @@ impl RedisBoard {
     }
 
     /// Logs a failed side task of a claim or consume; the jobs it took or
-    /// settled count more (the task is retried by the next claim).
+    /// settled count more (the task is retried by the queue's maintenance).
     pub(super) fn settle(&self, keys: &QueueKeys, what: &str, result: Result<()>) {
         if let Err(e) = result {
-            tracing::warn!(queue = %keys.queue, error = %e, "{what} failed; the next claim retries");
+            tracing::warn!(queue = %keys.queue, error = %e, "{what} failed; maintenance retries");
         }
     }
 }

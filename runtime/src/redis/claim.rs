@@ -33,28 +33,15 @@ impl RedisBoard {
         }
     }
 
-    /// Reads a `claim.lua` reply; returns the claimed jobs and whether
-    /// more may be claimable now: the listings hold jobs the index lacks,
-    /// or recurring runs fell due and were posted. Settles what the claim
-    /// found owed: dependency releases for other queues, recurring runs.
-    async fn parse_claim(&self, keys: &QueueKeys, who: &str, reply: Reply) -> Result<(Vec<Claimed>, Refill)> {
+    /// Reads a `claim.lua` reply: the claimed jobs, and the side work the
+    /// reply says is owed (left to the maintenance services).
+    async fn parse_claim(&self, keys: &QueueKeys, who: &str, reply: Reply) -> Result<(Vec<Claimed>, Owed)> {
         let reply = reply.accept(keys, "(claim)", who)?;
-        let mut refill = Refill {
+        let owed = Owed {
             unindexed: reply.int(1)? == 1,
-            spawned: false,
+            outbox: reply.int(3)? > 0,
+            due: reply.int(4)? > 0,
         };
-        if reply.int(3)? > 0 {
-            self.settle(
-                keys,
-                "releasing dependents",
-                self.flush_outbox(&keys.queue).await.map(drop),
-            );
-        }
-        if reply.int(4)? > 0 {
-            let spawned = self.spawn_due(&keys.queue).await;
-            refill.spawned = spawned.as_ref().is_ok_and(|n| *n > 0);
-            self.settle(keys, "spawning recurring jobs", spawned.map(drop));
-        }
         let mut claimed = Vec::new();
         for j in 0..reply.int(2)? as usize {
             let at = 5 + j * 7;
@@ -80,7 +67,7 @@ impl RedisBoard {
                 suspect: reply.int(at + 6)? == 1,
             });
         }
-        Ok((claimed, refill))
+        Ok((claimed, owed))
     }
 
     async fn claim_queue(
@@ -96,8 +83,18 @@ impl RedisBoard {
         self.finish_claim(&keys, who, expiry, count, idle, reply).await
     }
 
-    /// Reads a claim reply; when it came up short because taskflow posted
-    /// jobs the index lacks, indexes them and claims once more.
+    /// Reads a claim reply. A claim that got jobs is done: it made one
+    /// round trip, and the side work it may have seen owed is the
+    /// maintenance services' (`crate::maintenance`).
+    ///
+    /// The no-worker path: a claim that came up EMPTY while work is owed
+    /// does that work itself (indexing taskflow's postings, releasing
+    /// dependents owed to other queues, spawning due recurring slots) and,
+    /// when that made jobs ready here, claims once more. So a program
+    /// that claims with no worker (no maintenance) running still sees
+    /// taskflow's postings and its recurring runs; with workers running
+    /// the services have usually done it first and the claim stays one
+    /// round trip.
     pub(super) async fn finish_claim(
         &self,
         keys: &QueueKeys,
@@ -107,14 +104,38 @@ impl RedisBoard {
         idle: bool,
         reply: Reply,
     ) -> Result<Vec<Claimed>> {
-        let (mut claimed, refill) = self.parse_claim(keys, who, reply).await?;
-        let short = claimed.len() < count;
-        if short && (refill.spawned || (refill.unindexed && self.index_foreign(&keys.queue).await? > 0)) {
-            let args = self.claim_args(who, expiry, count - claimed.len(), idle && claimed.is_empty());
-            let more = claim(&self.conn, keys, &args).await?;
-            claimed.extend(self.parse_claim(keys, who, more).await?.0);
+        let (claimed, owed) = self.parse_claim(keys, who, reply).await?;
+        if !claimed.is_empty() || !owed.any() {
+            return Ok(claimed);
         }
-        Ok(claimed)
+        if !self.settle_owed(keys, &owed).await? {
+            return Ok(claimed);
+        }
+        let more = claim(&self.conn, keys, &self.claim_args(who, expiry, count, idle)).await?;
+        Ok(self.parse_claim(keys, who, more).await?.0)
+    }
+
+    /// Does the side work an empty claim found owed (the no-worker path of
+    /// [`finish_claim`](Self::finish_claim)); true when it made jobs ready
+    /// in this queue. A failed release or spawn is logged, not returned.
+    async fn settle_owed(&self, keys: &QueueKeys, owed: &Owed) -> Result<bool> {
+        let mut refill = false;
+        if owed.outbox {
+            self.settle(
+                keys,
+                "releasing dependents",
+                self.flush_outbox(&keys.queue).await.map(drop),
+            );
+        }
+        if owed.due {
+            let spawned = self.spawn_due(&keys.queue).await;
+            refill |= spawned.as_ref().is_ok_and(|n| *n > 0);
+            self.settle(keys, "spawning recurring jobs", spawned.map(drop));
+        }
+        if owed.unindexed && self.index_foreign(&keys.queue).await? > 0 {
+            refill = true;
+        }
+        Ok(refill)
     }
 
     /// Claims from the request's queues in order (see
@@ -197,12 +218,21 @@ impl RedisBoard {
     }
 }
 
-/// Why a claim that came up short may find more at once.
-struct Refill {
-    /// The listings hold jobs the index lacks (posted by taskflow).
+/// Side work a claim reply says is owed.
+struct Owed {
+    /// The claim came up short and the listings hold jobs the index lacks
+    /// (posted by taskflow).
     unindexed: bool,
-    /// Recurring runs fell due and were just posted.
-    spawned: bool,
+    /// The queue owes other queues dependency releases.
+    outbox: bool,
+    /// Recurring slots are due to spawn.
+    due: bool,
+}
+
+impl Owed {
+    fn any(&self) -> bool {
+        self.unindexed || self.outbox || self.due
+    }
 }
 
 /// Arguments of one claim (see `lua/claim.lua`).

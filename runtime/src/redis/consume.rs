@@ -113,7 +113,11 @@ type ConsumeBatch<'l> = (QueueKeys, Vec<(usize, &'l Lease)>);
 
 impl RedisBoard {
     /// Reads the consume replies of `batches` into one result per lease,
-    /// then resolves dependents the consumed jobs owe other queues.
+    /// then resolves dependents the consumed jobs owe other queues. Kept
+    /// here rather than left to the outbox maintenance service: a
+    /// dependent in another queue is ready as soon as `consume` returns
+    /// (callers and tests rely on it, with or without workers); the
+    /// service settles only what a crash or a failure left behind.
     async fn consume_results(
         &self,
         leases: &[Lease],

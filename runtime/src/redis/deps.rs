@@ -7,8 +7,11 @@
 //! dependencies' queue (`depend.lua`); a consumed job's dependents in other
 //! queues go to its queue's outbox, and the client resolves them in their
 //! queue (`resolve.lua`) before removing the outbox entry — so a crash in
-//! between leaves the entry, and the next claim or consume of that queue
-//! resolves it again (resolving is idempotent).
+//! between leaves the entry, and the queue's outbox maintenance service
+//! (`maintenance/outbox.rs`), the next consume, or an empty claim of that
+//! queue resolves it again (resolving is idempotent). The consume resolves
+//! its own releases at once, so a dependent is ready when `consume`
+//! returns; claims that get jobs leave the outbox alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 

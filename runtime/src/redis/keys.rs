@@ -168,6 +168,11 @@ impl QueueKeys {
     pub fn last_modified(&self, id: &str) -> String {
         format!("{}:{id}.last_modified", self.namespace)
     }
+    /// `NS:jw.leader`: the owner string of the worker leading the queue's
+    /// maintenance (expires unless renewed; see `lua/leader.lua`).
+    pub fn leader(&self) -> String {
+        format!("{}:jw.leader", self.namespace)
+    }
     /// `NS:jw.job.<id>` (jobworker's per-job state hash).
     pub fn job(&self, id: &str) -> String {
         format!("{}:jw.job.{id}", self.namespace)
@@ -198,6 +203,7 @@ mod tests {
         assert_eq!(k.trash(), "jw:{emails}:trash");
         assert_eq!(k.owned("u1"), "jw:{emails}:u1.owned");
         assert_eq!(k.last_modified("u1"), "jw:{emails}:u1.last_modified");
+        assert_eq!(k.leader(), "jw:{emails}:jw.leader");
         let tf = QueueKeys::new("tf", "taskflow", "jw");
         assert_eq!(tf.listings(), "taskflow:listings");
     }

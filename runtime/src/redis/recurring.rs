@@ -1,11 +1,13 @@
 //! Recurring jobs: templates that post a run per slot of their rule (an
 //! interval, or a cron expression in a time zone).
 //!
-//! Any claim of the queue notices templates that are due (no scheduler
-//! process) and spawns their runs: the client computes the due slots from
-//! the rule, and `recur_spawn.lua` posts them only if the template's next
-//! slot is still the one the client read, so racing workers post each slot
-//! once. Missed slots (no worker running) are caught up, at most `backlog`
+//! The queue's recurring maintenance service (`maintenance/recurring.rs`,
+//! on the worker elected to lead the queue; no scheduler process) spawns
+//! the runs of due templates, and so does a claim that comes up empty
+//! while some are due (the no-worker path): the client computes the due
+//! slots from the rule, and `recur_spawn.lua` posts them only if the
+//! template's next slot is still the one the client read, so racing
+//! spawners post each slot once. Missed slots (no worker running) are caught up, at most `backlog`
 //! of the latest.
 
 use std::collections::HashMap;
@@ -132,8 +134,9 @@ impl RedisBoard {
     }
 
     /// Posts the runs of `queue`'s recurring jobs that are due; returns how
-    /// many were posted. Claims call it when their queue has any due, so it
-    /// needs no scheduler; racing callers post each slot once.
+    /// many were posted. The recurring maintenance service calls it, and an
+    /// empty claim when some are due, so it needs no scheduler; racing
+    /// callers post each slot once.
     pub async fn spawn_due(&self, queue: &str) -> Result<usize> {
         let keys = self.keys(queue)?;
         let now = self.server_ms().await?;

@@ -21,6 +21,7 @@ use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
 use crate::handler::Registry;
 use crate::job::Lease;
+use crate::maintenance::Maintainer;
 use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
 use crate::worker::heartbeat::{LeaseKey, Lost};
@@ -159,6 +160,8 @@ struct Worker {
     sandbox: Sandbox,
     handlers: tokio::runtime::Handle,
     heartbeat: Option<Heartbeat>,
+    /// The queues' maintenance, when this worker is elected to run it.
+    maintenance: Option<Maintainer>,
     running: HashMap<LeaseKey, Running>,
     /// A suspect job runs alone: no claims until it finishes.
     isolated: Option<LeaseKey>,
@@ -203,6 +206,7 @@ impl Worker {
         let heartbeat = Heartbeat::start(spec, cfg.expiry, info, move |key, why| {
             let _ = lost.send(Event::LeaseLost(key, why));
         })?;
+        let maintenance = Maintainer::start(board.clone(), cfg.queues.clone(), cfg.owner.clone());
         tracing::info!(owner = %cfg.owner, queues = ?cfg.queues, concurrency = cfg.concurrency, sandbox = %sandbox.root().display(), "worker started");
         Ok(Worker {
             board,
@@ -213,6 +217,7 @@ impl Worker {
             sandbox,
             handlers,
             heartbeat: Some(heartbeat),
+            maintenance: Some(maintenance),
             running: HashMap::new(),
             isolated: None,
             done: Vec::new(),
@@ -281,6 +286,9 @@ impl Worker {
         self.flush_consumes().await;
         if let Some(h) = self.heartbeat.take() {
             h.stop();
+        }
+        if let Some(m) = self.maintenance.take() {
+            m.stop().await;
         }
         tracing::info!(owner = %self.cfg.owner, ?exit, "worker stopped");
         Ok(exit)

@@ -1,13 +1,16 @@
 //! The ZooKeeper board's capabilities beyond the contract: the worker
 //! registry (taskflow's conductor entities), crash recovery and the
-//! server's clock are real; the qless operator features are not built on
-//! ZooKeeper yet and answer with an `is_unsupported` error.
+//! server's clock are real; the qless operator features and maintenance
+//! (leader election and its services, which serve only those features
+//! and Redis' index) are not built on ZooKeeper and answer with an
+//! `is_unsupported` error.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use crate::board::{
-    unsupported_on_zookeeper as refuse, Admin, CancelStream, EventStream, Events, FailureGroup, Presence,
-    QueueCounts, QueueSettings, Recovered, Recovery, WorkerInfo,
+    unsupported_on_zookeeper as refuse, Admin, CancelStream, EventStream, Events, FailureGroup, Maintenance,
+    Presence, QueueCounts, QueueSettings, Recovered, Recovery, WorkerInfo,
 };
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState, Page, Priority};
@@ -143,5 +146,28 @@ impl Presence for ZooKeeperBoard {
             .collect();
         live.sort_by(|a, b| a.owner.cmp(&b.owner));
         Ok(live)
+    }
+}
+
+/// Nothing to maintain: a ZooKeeper board keeps no index, outboxes or
+/// recurring templates, so the runner runs no services on it.
+impl Maintenance for ZooKeeperBoard {
+    async fn elect(&self, _: &str, _: &str, _: Duration) -> Result<bool> {
+        refuse("maintenance leader election")
+    }
+    async fn resign(&self, _: &str, _: &str) -> Result<()> {
+        refuse("maintenance leader election")
+    }
+    async fn leader(&self, _: &str) -> Result<Option<String>> {
+        refuse("maintenance leader election")
+    }
+    async fn index_postings(&self, _: &str) -> Result<usize> {
+        refuse("indexing postings")
+    }
+    async fn release_outbox(&self, _: &str) -> Result<usize> {
+        refuse("dependencies")
+    }
+    async fn spawn_recurring(&self, _: &str) -> Result<usize> {
+        refuse("recurring jobs")
     }
 }
