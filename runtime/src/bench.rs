@@ -5,7 +5,7 @@
 mod compare;
 mod drain;
 mod figures;
-mod handler;
+pub(crate) mod handler;
 mod limits;
 
 pub use compare::{measure_board, print_side_by_side, BoardFigures};

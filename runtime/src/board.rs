@@ -11,6 +11,7 @@
 
 mod admin;
 mod any;
+#[cfg(feature = "cli")]
 mod blocking;
 mod contract;
 mod events;
@@ -22,6 +23,7 @@ mod spec;
 
 pub use admin::{Admin, FailureGroup, QueueCounts, QueueSettings};
 pub use any::AnyBoard;
+#[cfg(feature = "cli")]
 pub(crate) use blocking::BlockingBoard;
 pub(crate) use contract::validate_claim;
 pub use contract::{Board, ClaimRequest, ReapReport, MAX_CLAIM_COUNT};

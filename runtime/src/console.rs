@@ -11,14 +11,14 @@ use std::sync::Mutex;
 static BAR: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
 
 /// Shows `bar` from now on (log lines go above it).
-pub fn show(bar: indicatif::ProgressBar) {
+pub(crate) fn show(bar: indicatif::ProgressBar) {
     if let Ok(mut shown) = BAR.lock() {
         *shown = Some(bar);
     }
 }
 
 /// Stops showing the bar (it is cleared); returns it.
-pub fn hide() -> Option<indicatif::ProgressBar> {
+pub(crate) fn hide() -> Option<indicatif::ProgressBar> {
     let bar = BAR.lock().ok()?.take()?;
     bar.finish_and_clear();
     Some(bar)
@@ -26,14 +26,14 @@ pub fn hide() -> Option<indicatif::ProgressBar> {
 
 /// Forgets the bar without drawing: for a forked child, which must never
 /// draw the parent's bar.
-pub fn forget() {
+pub(crate) fn forget() {
     if let Ok(mut shown) = BAR.lock() {
         std::mem::forget(shown.take());
     }
 }
 
 /// Writes `bytes` (whole lines) to stderr, above the bar when one is shown.
-pub fn write(bytes: &[u8]) {
+pub(crate) fn write(bytes: &[u8]) {
     let shown = BAR.lock().ok().and_then(|b| b.clone());
     let write = || {
         let _ = std::io::stderr().write_all(bytes);
@@ -46,7 +46,7 @@ pub fn write(bytes: &[u8]) {
 
 /// A `tracing` writer for stderr that keeps clear of the progress bar.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Stderr;
+pub(crate) struct Stderr;
 
 impl Write for Stderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

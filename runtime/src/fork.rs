@@ -14,6 +14,7 @@ use nix::unistd::ForkResult;
 /// The caller must be single-threaded (no async runtime, no client or
 /// logging thread: see the supervisor), so that the child may run any code
 /// after the fork.
+#[cfg(feature = "cli")]
 pub(crate) fn fork_single_threaded() -> nix::Result<ForkResult> {
     // SAFETY: the caller is single-threaded (the contract above), so no
     // lock or allocator state is held by a thread that the child lacks.

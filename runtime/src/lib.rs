@@ -8,7 +8,7 @@
 //! OpenStack taskflow's `RedisJobBoard`, so Python taskflow and jobworker can
 //! share jobs.
 
-#![deny(unsafe_code, missing_docs)]
+#![deny(unsafe_code, missing_docs, unreachable_pub)]
 
 extern crate self as jobworker;
 
@@ -18,10 +18,12 @@ pub mod board;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod codec;
-pub mod console;
+#[cfg(feature = "cli")]
+mod console;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod error;
+#[cfg(any(feature = "cli", feature = "embedded"))]
 #[allow(unsafe_code)]
 mod fork;
 #[doc(hidden)]
@@ -35,8 +37,10 @@ pub mod recurring;
 pub mod redis;
 pub mod schedule;
 pub mod stats;
-pub mod supervisor;
-pub mod worker;
+#[cfg(feature = "cli")]
+mod supervisor;
+#[cfg(feature = "cli")]
+mod worker;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 

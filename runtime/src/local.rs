@@ -43,11 +43,11 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 const MAX_SOCKET_PATH: usize = 107;
 
 /// The well-known local Redis tried before the private board.
-pub const LOCAL_REDIS: &str = "127.0.0.1:6379";
+pub(crate) const LOCAL_REDIS: &str = "127.0.0.1:6379";
 
 /// The board the command line uses when given no URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DefaultBoard {
+pub(crate) enum DefaultBoard {
     /// A Redis without a password answers on [`LOCAL_REDIS`].
     Local {
         /// Its URL.
@@ -64,7 +64,7 @@ pub enum DefaultBoard {
 
 impl DefaultBoard {
     /// The URL to connect to.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         match self {
             DefaultBoard::Local { url } => url,
             DefaultBoard::Private { running, .. } => &running.url,
@@ -74,7 +74,7 @@ impl DefaultBoard {
     /// Finds the board a command given no URL uses: with `data_dir`, the
     /// private board there; else a Redis answering on [`LOCAL_REDIS`], else
     /// the user's private board.
-    pub fn find(data_dir: Option<&Path>) -> Result<DefaultBoard> {
+    pub(crate) fn find(data_dir: Option<&Path>) -> Result<DefaultBoard> {
         if let Some(dir) = data_dir {
             let board = LocalBoard::at(dir);
             let running = board.ensure()?;
@@ -92,7 +92,7 @@ impl DefaultBoard {
 }
 
 /// Connects an application to the board `jobworker` uses: the URL in
-/// `JOBWORKER_REDIS_URL` when set, else the [`DefaultBoard`] (a Redis on
+/// `JOBWORKER_REDIS_URL` when set, else the default board (a Redis on
 /// 127.0.0.1:6379, else the user's private board, started if need be).
 ///
 /// ```no_run
@@ -128,13 +128,13 @@ fn answers_ping(addr: &str) -> bool {
 
 /// A private board's directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalBoard {
+pub(crate) struct LocalBoard {
     dir: PathBuf,
 }
 
 /// A private board's server that answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Running {
+pub(crate) struct Running {
     /// The server's process id.
     pub pid: u32,
     /// Its URL (`unix://…/redis.sock`).
@@ -145,13 +145,13 @@ pub struct Running {
 
 impl LocalBoard {
     /// The private board in `dir`.
-    pub fn at(dir: impl Into<PathBuf>) -> LocalBoard {
+    pub(crate) fn at(dir: impl Into<PathBuf>) -> LocalBoard {
         LocalBoard { dir: dir.into() }
     }
 
     /// The private board in the user's data directory:
     /// `$XDG_DATA_HOME/jobworker`, else `$HOME/.local/share/jobworker`.
-    pub fn for_user() -> Result<LocalBoard> {
+    pub(crate) fn for_user() -> Result<LocalBoard> {
         let base = match (std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME")) {
             (Some(xdg), _) if !xdg.is_empty() => PathBuf::from(xdg),
             (_, Some(home)) if !home.is_empty() => PathBuf::from(home).join(".local/share"),
@@ -165,22 +165,22 @@ impl LocalBoard {
     }
 
     /// The data directory.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The server's unix socket.
-    pub fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         self.dir.join(SOCKET_FILE)
     }
 
     /// The URL clients use.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("unix://{}", self.socket().display())
     }
 
     /// The server, when one answers on the socket.
-    pub fn status(&self) -> Result<Option<Running>> {
+    pub(crate) fn status(&self) -> Result<Option<Running>> {
         Ok(self.probe().map(|pid| Running {
             pid,
             url: self.url(),
@@ -189,7 +189,7 @@ impl LocalBoard {
     }
 
     /// The server, started now if none answers (then waits until it does).
-    pub fn ensure(&self) -> Result<Running> {
+    pub(crate) fn ensure(&self) -> Result<Running> {
         let _lock = self.lock()?;
         if let Some(running) = self.status()? {
             return Ok(running);
@@ -218,7 +218,7 @@ impl LocalBoard {
     /// Stops the server (SIGTERM by pid: it writes its append-only file and
     /// exits; SIGKILL after [`STOP_TIMEOUT`]). Returns the pid it stopped,
     /// `None` when none was running.
-    pub fn stop(&self) -> Result<Option<u32>> {
+    pub(crate) fn stop(&self) -> Result<Option<u32>> {
         let _lock = self.lock()?;
         let Some(pid) = self.probe() else {
             return Ok(None);

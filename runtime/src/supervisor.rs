@@ -23,7 +23,7 @@ mod slot;
 mod started;
 mod wait;
 
-pub use config::{SupervisorConfig, EXIT_WORKERS_CANNOT_START};
-pub use respawn::{RESPAWN_BASE, RESPAWN_MAX, START_FAILURE_LIMIT, STREAK_RESET};
-pub use run::supervise;
+pub(crate) use config::SupervisorConfig;
+pub(crate) use respawn::START_FAILURE_LIMIT;
+pub(crate) use run::supervise;
 pub(crate) use signals::worker_signals;

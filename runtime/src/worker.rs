@@ -11,11 +11,9 @@ mod recover;
 mod run;
 mod sandbox;
 
-pub use backoff::Backoff;
-pub use config::{WorkerConfig, DEFAULT_EXPIRY, DEFAULT_GRACE, DEFAULT_INTERVAL};
+pub(crate) use config::WorkerConfig;
 
-pub use run::{run_worker, WorkerExit, EXIT_CANNOT_START, EXIT_STUCK};
-pub use sandbox::Sandbox;
+pub(crate) use run::{run_worker, EXIT_CANNOT_START, EXIT_STUCK};
 
 /// This host's name (`localhost` when it cannot be read), as workers
 /// record it in their owner strings and registry entries.

@@ -30,7 +30,7 @@ pub(crate) struct Spawned {
 
 impl Spawned {
     /// Starts `jobworker <board> --queues queue` with the bench's workers.
-    pub fn start(board: &[&str], opts: &BenchOptions, queue: &str) -> Result<Spawned> {
+    pub(super) fn start(board: &[&str], opts: &BenchOptions, queue: &str) -> Result<Spawned> {
         let exe = std::env::current_exe().map_err(|e| Error::io("cannot find the jobworker binary", e))?;
         let workdir = tempfile::tempdir().map_err(|e| Error::io("cannot make a work directory", e))?;
         let child = Command::new(exe)
@@ -44,6 +44,7 @@ impl Spawned {
             ])
             .arg("--workdir")
             .arg(workdir.path())
+            .arg("--with-bench-handler")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -55,11 +56,11 @@ impl Spawned {
         })
     }
 
-    pub fn signal(&self, sig: Signal) {
+    pub(super) fn signal(&self, sig: Signal) {
         let _ = kill(Pid::from_raw(self.child.id() as i32), sig);
     }
 
-    pub async fn stop(mut self) -> Result<()> {
+    pub(super) async fn stop(mut self) -> Result<()> {
         self.signal(Signal::SIGTERM);
         let end = Instant::now() + Duration::from_secs(60);
         while self.child.try_wait().map_err(|e| Error::io("wait", e))?.is_none() {

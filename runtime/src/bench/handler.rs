@@ -1,12 +1,13 @@
-//! The bench's own handler, built into every jobworker binary so that
-//! `jobworker bench` can run anywhere: a no-op, or a pickup probe.
+//! The bench's own handler, a no-op or a pickup probe: built into every
+//! jobworker binary so that `jobworker bench` can run anywhere, but
+//! registered only in the workers the bench starts.
 
 use serde::{Deserialize, Serialize};
 
-use crate::handler::{HandlerError, JobContext};
+use crate::handler::{decode_args, HandlerEntry, HandlerError, HandlerFn, JobContext};
 
 /// The job name of the bench handler.
-pub const NAME: &str = "jobworker.bench";
+pub(super) const NAME: &str = "jobworker.bench";
 
 /// A pickup probe: when the job was posted and where to report the delay.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,9 +26,22 @@ pub(crate) fn now_us() -> u64 {
         .unwrap_or(0)
 }
 
+/// The bench's handler: added to the registry only by the workers the bench
+/// starts (the hidden `--with-bench-handler` flag), so no other binary
+/// lists or runs it.
+pub(crate) const ENTRY: HandlerEntry = HandlerEntry {
+    name: NAME,
+    queue: "jobworker-bench",
+    timeout: None,
+    max_attempts: None,
+    file: file!(),
+    line: line!(),
+    run: HandlerFn::Async(|cx, args| Box::pin(bench(cx, args))),
+};
+
 /// No-op, or a pickup probe when given one.
-#[crate::handler(name = "jobworker.bench", queue = "jobworker-bench")]
-async fn bench(cx: JobContext, probe: Option<Pickup>) -> Result<(), HandlerError> {
+async fn bench(cx: JobContext, args: rmpv::Value) -> Result<(), HandlerError> {
+    let probe: Option<Pickup> = decode_args(&cx, args)?;
     let Some(probe) = probe else { return Ok(()) };
     let waited = now_us().saturating_sub(probe.posted_us);
     let board = cx

@@ -162,7 +162,9 @@ impl JobContext {
         }
     }
 
-    /// The next step set with [`complete_into`](Self::complete_into).
+    /// The next step set with [`complete_into`](Self::complete_into)
+    /// (the worker's settle step takes it).
+    #[cfg(feature = "cli")]
     pub(crate) fn take_next(&self) -> Option<(String, NewJob)> {
         self.inner.next.lock().ok()?.take()
     }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::handler::{HandlerError, JobContext};
 
 /// The future an async handler returns, boxed.
-pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send + 'static>>;
+pub(super) type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send + 'static>>;
 
 /// How to call a handler.
 #[derive(Clone, Copy)]

@@ -25,7 +25,7 @@ const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(2);
 
 /// Environment variable naming a PEM file of the CA that signed the
 /// server's certificate (for `rediss://` with a private CA).
-pub const CA_ENV: &str = "JOBWORKER_REDIS_CA";
+pub(super) const CA_ENV: &str = "JOBWORKER_REDIS_CA";
 
 /// A connected client: the client (to open pub/sub connections) and a
 /// reconnecting command connection.
@@ -38,7 +38,7 @@ pub(crate) struct Connection {
 
 impl Connection {
     /// Runs one command, retrying once after a dropped connection.
-    pub async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+    pub(crate) async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
         retry_once(|| {
             let mut con = self.manager.clone();
             async move { cmd.query_async(&mut con).await }
@@ -47,7 +47,7 @@ impl Connection {
     }
 
     /// Runs a pipeline, retrying once after a dropped connection.
-    pub async fn query_pipe<T: redis::FromRedisValue>(&self, pipe: &redis::Pipeline) -> Result<T> {
+    pub(crate) async fn query_pipe<T: redis::FromRedisValue>(&self, pipe: &redis::Pipeline) -> Result<T> {
         retry_once(|| {
             let mut con = self.manager.clone();
             async move { pipe.query_async(&mut con).await }
@@ -57,7 +57,7 @@ impl Connection {
 }
 
 /// The URL with any password replaced by `***`, for messages.
-pub fn redact(url: &str) -> String {
+pub(super) fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let auth = &url[scheme + 3..at];

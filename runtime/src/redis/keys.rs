@@ -181,7 +181,7 @@ impl QueueKeys {
 
 /// Queue names: 1–200 characters, no braces, colons or whitespace (they
 /// would break the hash tag or the key layout).
-pub fn validate_queue(queue: &str) -> Result<()> {
+pub(super) fn validate_queue(queue: &str) -> Result<()> {
     let bad = |c: char| c == '{' || c == '}' || c == ':' || c.is_whitespace() || c.is_control();
     if queue.is_empty() || queue.len() > 200 || queue.chars().any(bad) {
         return Err(Error::invalid(format!(

@@ -11,7 +11,7 @@ pub(crate) struct Reply(pub Vec<Value>);
 
 impl Reply {
     /// Reads the raw value as a reply array.
-    pub fn from_value(value: Value) -> Result<Reply> {
+    pub(super) fn from_value(value: Value) -> Result<Reply> {
         match value {
             Value::Array(items) if !items.is_empty() => Ok(Reply(items)),
             other => Err(Error::codec(format!("unexpected script reply {other:?}"))),
@@ -19,12 +19,12 @@ impl Reply {
     }
 
     /// The status string.
-    pub fn status(&self) -> String {
+    pub(super) fn status(&self) -> String {
         self.string(0).unwrap_or_default()
     }
 
     /// Item `i` as bytes.
-    pub fn bytes(&self, i: usize) -> Result<Vec<u8>> {
+    pub(super) fn bytes(&self, i: usize) -> Result<Vec<u8>> {
         match self.0.get(i) {
             Some(Value::BulkString(b)) => Ok(b.clone()),
             Some(Value::SimpleString(s)) => Ok(s.clone().into_bytes()),
@@ -36,13 +36,13 @@ impl Reply {
     }
 
     /// Item `i` as UTF-8 text.
-    pub fn string(&self, i: usize) -> Result<String> {
+    pub(super) fn string(&self, i: usize) -> Result<String> {
         String::from_utf8(self.bytes(i)?)
             .map_err(|_| Error::codec(format!("script reply item {i} is not utf-8")))
     }
 
     /// Item `i` as an integer.
-    pub fn int(&self, i: usize) -> Result<i64> {
+    pub(super) fn int(&self, i: usize) -> Result<i64> {
         match self.0.get(i) {
             Some(Value::Int(n)) => Ok(*n),
             Some(Value::BulkString(b)) => std::str::from_utf8(b)
@@ -56,7 +56,7 @@ impl Reply {
     }
 
     /// Turns the refusal statuses into typed errors naming `id` in the queue.
-    pub fn accept(self, keys: &QueueKeys, id: &str, who: &str) -> Result<Reply> {
+    pub(super) fn accept(self, keys: &QueueKeys, id: &str, who: &str) -> Result<Reply> {
         match self.status().as_str() {
             "ok" => Ok(self),
             "not_found" => Err(Error::not_found(&keys.queue, id)),

@@ -52,7 +52,7 @@ pub(crate) struct Scripts {
 
 impl Scripts {
     /// All scripts, to load them once at connect.
-    pub fn all(&self) -> [&LuaScript; 20] {
+    pub(super) fn all(&self) -> [&LuaScript; 20] {
         [
             &self.post,
             &self.claim,

@@ -98,7 +98,7 @@ async fn outlook(board: &RedisBoard, keys: &QueueKeys) -> Result<Outlook> {
 
 impl Waiter {
     /// Opens the pub/sub connection.
-    pub async fn open(conn: &Connection) -> Result<Waiter> {
+    pub(super) async fn open(conn: &Connection) -> Result<Waiter> {
         Ok(Waiter {
             pubsub: conn.client.get_async_pubsub().await?,
             channels: HashSet::new(),
@@ -107,7 +107,7 @@ impl Waiter {
 
     /// Waits until one of the queues may have claimable work or `timeout`
     /// passes.
-    pub async fn wait(
+    pub(super) async fn wait(
         &mut self,
         board: &RedisBoard,
         queues: &[QueueKeys],

@@ -10,13 +10,13 @@ use crate::worker::WorkerConfig;
 /// [`START_FAILURE_LIMIT`](crate::supervisor::START_FAILURE_LIMIT) times in
 /// a row before any worker ever started (bad config, sandbox in use). Crashes
 /// of workers never make the supervisor exit.
-pub const EXIT_WORKERS_CANNOT_START: i32 = 5;
+pub(crate) const EXIT_WORKERS_CANNOT_START: i32 = 5;
 /// Extra time after the grace before stragglers are killed.
-pub const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
+pub(super) const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
 
 /// What the supervisor runs.
 #[derive(Debug, Clone)]
-pub struct SupervisorConfig {
+pub(crate) struct SupervisorConfig {
     /// Worker processes to keep running.
     pub workers: usize,
     /// The template of every worker (slot and owner are set per child).
@@ -31,7 +31,7 @@ pub struct SupervisorConfig {
 
 impl SupervisorConfig {
     /// Checks the values.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.workers == 0 {
             return Err(Error::invalid(
                 "the supervisor needs at least one worker (--workers 0 runs in-process)",

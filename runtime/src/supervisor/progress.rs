@@ -23,7 +23,7 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// Starts counting from the queues' current state; `show` draws a bar.
-    pub fn new(baseline: QueueCounts, show: bool) -> Progress {
+    pub(super) fn new(baseline: QueueCounts, show: bool) -> Progress {
         let bar = show.then(|| {
             let bar = indicatif::ProgressBar::new(baseline.listed as u64);
             bar.set_style(
@@ -44,7 +44,7 @@ impl Progress {
     }
 
     /// Jobs finished (completed or trashed) since the start.
-    pub fn finished(&self, now: &QueueCounts) -> usize {
+    pub(super) fn finished(&self, now: &QueueCounts) -> usize {
         (now.completed + now.trashed).saturating_sub(self.baseline.completed + self.baseline.trashed)
     }
 
@@ -61,7 +61,7 @@ impl Progress {
     }
 
     /// Updates the bar.
-    pub fn draw(&mut self, now: &QueueCounts) {
+    pub(super) fn draw(&mut self, now: &QueueCounts) {
         let done = self.finished(now);
         self.total = self.total.max(done + now.listed);
         let rate = self.rate(done);
@@ -73,7 +73,7 @@ impl Progress {
     }
 
     /// Clears the bar and prints the summary.
-    pub fn summary(&self, now: &QueueCounts) {
+    pub(super) fn summary(&self, now: &QueueCounts) {
         if self.bar.is_some() {
             crate::console::hide();
         }

@@ -10,16 +10,16 @@ use nix::sys::wait::WaitStatus;
 use crate::worker::{EXIT_CANNOT_START, EXIT_STUCK};
 
 /// First respawn delay after a crash; doubles with each crash in a row.
-pub const RESPAWN_BASE: Duration = Duration::from_millis(100);
+pub(crate) const RESPAWN_BASE: Duration = Duration::from_millis(100);
 /// Longest respawn delay (the cap of the backoff).
-pub const RESPAWN_MAX: Duration = Duration::from_secs(5);
+pub(crate) const RESPAWN_MAX: Duration = Duration::from_secs(5);
 /// A worker that ran this long before it crashed ends its slot's streak:
 /// the next crash starts the backoff again from [`RESPAWN_BASE`].
-pub const STREAK_RESET: Duration = Duration::from_secs(10);
+pub(crate) const STREAK_RESET: Duration = Duration::from_secs(10);
 /// Start failures in a row, in every slot and before any worker ever
 /// started, after which the supervisor gives up (exit code
 /// [`EXIT_CANNOT_START`](crate::worker::EXIT_CANNOT_START)).
-pub const START_FAILURE_LIMIT: u32 = 5;
+pub(crate) const START_FAILURE_LIMIT: u32 = 5;
 
 /// How a worker process ended, as the respawn policy sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

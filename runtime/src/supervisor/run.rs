@@ -57,7 +57,7 @@ pub(super) struct Supervisor {
 
 /// Runs the supervisor until it is told to stop (or the queues drain with
 /// `until_drained`); returns the process exit code.
-pub fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
+pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
     cfg.validate()?;
     let mut board = BlockingBoard::connect(&cfg.board)?;
     let wakeups = Wakeups::register()?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 /// Exponential backoff with ±50 % jitter: attempt n waits about
 /// `base · 2^(n-1)`, capped at `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     /// Delay after the first failure (before jitter).
     pub base: Duration,
     /// Longest delay.
@@ -34,7 +34,7 @@ fn unit_random() -> f64 {
 
 impl Backoff {
     /// The delay before retrying after failed attempt `attempt` (from 1).
-    pub fn delay(&self, attempt: u32) -> Duration {
+    pub(crate) fn delay(&self, attempt: u32) -> Duration {
         let exp = self.base.as_secs_f64() * 2f64.powi(attempt.saturating_sub(1).min(60) as i32);
         let capped = exp.min(self.max.as_secs_f64());
         Duration::from_secs_f64(capped * (0.5 + unit_random()))

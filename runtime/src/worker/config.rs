@@ -7,17 +7,17 @@ use crate::error::{Error, Result};
 use crate::worker::backoff::Backoff;
 
 /// Default lease length.
-pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_EXPIRY: Duration = Duration::from_secs(30);
 /// Default time a draining worker lets in-flight jobs finish.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 /// Default longest idle wait between checks for work (wake-ups on posts
 /// come at once; this bounds the wait for jobs posted by taskflow, which
 /// announce nothing).
-pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What one worker process does.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WorkerConfig {
+pub(crate) struct WorkerConfig {
     /// Queues served, in order.
     pub queues: Vec<String>,
     /// Jobs run at once.
@@ -52,7 +52,7 @@ pub struct WorkerConfig {
 
 impl WorkerConfig {
     /// A config for `queues` with defaults.
-    pub fn new(queues: Vec<String>, owner: String) -> Self {
+    pub(crate) fn new(queues: Vec<String>, owner: String) -> Self {
         WorkerConfig {
             queues,
             concurrency: 1,
@@ -71,7 +71,7 @@ impl WorkerConfig {
     }
 
     /// Checks the values.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.queues.is_empty() {
             return Err(Error::invalid("a worker needs at least one queue"));
         }
@@ -98,7 +98,7 @@ impl WorkerConfig {
     }
 
     /// How often the heartbeat extends the leases.
-    pub fn beat(&self) -> Duration {
+    pub(crate) fn beat(&self) -> Duration {
         self.expiry / 3
     }
 }

@@ -56,7 +56,7 @@ pub(crate) struct Heartbeat {
 impl Heartbeat {
     /// Starts the thread; `lost` is called with each lease found lost, and
     /// why.
-    pub fn start(
+    pub(super) fn start(
         spec: BoardSpec,
         expiry: Duration,
         info: WorkerInfo,
@@ -78,7 +78,7 @@ impl Heartbeat {
 
     /// Keeps `lease` alive from now on (it was just claimed): the heartbeat
     /// takes a handle on it that only extends.
-    pub fn hold(&self, lease: &Lease) {
+    pub(super) fn hold(&self, lease: &Lease) {
         if let Ok(mut held) = self.held.lock() {
             held.insert(
                 key_of(lease),
@@ -91,7 +91,7 @@ impl Heartbeat {
     }
 
     /// Stops extending a lease.
-    pub fn release(&self, key: &LeaseKey) {
+    pub(super) fn release(&self, key: &LeaseKey) {
         if let Ok(mut held) = self.held.lock() {
             held.remove(key);
         }
@@ -99,7 +99,7 @@ impl Heartbeat {
 
     /// Stops the thread (at once: its loops wait on the stop too) and waits
     /// for it.
-    pub fn stop(mut self) {
+    pub(super) fn stop(mut self) {
         self.stop.send_replace(true);
         if let Some(t) = self.thread.take() {
             let _ = t.join();

@@ -51,7 +51,7 @@ pub(crate) struct Finished {
 impl Running {
     /// Splits a job that is over into the lease to settle it with and what
     /// its log line needs.
-    pub fn into_parts(self, key: LeaseKey) -> (Lease, Finished) {
+    pub(super) fn into_parts(self, key: LeaseKey) -> (Lease, Finished) {
         let finished = Finished {
             key,
             name: self.name,
@@ -62,7 +62,7 @@ impl Running {
     }
 
     /// When the worker must next look at this job.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
         match (self.interrupt, self.timeout) {
             (Interrupt::None, Some(t)) => Some(self.started + t),
             _ => self.stuck_at,
@@ -71,7 +71,7 @@ impl Running {
 
     /// Interrupts the handler: raises its cancel flag and aborts its task
     /// (which stops an async handler at its next await).
-    pub fn interrupt(&mut self, why: Interrupt, stuck_grace: Duration) {
+    pub(super) fn interrupt(&mut self, why: Interrupt, stuck_grace: Duration) {
         self.interrupt = why;
         self.cancel.cancel();
         self.abort.abort();
@@ -114,14 +114,14 @@ pub(crate) struct Reporter {
 
 impl Reporter {
     /// A reporter calling `send` exactly once.
-    pub fn new(send: impl FnOnce(Outcome) + Send + 'static) -> Reporter {
+    pub(super) fn new(send: impl FnOnce(Outcome) + Send + 'static) -> Reporter {
         Reporter {
             send: Some(Box::new(send)),
         }
     }
 
     /// Reports how the handler ended.
-    pub fn report(mut self, outcome: Outcome) {
+    pub(super) fn report(mut self, outcome: Outcome) {
         if let Some(send) = self.send.take() {
             send(outcome);
         }

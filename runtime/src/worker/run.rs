@@ -31,11 +31,11 @@ use crate::worker::sandbox::Sandbox;
 
 /// Exit code of a worker process whose handler would not stop (after a
 /// timeout or a lost lease): the supervisor starts a fresh one.
-pub const EXIT_STUCK: i32 = 70;
+pub(crate) const EXIT_STUCK: i32 = 70;
 /// Exit code of a worker process that could not start (bad config, board
 /// unreachable, sandbox taken): the supervisor backs off, and gives up only
 /// while no worker has ever started.
-pub const EXIT_CANNOT_START: i32 = 78;
+pub(crate) const EXIT_CANNOT_START: i32 = 78;
 /// How long an interrupted handler has to stop before it counts as stuck.
 const STUCK_GRACE: Duration = Duration::from_secs(2);
 /// Pause after a failed claim (server unreachable) before the next try.
@@ -43,7 +43,7 @@ const CLAIM_ERROR_PAUSE: Duration = Duration::from_secs(1);
 
 /// How a worker process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerExit {
+pub(crate) enum WorkerExit {
     /// Drained or stopped on a signal.
     Clean,
     /// A handler would not stop; the process must be replaced.
@@ -52,7 +52,7 @@ pub enum WorkerExit {
 
 impl WorkerExit {
     /// The process exit code.
-    pub fn code(self) -> i32 {
+    pub(crate) fn code(self) -> i32 {
         match self {
             WorkerExit::Clean => 0,
             WorkerExit::Stuck => EXIT_STUCK,
@@ -116,7 +116,7 @@ impl Signals {
 /// runtimes: a single-threaded one for this loop and a multi-threaded one
 /// for handlers, so busy handlers cannot hold up the loop. An error means
 /// it could not start.
-pub fn run_worker(
+pub(crate) fn run_worker(
     spec: BoardSpec,
     cfg: WorkerConfig,
     registry: Registry,

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 
 /// The sandbox directories of one worker.
 #[derive(Debug, Clone)]
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     root: PathBuf,
     slots: usize,
     /// An exclusive `flock` on `sandbox-<k>.lock`, held while the worker
@@ -66,7 +66,7 @@ fn empty_dir(dir: &Path) -> Result<()> {
 
 impl Sandbox {
     /// Creates (or reuses) worker `worker`'s sandbox with `slots` job slots.
-    pub fn create(workdir: &Path, worker: usize, slots: usize) -> Result<Sandbox> {
+    pub(crate) fn create(workdir: &Path, worker: usize, slots: usize) -> Result<Sandbox> {
         let base = workdir.join("jobworker-workers");
         make_private_dir(&base)?;
         let root = base.join(format!("sandbox-{worker}"));
@@ -93,12 +93,12 @@ impl Sandbox {
     }
 
     /// The worker's sandbox directory.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// The directory of job slot `slot`: the root itself with one slot.
-    pub fn slot_dir(&self, slot: usize) -> PathBuf {
+    pub(crate) fn slot_dir(&self, slot: usize) -> PathBuf {
         if self.slots <= 1 {
             self.root.clone()
         } else {
@@ -108,7 +108,7 @@ impl Sandbox {
 
     /// Empties slot `slot` and returns its directory (created and checked
     /// once, at [`Sandbox::create`]; made again only if something removed it).
-    pub fn prepare(&self, slot: usize) -> Result<PathBuf> {
+    pub(crate) fn prepare(&self, slot: usize) -> Result<PathBuf> {
         let dir = self.slot_dir(slot);
         match empty_dir(&dir) {
             Ok(()) => Ok(dir),

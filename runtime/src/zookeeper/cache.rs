@@ -126,7 +126,7 @@ impl Caches {
 
     /// (postings, uuid index entries, lock deadlines) cached over all
     /// queues (diagnostics).
-    pub fn sizes(&self) -> (usize, usize, usize) {
+    pub(crate) fn sizes(&self) -> (usize, usize, usize) {
         let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         queues
             .values()
@@ -135,19 +135,19 @@ impl Caches {
     }
 
     /// The znode name of job `uuid`, when known.
-    pub fn znode_of(&self, queue: &str, uuid: &str) -> Option<String> {
+    pub(crate) fn znode_of(&self, queue: &str, uuid: &str) -> Option<String> {
         self.with(queue, |c| {
             c.by_uuid.get(uuid).or_else(|| c.located.get(uuid)).cloned()
         })
     }
 
     /// Forgets where job `uuid` was (it is gone).
-    pub fn unlocate(&self, queue: &str, uuid: &str) {
+    pub(crate) fn unlocate(&self, queue: &str, uuid: &str) {
         self.with(queue, |c| c.located.remove(uuid));
     }
 
     /// Remembers the znode of job `uuid` (read from its record).
-    pub fn located(&self, queue: &str, uuid: &str, znode: &str) {
+    pub(crate) fn located(&self, queue: &str, uuid: &str, znode: &str) {
         self.with(queue, |c| {
             if c.located.len() >= LOCATED_MAX {
                 c.located.clear();
@@ -157,7 +157,7 @@ impl Caches {
     }
 
     /// The cached posting of znode `znode`.
-    pub fn known(&self, queue: &str, znode: &str) -> Option<Arc<Known>> {
+    pub(crate) fn known(&self, queue: &str, znode: &str) -> Option<Arc<Known>> {
         self.with(queue, |c| match c.postings.get(znode) {
             Some(Seen::Usable(k)) => Some(k.clone()),
             _ => None,
@@ -165,14 +165,14 @@ impl Caches {
     }
 
     /// Caches a posting read from ZooKeeper.
-    pub fn insert(&self, queue: &str, known: Known) {
+    pub(crate) fn insert(&self, queue: &str, known: Known) {
         self.with(queue, |c| c.insert(Arc::new(known)));
     }
 
     /// Caches a posting this board just posted, making room (see
     /// [`POSTINGS_MAX`]) by forgetting any other: a posting missing from
     /// the cache is only read again.
-    pub fn insert_posted(&self, queue: &str, known: Known) {
+    pub(crate) fn insert_posted(&self, queue: &str, known: Known) {
         self.with(queue, |c| {
             if c.postings.len() >= POSTINGS_MAX && !c.postings.contains_key(&known.znode) {
                 c.evict_posting();
@@ -182,7 +182,7 @@ impl Caches {
     }
 
     /// Forgets a znode that is gone (job `uuid`'s, when known).
-    pub fn forget(&self, queue: &str, znode: &str) {
+    pub(crate) fn forget(&self, queue: &str, znode: &str) {
         self.with(queue, |c| {
             if let Some(Seen::Usable(k)) = c.postings.remove(znode) {
                 c.by_uuid.remove(&k.uuid);
@@ -196,19 +196,19 @@ impl Caches {
 
     /// Remembers that claiming `znode` (or recovering its expired lease)
     /// failed just now.
-    pub fn stuck(&self, queue: &str, znode: &str) {
+    pub(crate) fn stuck(&self, queue: &str, znode: &str) {
         self.with(queue, |c| {
             c.stuck.insert(znode.to_owned(), Instant::now() + STUCK_BACKOFF)
         });
     }
 
     /// Forgets that claiming `znode` failed (it was claimed).
-    pub fn unstuck(&self, queue: &str, znode: &str) {
+    pub(crate) fn unstuck(&self, queue: &str, znode: &str) {
         self.with(queue, |c| c.stuck.remove(znode));
     }
 
     /// How long `wait` still ignores `znode` (see [`Caches::stuck`]).
-    pub fn stuck_for(&self, queue: &str, znode: &str) -> Option<Duration> {
+    pub(crate) fn stuck_for(&self, queue: &str, znode: &str) -> Option<Duration> {
         self.with(queue, |c| {
             let left = c.stuck.get(znode)?.checked_duration_since(Instant::now());
             if left.is_none() {
@@ -221,7 +221,7 @@ impl Caches {
     /// True (and remembered) when a claim should look for expired leases:
     /// at most once per `every` (reading the bodies of new locks costs a
     /// read each).
-    pub fn recovery_due(&self, queue: &str, every: Duration) -> bool {
+    pub(crate) fn recovery_due(&self, queue: &str, every: Duration) -> bool {
         self.with(queue, |c| match c.recovered_at {
             Some(at) if at.elapsed() < every => false,
             _ => {
@@ -232,12 +232,12 @@ impl Caches {
     }
 
     /// True when the record of `znode` was checked by reap's indexing.
-    pub fn indexed(&self, queue: &str, znode: &str) -> bool {
+    pub(crate) fn indexed(&self, queue: &str, znode: &str) -> bool {
         self.with(queue, |c| c.indexed.contains(znode))
     }
 
     /// Remembers that the record of `znode` exists.
-    pub fn mark_indexed(&self, queue: &str, znode: &str) {
+    pub(crate) fn mark_indexed(&self, queue: &str, znode: &str) {
         self.with(queue, |c| c.indexed.insert(znode.to_owned()));
     }
 
@@ -260,12 +260,12 @@ impl Caches {
 
     /// Forgets what was read of `znode`'s lock (it is gone, or the lease
     /// it carried ended: a lock seen there later is another one).
-    pub fn unlock(&self, queue: &str, znode: &str) {
+    pub(crate) fn unlock(&self, queue: &str, znode: &str) {
         self.with(queue, |c| c.locks.remove(znode));
     }
 
     /// Remembers a lock's deadline.
-    pub fn saw_lock(&self, queue: &str, znode: &str, deadline_ms: Option<i64>) {
+    pub(crate) fn saw_lock(&self, queue: &str, znode: &str, deadline_ms: Option<i64>) {
         self.with(queue, |c| {
             if c.locks.len() >= LOCKS_MAX && !c.locks.contains_key(znode) {
                 // Any one: a lock not cached is only read again.

@@ -54,7 +54,7 @@ pub(crate) struct QueuePaths {
 
 impl QueuePaths {
     /// The paths of `queue` under `root` (`""` or `/a/b`).
-    pub fn new(root: &str, queue: &str) -> Result<QueuePaths> {
+    pub(crate) fn new(root: &str, queue: &str) -> Result<QueuePaths> {
         validate_queue(root, queue)?;
         let base = format!("{root}/{queue}");
         let jobs = format!("{base}/{JOBS}");
@@ -72,57 +72,57 @@ impl QueuePaths {
     }
 
     /// The directories a queue needs before jobs are posted.
-    pub fn dirs(&self) -> [&str; 5] {
+    pub(crate) fn dirs(&self) -> [&str; 5] {
         [&self.jobs, &self.trash, &self.ids, &self.delayed, &self.history]
     }
 
     /// A job znode.
-    pub fn job(&self, name: &str) -> String {
+    pub(crate) fn job(&self, name: &str) -> String {
         format!("{}/{name}", self.jobs)
     }
 
     /// A job's lock znode (a sibling, not a child).
-    pub fn lock(&self, name: &str) -> String {
+    pub(crate) fn lock(&self, name: &str) -> String {
         format!("{}/{name}{LOCK_POSTFIX}", self.jobs)
     }
 
     /// A job's trash copy.
-    pub fn trashed(&self, name: &str) -> String {
+    pub(crate) fn trashed(&self, name: &str) -> String {
         format!("{}/{name}", self.trash)
     }
 
     /// A job's record.
-    pub fn record(&self, uuid: &str) -> String {
+    pub(crate) fn record(&self, uuid: &str) -> String {
         format!("{}/{uuid}", self.ids)
     }
 
     /// A delayed entry.
-    pub fn delayed_entry(&self, uuid: &str, run_at_ms: i64) -> String {
+    pub(crate) fn delayed_entry(&self, uuid: &str, run_at_ms: i64) -> String {
         format!("{}/{uuid}{DELAY_SEP}{run_at_ms}", self.delayed)
     }
 
     /// A history bucket (one per hour since the epoch).
-    pub fn history_bucket(&self, hour: i64) -> String {
+    pub(crate) fn history_bucket(&self, hour: i64) -> String {
         format!("{}/{hour}", self.history)
     }
 
     /// A completed job's history entry.
-    pub fn history_entry(&self, hour: i64, uuid: &str) -> String {
+    pub(crate) fn history_entry(&self, hour: i64, uuid: &str) -> String {
         format!("{}/{hour}/{uuid}", self.history)
     }
 
     /// A quarantined znode.
-    pub fn quarantined(&self, name: &str) -> String {
+    pub(crate) fn quarantined(&self, name: &str) -> String {
         format!("{}/{name}", self.quarantine)
     }
 
     /// The reason a znode was quarantined.
-    pub fn quarantine_reason(&self, name: &str) -> String {
+    pub(crate) fn quarantine_reason(&self, name: &str) -> String {
         format!("{}/{name}.reason", self.quarantine)
     }
 
     /// A worker's entity under this queue.
-    pub fn entity(&self, owner: &str) -> String {
+    pub(crate) fn entity(&self, owner: &str) -> String {
         format!("{}/conductor/{owner}", self.entities)
     }
 }

@@ -71,12 +71,12 @@ pub(crate) struct JobRecord {
 
 impl JobRecord {
     /// Encodes the record.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
     /// Decodes a record; `None` when it is not one.
-    pub fn from_bytes(bytes: &[u8]) -> Option<JobRecord> {
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<JobRecord> {
         match serde_json::from_slice::<serde_json::Value>(bytes).ok()? {
             v @ serde_json::Value::Object(_) => serde_json::from_value(v).ok(),
             _ => None,
@@ -84,7 +84,7 @@ impl JobRecord {
     }
 
     /// Records a failure `reason` (and its group).
-    pub fn fail(&mut self, reason: &str) {
+    pub(crate) fn fail(&mut self, reason: &str) {
         self.reason = Some(reason.to_owned());
         self.group = Some(crate::job::failure_group(reason));
     }
@@ -106,7 +106,7 @@ pub(crate) struct LockBody {
 
 impl LockBody {
     /// A jobworker lease for `owner` until `deadline_ms`.
-    pub fn lease(owner: &str, deadline_ms: i64, lease_ms: i64, claim_id: &str) -> LockBody {
+    pub(crate) fn lease(owner: &str, deadline_ms: i64, lease_ms: i64, claim_id: &str) -> LockBody {
         LockBody {
             owner: Some(owner.to_owned()),
             deadline_ms: Some(deadline_ms),
@@ -117,7 +117,7 @@ impl LockBody {
 
     /// A claim of `owner` without a deadline (as taskflow's): it lasts as
     /// long as the claiming session, or until released.
-    pub fn held(owner: &str, claim_id: &str) -> LockBody {
+    pub(crate) fn held(owner: &str, claim_id: &str) -> LockBody {
         LockBody {
             owner: Some(owner.to_owned()),
             deadline_ms: None,
@@ -127,7 +127,7 @@ impl LockBody {
     }
 
     /// Reads a lock body; anything that is not a JSON object has no owner.
-    pub fn parse(bytes: &[u8]) -> LockBody {
+    pub(crate) fn parse(bytes: &[u8]) -> LockBody {
         let root = json::loads(bytes).unwrap_or(Value::Nil);
         let text = |k: &str| json::get(&root, k).and_then(Value::as_str).map(str::to_owned);
         let int = |k: &str| json::get(&root, k).and_then(Value::as_i64);
@@ -141,7 +141,7 @@ impl LockBody {
 
     /// The JSON, in Python's format: `{"owner": …}` first, as taskflow
     /// writes it, then jobworker's keys.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut entries = Vec::new();
         if let Some(owner) = &self.owner {
             entries.push((Value::from("owner"), Value::from(owner.as_str())));

@@ -57,13 +57,13 @@ pub(crate) struct Clock {
 
 impl Clock {
     /// Now, on the server's clock (as well as we know it).
-    pub fn now_ms(&self) -> i64 {
+    pub(crate) fn now_ms(&self) -> i64 {
         local_ms() + self.offset_ms.load(Ordering::Relaxed)
     }
 
     /// Learns from a znode written between local times `sent` and
     /// `received` whose stat says `server_ms`.
-    pub fn sample(&self, server_ms: i64, sent: i64, received: i64) {
+    pub(crate) fn sample(&self, server_ms: i64, sent: i64, received: i64) {
         if server_ms > 0 && received >= sent && received - sent <= CLOCK_SAMPLE_MAX_RTT_MS {
             self.offset_ms
                 .store(server_ms - (sent + received) / 2, Ordering::Relaxed);
@@ -114,7 +114,7 @@ impl Drop for Session {
 
 impl Session {
     /// Starts the session thread and connects to `hosts`.
-    pub async fn connect(hosts: &str, timeout: Duration) -> Result<Session> {
+    pub(crate) async fn connect(hosts: &str, timeout: Duration) -> Result<Session> {
         let (handle_tx, handle_rx) = tokio::sync::oneshot::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<zk::Client>();
         // The runtime is made and dropped on its own thread (dropping one
@@ -166,18 +166,18 @@ impl Session {
     }
 
     /// The servers, for messages.
-    pub fn hosts(&self) -> &str {
+    pub(crate) fn hosts(&self) -> &str {
         &self.hosts
     }
 
     /// The runtime of the session thread (for background requests).
-    pub fn runtime(&self) -> &tokio::runtime::Handle {
+    pub(crate) fn runtime(&self) -> &tokio::runtime::Handle {
         &self.runtime
     }
 
     /// A client of a live session: the current one, or a new session when
     /// it ended (expired, closed).
-    pub async fn client(&self) -> Result<zk::Client> {
+    pub(crate) async fn client(&self) -> Result<zk::Client> {
         if let Some(client) = self.live() {
             return Ok(client);
         }
@@ -205,29 +205,29 @@ impl Session {
     }
 
     /// The current client, live or not (for the session id and state).
-    pub fn current(&self) -> Option<zk::Client> {
+    pub(crate) fn current(&self) -> Option<zk::Client> {
         self.current.lock().ok().map(|c| c.client.clone())
     }
 
     /// How many times the session was replaced.
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.current.lock().map(|c| c.generation).unwrap_or(0)
     }
 
     /// True when `session` is one this board had and lost.
-    pub fn was_lost(&self, session: i64) -> bool {
+    pub(crate) fn was_lost(&self, session: i64) -> bool {
         self.lost.lock().map(|l| l.contains(&session)).unwrap_or(false)
     }
 
     /// Remembers an ephemeral znode to create again in a new session.
-    pub fn keep_ephemeral(&self, path: &str, body: &[u8]) {
+    pub(crate) fn keep_ephemeral(&self, path: &str, body: &[u8]) {
         if let Ok(mut e) = self.ephemerals.lock() {
             e.insert(path.to_owned(), body.to_vec());
         }
     }
 
     /// The kept ephemeral znodes whose path ends with `suffix`.
-    pub fn kept_ephemerals(&self, suffix: &str) -> Vec<String> {
+    pub(crate) fn kept_ephemerals(&self, suffix: &str) -> Vec<String> {
         self.ephemerals
             .lock()
             .map(|e| e.keys().filter(|p| p.ends_with(suffix)).cloned().collect())
@@ -235,7 +235,7 @@ impl Session {
     }
 
     /// Forgets an ephemeral znode.
-    pub fn forget_ephemeral(&self, path: &str) {
+    pub(crate) fn forget_ephemeral(&self, path: &str) {
         if let Ok(mut e) = self.ephemerals.lock() {
             e.remove(path);
         }
@@ -258,7 +258,7 @@ impl Session {
 
     /// The error for a request that failed with `err` while doing `what`
     /// (which names the job and queue).
-    pub fn error(&self, what: &str, err: &zk::Error) -> Error {
+    pub(crate) fn error(&self, what: &str, err: &zk::Error) -> Error {
         match err {
             zk::Error::BadArguments(_) | zk::Error::InvalidAcl => {
                 Error::invalid(format!("{what}: zookeeper refused the request: {err}"))

@@ -65,6 +65,11 @@ pub struct RunArgs {
     /// Show a progress bar on stderr.
     #[arg(long)]
     pub progress: bool,
+    /// Also run the bench's handler (set by `jobworker bench` for the
+    /// workers it starts; no other binary registers it).
+    #[cfg(feature = "bench")]
+    #[arg(long, hide = true)]
+    pub with_bench_handler: bool,
 }
 
 /// The worker template from the command line; `stored` is the board's
@@ -99,6 +104,11 @@ pub(crate) fn worker_config(a: &RunArgs, stored: &HashMap<String, String>) -> Re
 /// Runs the workers; returns the exit code.
 pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
     let registry = Registry::load()?;
+    #[cfg(feature = "bench")]
+    let registry = match a.with_bench_handler {
+        true => Registry::from_entries(registry.iter().copied().chain([crate::bench::handler::ENTRY]))?,
+        false => registry,
+    };
     if registry.is_empty() {
         tracing::warn!(
             "no handlers are linked into this binary; every job will fail (see `jobworker handlers`)"

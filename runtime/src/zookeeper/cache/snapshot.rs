@@ -25,7 +25,7 @@ pub(crate) struct Snapshot {
 
 impl Snapshot {
     /// The time job `uuid` falls due, when it is not due by `now_ms`.
-    pub fn scheduled_until(&self, uuid: &str, now_ms: i64) -> Option<i64> {
+    pub(crate) fn scheduled_until(&self, uuid: &str, now_ms: i64) -> Option<i64> {
         self.delayed
             .get(uuid)
             .map(|(at, _)| *at)
