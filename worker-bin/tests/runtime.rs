@@ -155,9 +155,7 @@ async fn term_with_20_in_flight(board: &RedisBoard, key: &str, sup: &mut Supervi
         runs(board, key).await.len() == 20
     })
     .await;
-    sup.signal(libc::SIGTERM);
-    let status = sup.wait_exit(Duration::from_secs(secs));
-    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    sup.stop_cleanly(Duration::from_secs(secs));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -289,13 +287,7 @@ async fn in_process_worker_with_workers_zero() {
         board.job_count(&q).await.unwrap() == 0
     })
     .await;
-    sup.signal(libc::SIGTERM);
-    assert_eq!(
-        sup.wait_exit(Duration::from_secs(20)).code(),
-        Some(0),
-        "{}",
-        sup.log()
-    );
+    sup.stop_cleanly(Duration::from_secs(20));
     assert_eq!(runs(&board, &key).await.len(), 5);
 }
 
@@ -374,13 +366,7 @@ async fn ttin_ttou_and_hup_change_and_restart_workers() {
         live.len() == 1 && live[0].pid != before
     })
     .await;
-    sup.signal(libc::SIGTERM);
-    assert_eq!(
-        sup.wait_exit(Duration::from_secs(20)).code(),
-        Some(0),
-        "{}",
-        sup.log()
-    );
+    sup.stop_cleanly(Duration::from_secs(20));
     assert!(
         live_workers(&board, &q).await.is_empty(),
         "workers remove their entries on exit"

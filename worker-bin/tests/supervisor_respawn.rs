@@ -48,13 +48,7 @@ async fn forty_outside_kills_neither_stop_the_supervisor_nor_lose_a_job() {
         wait_state(&board, &q, id, JobState::Completed, 120).await;
     }
     assert!(sup.alive(), "the supervisor exited; log:\n{}", sup.log());
-    sup.signal(libc::SIGTERM);
-    assert_eq!(
-        sup.wait_exit(Duration::from_secs(30)).code(),
-        Some(0),
-        "{}",
-        sup.log()
-    );
+    sup.stop_cleanly(Duration::from_secs(30));
 }
 
 /// The pids of the supervisor's live workers (its children).
@@ -180,11 +174,5 @@ async fn an_idle_supervisor_sleeps_until_something_happens() {
     .await;
     let id = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
     wait_state(&board, &q, &id, JobState::Completed, 20).await;
-    sup.signal(libc::SIGTERM);
-    assert_eq!(
-        sup.wait_exit(Duration::from_secs(30)).code(),
-        Some(0),
-        "{}",
-        sup.log()
-    );
+    sup.stop_cleanly(Duration::from_secs(30));
 }

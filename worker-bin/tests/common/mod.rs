@@ -110,6 +110,14 @@ impl Supervisor {
         self.child.try_wait().unwrap().is_none()
     }
 
+    /// Stops the supervisor with SIGTERM and asserts it exits 0 within
+    /// `timeout` (its log in the message otherwise).
+    pub fn stop_cleanly(&mut self, timeout: Duration) {
+        self.signal(libc::SIGTERM);
+        let status = self.wait_exit(timeout);
+        assert_eq!(status.code(), Some(0), "{}", self.log());
+    }
+
     /// Waits for the supervisor to exit; panics with its log on timeout.
     pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
         let end = Instant::now() + timeout;
