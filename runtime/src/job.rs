@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 
 /// A job's id: the taskflow uuid, which is also the `listings` hash field.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JobId(pub String);
+pub struct JobId(pub(crate) String);
 
 // A borrowed id (`lease.job()`) compares with an owned one.
 impl PartialEq<JobId> for &JobId {

@@ -420,7 +420,7 @@ pub async fn list_pages_in_claim_order<H: Harness>(h: &H) {
     let page = |offset, limit| board.list(&q, ListFilter::Live, Page { offset, limit });
     let first: Vec<String> = page(0, 2).await.unwrap().into_iter().map(|j| j.id).collect();
     let second: Vec<String> = page(2, 10).await.unwrap().into_iter().map(|j| j.id).collect();
-    let all: Vec<String> = ids.iter().map(|i| i.0.clone()).collect();
+    let all: Vec<String> = ids.iter().map(JobId::to_string).collect();
     assert_eq!(first, all[..2]);
     assert_eq!(second, all[2..]);
     let c = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
@@ -429,7 +429,7 @@ pub async fn list_pages_in_claim_order<H: Harness>(h: &H) {
         .await
         .unwrap();
     assert_eq!(claimed.len(), 1);
-    assert_eq!(claimed[0].id, c.lease.job().0);
+    assert_eq!(claimed[0].id, c.lease.job().as_str());
     assert_eq!(claimed[0].owner.as_deref(), Some("w"));
 }
 
@@ -471,7 +471,7 @@ pub async fn bad_input_is_refused<H: Harness>(h: &H) {
 pub async fn book_travels_with_the_job<H: Harness>(h: &H) {
     let board = h.board().await;
     let q = unique_queue("book");
-    let book_uuid = JobId::random().0;
+    let book_uuid = JobId::random().to_string();
     let with = board
         .post(&q, NewJob::new("flow").book("nightly", &book_uuid))
         .await

@@ -140,7 +140,7 @@ pub async fn ids_in(b: &RedisBoard, q: &str, state: JobState) -> BTreeSet<JobId>
         .await
         .unwrap()
         .into_iter()
-        .map(|j| JobId(j.id))
+        .map(|j| JobId::from(j.id))
         .collect()
 }
 

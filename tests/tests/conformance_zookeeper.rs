@@ -147,7 +147,7 @@ mod zookeeper_only {
         // the limit.
         assert!((2..=4).contains(&all(&board).await.len()));
         board.reap(&q).await.unwrap();
-        let mut newest = vec![ids[2].0.clone(), ids[3].0.clone()];
+        let mut newest = vec![ids[2].to_string(), ids[3].to_string()];
         newest.sort();
         assert_eq!(all(&board).await, newest, "the two newest are kept");
         assert!(board.state(&q, &ids[0]).await.unwrap_err().is_not_found());
@@ -191,7 +191,7 @@ mod zookeeper_only {
             .into_iter()
             .map(|j| j.id)
             .collect();
-        let mut newest: Vec<String> = ids[2..].iter().map(|i| i.0.clone()).collect();
+        let mut newest: Vec<String> = ids[2..].iter().map(|i| i.to_string()).collect();
         let mut kept_sorted = kept.clone();
         newest.sort();
         kept_sorted.sort();

@@ -228,7 +228,10 @@ async fn reader_verdicts_accepted_decode_and_rejected_are_quarantined() {
         .claim(&[&q], "w", Duration::from_secs(60), 100)
         .await
         .unwrap();
-    let claimed_ids: BTreeSet<String> = claimed.iter().map(|c| c.lease.job().0.clone()).collect();
+    let claimed_ids: BTreeSet<String> = claimed
+        .iter()
+        .map(|c| c.lease.job().to_string().clone())
+        .collect();
     assert_eq!(claimed_ids, accepted);
     for c in &claimed {
         board.consume(copy_of(&c.lease)).await.unwrap();

@@ -189,7 +189,7 @@ async fn taskflow_lists_claims_and_consumes_jobs_that_use_jobworker_features() {
         .unwrap()
         .into_iter()
         .filter(|j| j.name == "tick")
-        .map(|j| JobId(j.id))
+        .map(|j| JobId::from(j.id))
         .collect();
     assert_eq!(ticks.len(), 2);
     // A dependency: the child waits, outside the listings.
@@ -214,9 +214,9 @@ async fn taskflow_lists_claims_and_consumes_jobs_that_use_jobworker_features() {
         &tagged, &urgent, &seven, &lowered, &very_low, &delayed, &parent, &unique,
     ]
     .iter()
-    .map(|id| id.0.clone())
+    .map(|id| id.to_string())
     .collect();
-    expected.extend(ticks.iter().map(|id| id.0.clone()));
+    expected.extend(ticks.iter().map(|id| id.to_string()));
 
     // taskflow lists exactly those, rejects none, and cannot see the child.
     let before = listing_ids(&b, &q).await;
@@ -265,7 +265,7 @@ async fn taskflow_lists_claims_and_consumes_jobs_that_use_jobworker_features() {
     b.consume(c.lease).await.unwrap();
     assert_eq!(b.state(&q, &child).await.unwrap(), JobState::Ready);
     expected.remove(parent.as_str());
-    expected.insert(child.0.clone());
+    expected.insert(child.to_string());
     let jobs = taskflow_list(&ns).await;
     assert_eq!(uuids(&jobs), expected, "the released child is listed");
     assert_eq!(by_uuid(&jobs, &child)["name"], "child");
@@ -316,7 +316,7 @@ async fn a_dependency_consumed_by_taskflow_releases_its_dependents() {
     let drained = taskflow_drain(&ns, "tf-worker").await;
     assert_eq!(
         uuids(drained["jobs"].as_array().unwrap()),
-        [parent.0.clone()].into()
+        [parent.to_string()].into()
     );
     assert_eq!(drained["jobs"][0]["consumed"], true, "{drained}");
     b.reap(&q).await.unwrap();

@@ -223,10 +223,10 @@ async fn books_and_whole_details_travel_both_ways() {
     let q = unique_queue("tf-book");
     let ns = format!("interop-{q}");
     let board = board(&q, &ns).await;
-    let book_uuid = JobId::random().0;
+    let book_uuid = JobId::random().to_string();
     let details = r#"{"args": {"n": 1}, "flow_uuid": "f-1", "store": {"x": 2}}"#;
     let posted = taskflow(&ns, &["post", "flow", "NORMAL", details, "nightly", &book_uuid]).await;
-    let tf_id = JobId(posted["uuid"].as_str().unwrap().to_owned());
+    let tf_id = JobId::from(posted["uuid"].as_str().unwrap());
     let shown = board.show(&q, &tf_id).await.unwrap();
     let book = shown.book.clone().expect("taskflow's book is shown");
     assert_eq!(
@@ -245,7 +245,7 @@ async fn books_and_whole_details_travel_both_ways() {
     assert_eq!(whole, serde_json::from_str::<Value>(details).unwrap());
     board.consume(c.lease).await.unwrap();
 
-    let jw_book = JobId::random().0;
+    let jw_book = JobId::random().to_string();
     let id = board
         .post(&q, NewJob::new("report").book("weekly", &jw_book))
         .await

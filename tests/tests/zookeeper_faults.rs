@@ -109,7 +109,7 @@ async fn postings_whose_uuid_cannot_be_a_job_id_are_left_alone() {
         .list(&q, ListFilter::default(), Page::default())
         .await
         .unwrap();
-    let mut ids: Vec<JobId> = listed.into_iter().map(|j| JobId(j.id)).collect();
+    let mut ids: Vec<JobId> = listed.into_iter().map(|j| JobId::from(j.id)).collect();
     ids.sort();
     let mut want = vec![first.clone(), second.clone()];
     want.sort();

@@ -246,7 +246,7 @@ async fn jobworker_posts_taskflow_lists_claims_and_consumes() {
     let release = format!("{}/release-a", s.path.rsplit_once('/').unwrap().0);
     let holder = {
         let hosts = shared_zookeeper().connect_string();
-        let (path, a, release) = (s.path.clone(), a.0.clone(), release.clone());
+        let (path, a, release) = (s.path.clone(), a.to_string(), release.clone());
         tokio::spawn(
             async move { run_python_async(SCRIPT, &[&hosts, &path, "hold", &a, "tf-1", &release]).await },
         )
@@ -433,9 +433,9 @@ async fn jobworker_state_never_breaks_taskflow_iterjobs() {
         .collect();
     seen.sort();
     let mut want = vec![
-        (delayed.0.clone(), "UNCLAIMED".to_owned()),
-        (retried.0.clone(), "UNCLAIMED".to_owned()),
-        (held.0.clone(), "CLAIMED".to_owned()),
+        (delayed.to_string(), "UNCLAIMED".to_owned()),
+        (retried.to_string(), "UNCLAIMED".to_owned()),
+        (held.to_string(), "CLAIMED".to_owned()),
     ];
     want.sort();
     assert_eq!(seen, want, "taskflow lists exactly the live jobs: {jobs:?}");
@@ -508,12 +508,12 @@ async fn workers_are_taskflow_entities() {
 #[tokio::test(flavor = "multi_thread")]
 async fn books_and_whole_details_travel_both_ways() {
     let s = setup("tf-book").await;
-    let book_uuid = JobId::random().0;
+    let book_uuid = JobId::random().to_string();
     let details = r#"{"args": {"n": 1}, "flow_uuid": "f-1", "store": {"x": 2}}"#;
     let posted = s
         .taskflow(&["post", "flow", "NORMAL", details, "nightly", &book_uuid])
         .await;
-    let tf_id = JobId(posted["uuid"].as_str().unwrap().to_owned());
+    let tf_id = JobId::from(posted["uuid"].as_str().unwrap());
     let shown = s.board.show(&s.q, &tf_id).await.unwrap();
     let book = shown.book.clone().expect("taskflow's book is shown");
     assert_eq!(
@@ -532,7 +532,7 @@ async fn books_and_whole_details_travel_both_ways() {
     assert_eq!(whole, serde_json::from_str::<Value>(details).unwrap());
     s.board.consume(c.lease).await.unwrap();
 
-    let jw_book = JobId::random().0;
+    let jw_book = JobId::random().to_string();
     let id = s
         .board
         .post(&s.q, NewJob::new("report").book("weekly", &jw_book))

@@ -162,7 +162,7 @@ async fn jobs_of_a_killed_worker_complete_exactly_once_elsewhere() {
         .unwrap()
         .into_iter()
         .filter(|j| j.owner.as_deref() == Some(owner.as_str()))
-        .map(|j| JobId(j.id))
+        .map(|j| JobId::from(j.id))
         .collect();
     // Killed mid-run: each of its jobs has logged its start.
     wait_until(

@@ -66,7 +66,7 @@ pub async fn check(board: &AnyBoard, queue: &str, ids: &[JobId]) -> jobworker::R
             Err(e) => return Err(e),
         };
         if name == JobState::Completed.as_str() {
-            out.completed_ids.insert(id.0.clone());
+            out.completed_ids.insert(id.to_string());
         } else if out.not_completed.len() < EXAMPLES {
             let reason = board
                 .show(queue, &id)
@@ -74,7 +74,7 @@ pub async fn check(board: &AnyBoard, queue: &str, ids: &[JobId]) -> jobworker::R
                 .ok()
                 .and_then(|info| info.reason)
                 .unwrap_or_default();
-            out.not_completed.push((id.0.clone(), name.clone(), reason));
+            out.not_completed.push((id.to_string(), name.clone(), reason));
         }
         *out.by_state.entry(name).or_default() += 1;
     }
