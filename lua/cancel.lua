@@ -3,17 +3,20 @@
 -- hears of it on <prefix>:cancel:<owner> and stops the handler (a worker
 -- that misses it learns at its next heartbeat, which is refused).
 --
--- include: time, state, history, lease
--- KEYS:  listings ready scheduled leases completed waiting queue tracked.
+-- include: time, state, history, lease, forget
+-- KEYS:  listings ready scheduled leases cancelled waiting queue tags
+--        tracked.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 '1' to cancel jobs that
---        have dependents anyway (the caller cancels those too), then job
---        ids (at most 1000).
+--        have dependents anyway (the caller cancels those too); 5, 6 the
+--        history's count and age (ms), which bound the cancelled jobs kept;
+--        then job ids (at most 1000).
 -- Effects: nothing unless every job can be cancelled. Then per job:
 --        listing, owner, last_modified and index entries deleted; this
 --        queue's dependencies forget it; job hash marked cancelled and
---        kept in the completed history; 'cancelled' event.
+--        kept in the cancelled index (pruned here by the history's count
+--        and age); 'cancelled' event.
 -- Returns: {'ok', ref, …} where each ref ("queue\nid\njob") is a
 --        dependency in another queue that still lists a cancelled job as
 --        its dependent (the caller removes it there) |
@@ -21,7 +24,7 @@
 --        {'has_dependents', id, "queue\nid", …}
 
 local force = ARGV[4] == '1'
-for i = 5, #ARGV do
+for i = 7, #ARGV do
   local id = ARGV[i]
   local state = state_of(id)
   if not state then return {'not_found', id} end
@@ -37,7 +40,7 @@ for i = 5, #ARGV do
 end
 local _, _, now_ms = now()
 local out = {'ok'}
-for i = 5, #ARGV do
+for i = 7, #ARGV do
   local id = ARGV[i]
   local owner = redis.call('GET', owned_key(id))
   -- Its worker stops the handler at once (see RedisBoard::cancels_of).
@@ -58,8 +61,9 @@ for i = 5, #ARGV do
   local job = job_key(id)
   redis.call('HSET', job, 'state', 'cancelled', 'finished', now_ms)
   redis.call('HDEL', job, 'owner', 'posting')
-  redis.call('ZADD', K_COMPLETED, now_ms, id)
+  redis.call('ZADD', K_CANCELLED, now_ms, id)
   record(id, now_ms, 'cancelled')
 end
 lease_freed()
+prune_index(K_CANCELLED, tonumber(ARGV[5]), tonumber(ARGV[6]), now_ms, #ARGV - 6 + 4)
 return out

@@ -38,7 +38,7 @@ local idle = ARGV[7] == '1'
 local s, us, now_ms = now()
 promote(now_ms)
 recover(s, us, now_ms)
-prune_history(tonumber(ARGV[8]), tonumber(ARGV[9]), now_ms, count + 4)
+prune_index(K_COMPLETED, tonumber(ARGV[8]), tonumber(ARGV[9]), now_ms, count + 4)
 prune_trash(tonumber(ARGV[10]), tonumber(ARGV[11]), now_ms, 4)
 local settings = redis.call('HMGET', K_QUEUE, 'paused', 'limit')
 if settings[1] == '1' then count = 0 end

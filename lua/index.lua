@@ -3,7 +3,7 @@
 --
 -- include: time, foreign, ready
 -- KEYS:  listings trash ready scheduled leases completed waiting outbox
---        tracked.
+--        tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 max attempts for these jobs, then triples

@@ -2,8 +2,8 @@
 -- batch: bulk posts cost one call per batch.
 --
 -- include: time, msgpack, posting
--- KEYS:  listings sequence trash ready scheduled leases completed waiting
---        tags failed outbox tracked trashed.
+-- KEYS:  listings sequence trash ready scheduled leases completed cancelled
+--        waiting tags failed outbox tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 notify channel, then per

@@ -4,8 +4,8 @@
 -- them only if that next slot is still the template's (compare and set).
 --
 -- include: time, msgpack, posting
--- KEYS:  listings sequence trash ready scheduled leases completed waiting
---        tags failed recurring outbox tracked trashed.
+-- KEYS:  listings sequence trash ready scheduled leases completed cancelled
+--        waiting tags failed recurring outbox tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 template id, 5 the next

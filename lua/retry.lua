@@ -3,7 +3,7 @@
 -- start again from zero.
 --
 -- include: time, retention, ready, stats, history
--- KEYS:  listings trash ready completed tags failed tracked trashed.
+-- KEYS:  listings trash ready tags failed tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; then job ids (at most 1000).

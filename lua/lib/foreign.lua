@@ -13,6 +13,7 @@ local function listing_vanished(id, now_ms)
   if redis.call('EXISTS', job_key(id)) == 0 then return end
   if redis.call('HEXISTS', K_TRASH, id) == 1 then
     redis.call('HSET', job_key(id), 'state', 'trashed')
+    redis.call('ZADD', K_TRASHED, now_ms, id)
     return
   end
   local released = release_dependents(id, now_ms)

@@ -46,6 +46,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
     end
     forget_job(id)
     redis.call('ZREM', K_COMPLETED, id)
+    redis.call('ZREM', K_CANCELLED, id)
   end
   local run_at = now_ms + tonumber(delay)
   local fields = {'name', name, 'prio', prio, 'seq', seq, 'max', max, 'attempts', 0, 'token', 0, 'posted', now_ms}

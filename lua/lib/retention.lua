@@ -1,16 +1,6 @@
--- lib/retention.lua: what is kept of finished jobs, and dropping it: the
--- completed history, the trash and its failure groups.
--- include: keys, tags
-
--- Deletes everything jobworker keeps about a finished job.
-local function forget_job(id)
-  for _, tag in ipairs(tags_of(id)) do
-    redis.call('ZREM', tag_key(tag), id)
-    if tonumber(redis.call('ZINCRBY', K_TAGS, -1, tag)) <= 0 then redis.call('ZREM', K_TAGS, tag) end
-  end
-  redis.call('ZREM', K_TRACKED, id)
-  redis.call('DEL', job_key(id), history_key(id), deps_key(id), dependents_key(id))
-end
+-- lib/retention.lua: the trash and its failure groups: taking a job out
+-- (retry), purging it, pruning the trash.
+-- include: keys, tags, forget
 
 -- Takes a job out of its failure group and the trash's retention index
 -- (retry and purge).
@@ -36,19 +26,6 @@ local function purge_trashed(id)
   return true
 end
 
--- The oldest members of a retention index (zset member → time) beyond
--- `keep` of them or older than `max_age`: at most `budget` of each.
-local function beyond(index, keep, max_age, now_ms, budget)
-  local old = redis.call('ZRANGEBYSCORE', index, '-inf', now_ms - max_age, 'LIMIT', 0, budget)
-  local excess = redis.call('ZCARD', index) - keep - #old
-  if excess > 0 then
-    for _, id in ipairs(redis.call('ZRANGE', index, #old, #old + math.min(excess, budget) - 1)) do
-      old[#old + 1] = id
-    end
-  end
-  return old
-end
-
 -- Drops trashed jobs beyond the trash's count or age (at most `budget` per
 -- call, oldest first, so the cost stays bounded). Only jobs that are still
 -- trashed go; an index entry of a job that lives again is dropped alone.
@@ -59,14 +36,5 @@ local function prune_trash(keep, max_age, now_ms, budget)
     else
       redis.call('ZREM', K_TRASHED, id)
     end
-  end
-end
-
--- Drops completed jobs beyond the history's count or age (at most
--- `budget` of each per call, so the cost stays bounded).
-local function prune_history(keep, max_age, now_ms, budget)
-  for _, id in ipairs(beyond(K_COMPLETED, keep, max_age, now_ms, budget)) do
-    redis.call('ZREM', K_COMPLETED, id)
-    forget_job(id)
   end
 end

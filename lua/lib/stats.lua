@@ -14,6 +14,19 @@ local function bucket(ms)
   return 'd' .. math.min(math.floor(s / 86400), 7)
 end
 
+-- Minutes kept in the per-minute counts.
+local MINUTES_TTL = 2 * 3600
+
+-- Adds `n` to this minute's count of `kind` ('completed' or 'failed'), in
+-- `NS:jw.minutes.<hour>` (field '<minute of the hour>.<kind>'; the key
+-- expires after two hours): the web app's throughput chart.
+local function count_minute(kind, n, now_ms)
+  local minute = math.floor(now_ms / 60000)
+  local key = NS .. 'jw.minutes.' .. math.floor(minute / 60)
+  redis.call('HINCRBY', key, (minute % 60) .. '.' .. kind, n)
+  redis.call('EXPIRE', key, MINUTES_TTL)
+end
+
 -- Adds durations (ms) to today's `kind` ('wait' or 'run') statistics:
 -- count, mean and Welford's m2 (variance = m2 / count), and histogram.
 local function add_stats(kind, samples, now_ms)
@@ -33,6 +46,7 @@ local function add_stats(kind, samples, now_ms)
   for b, count in pairs(buckets) do redis.call('HINCRBY', key, kind .. '.b.' .. b, count) end
   redis.call('HSET', key, kind .. '.count', n, kind .. '.mean', mean, kind .. '.m2', m2)
   redis.call('EXPIRE', key, STATS_TTL)
+  if kind == 'run' then count_minute('completed', #samples, now_ms) end
 end
 
 -- Counts one `failed` or `retried` in today's statistics.
@@ -40,4 +54,5 @@ local function count_stat(field, now_ms)
   local key = stats_key(now_ms)
   redis.call('HINCRBY', key, field, 1)
   redis.call('EXPIRE', key, STATS_TTL)
+  if field == 'failed' then count_minute('failed', 1, now_ms) end
 end

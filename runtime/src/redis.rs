@@ -14,6 +14,7 @@ mod extend;
 mod failed;
 mod history;
 mod index;
+mod inspect;
 mod keys;
 mod leader;
 mod locate;

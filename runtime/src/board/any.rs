@@ -6,8 +6,9 @@ use std::time::Duration;
 use std::collections::HashMap;
 
 use crate::board::{
-    Admin, Board, CancelStream, ClaimRequest, EventStream, Events, FailureGroup, Maintenance, Presence,
-    QueueCounts, QueueSettings, ReapReport, Recovered, Recovery, SettleResult, WorkerInfo,
+    Admin, Board, CancelStream, ClaimRequest, Dependencies, EventStream, Events, FailureGroup, Inspect,
+    Maintenance, Minute, Presence, QueueCounts, QueueOverview, QueueSettings, ReapReport, Recovered,
+    Recovery, SettleResult, WorkerInfo,
 };
 use crate::error::Result;
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority};
@@ -208,6 +209,18 @@ impl Admin for AnyBoard {
     }
     async fn set_config(&self, key: &str, value: Option<&str>) -> Result<()> {
         dispatch!(self, b => b.set_config(key, value))
+    }
+}
+
+impl Inspect for AnyBoard {
+    async fn overview(&self, queues: &[String]) -> Result<Vec<QueueOverview>> {
+        dispatch!(self, b => Inspect::overview(b, queues))
+    }
+    async fn throughput(&self, queue: &str, minutes: usize) -> Result<Vec<Minute>> {
+        dispatch!(self, b => Inspect::throughput(b, queue, minutes))
+    }
+    async fn dependencies(&self, queue: &str, job: &JobId) -> Result<Dependencies> {
+        dispatch!(self, b => Inspect::dependencies(b, queue, job))
     }
 }
 

@@ -6,7 +6,10 @@ use std::collections::HashMap;
 
 use futures_util::StreamExt;
 
-use crate::board::{Admin, CancelStream, EventStream, Events, FailureGroup, QueueCounts, QueueSettings};
+use crate::board::{
+    Admin, CancelStream, Dependencies, EventStream, Events, FailureGroup, Inspect, Minute, QueueCounts,
+    QueueOverview, QueueSettings,
+};
 use crate::error::Result;
 use crate::job::{JobId, JobState, Page, Priority};
 use crate::recurring::{RecurringInfo, RecurringJob};
@@ -114,5 +117,17 @@ impl Events for RedisBoard {
     }
     async fn cancels_of(&self, owner: &str) -> Result<Option<CancelStream>> {
         Ok(Some(RedisBoard::cancels_of(self, owner).await?.boxed()))
+    }
+}
+
+impl Inspect for RedisBoard {
+    async fn overview(&self, queues: &[String]) -> Result<Vec<QueueOverview>> {
+        RedisBoard::overview(self, queues).await
+    }
+    async fn throughput(&self, queue: &str, minutes: usize) -> Result<Vec<Minute>> {
+        RedisBoard::throughput(self, queue, minutes).await
+    }
+    async fn dependencies(&self, queue: &str, job: &JobId) -> Result<Dependencies> {
+        RedisBoard::dependencies(self, queue, job).await
     }
 }

@@ -172,7 +172,9 @@ impl RedisBoard {
     /// Runs `cancel.lua` on one queue, then removes the cancelled jobs from
     /// their dependencies' sets in other queues.
     pub(crate) async fn cancel_in(&self, keys: &QueueKeys, ids: &[&str], force: bool) -> Result<()> {
-        let mut args = vec![if force { "1" } else { "0" }];
+        let count = self.opts.history_count.to_string();
+        let age = self.opts.history_age.as_millis().to_string();
+        let mut args = vec![if force { "1" } else { "0" }, &count, &age];
         args.extend(ids);
         let reply = scripts::call(&self.conn, &SCRIPTS.cancel, keys, &args).await?;
         match reply.status().as_str() {

@@ -14,7 +14,7 @@ pub struct QueueKeys {
     /// The taskflow namespace (e.g. `jw:{emails}` or `taskflow`).
     pub namespace: String,
     /// `NS:listings`, `NS:sequence`, …: the queue keys of `lua/README.md`.
-    pub keys: [String; 17],
+    pub keys: [String; 18],
     /// The pub/sub channel that announces new work.
     pub notify: String,
     /// Prefix of the event channels (`<prefix>:log`, `<prefix>:ev:<event>`).
@@ -47,6 +47,7 @@ impl QueueKeys {
                 k("jw.outbox"),
                 k("jw.tracked"),
                 k("jw.trashed"),
+                k("jw.cancelled"),
             ],
             notify: k("jw.notify"),
             events: events.to_owned(),
@@ -126,6 +127,11 @@ impl QueueKeys {
     pub fn trashed(&self) -> &str {
         &self.keys[16]
     }
+    /// `NS:jw.cancelled`: zset id → cancel time: the cancelled jobs kept
+    /// (bounded like the completed history).
+    pub fn cancelled(&self) -> &str {
+        &self.keys[17]
+    }
 
     /// `NS:jw.tracked`: tracked job → time tracking began.
     pub fn tracked(&self) -> &str {
@@ -150,6 +156,11 @@ impl QueueKeys {
     /// `NS:jw.deps.<id>`: unmet dependencies (`queue\nid`) of this job.
     pub fn deps(&self, id: &str) -> String {
         format!("{}:jw.deps.{id}", self.namespace)
+    }
+    /// `NS:jw.minutes.<hour>`: jobs completed and failed per minute of an
+    /// hour (hours since the Unix epoch; field `<minute>.<kind>`).
+    pub fn minutes(&self, hour: i64) -> String {
+        format!("{}:jw.minutes.{hour}", self.namespace)
     }
     /// `NS:jw.recur.<id>`: a recurring job's template.
     pub fn recur(&self, id: &str) -> String {

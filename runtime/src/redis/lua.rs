@@ -24,6 +24,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("history", include_str!("../../../lua/lib/history.lua")),
     ("stats", include_str!("../../../lua/lib/stats.lua")),
     ("tags", include_str!("../../../lua/lib/tags.lua")),
+    ("forget", include_str!("../../../lua/lib/forget.lua")),
     ("retention", include_str!("../../../lua/lib/retention.lua")),
     ("failure", include_str!("../../../lua/lib/failure.lua")),
     ("deps", include_str!("../../../lua/lib/deps.lua")),
@@ -37,7 +38,7 @@ pub const MODULES: &[(&str, &str)] = &[
 
 /// The queue keys' names, in the order of `QueueKeys::keys` (and of the
 /// table in `lua/README.md`); a script binds key `name` as `K_<NAME>`.
-pub const KEY_NAMES: [&str; 17] = [
+pub const KEY_NAMES: [&str; 18] = [
     "listings",
     "sequence",
     "trash",
@@ -55,6 +56,7 @@ pub const KEY_NAMES: [&str; 17] = [
     "outbox",
     "tracked",
     "trashed",
+    "cancelled",
 ];
 
 /// Every verb's file of `lua/`: `(name, text)`.
@@ -79,6 +81,7 @@ pub const VERBS: &[(&str, &str)] = &[
     ("tag", include_str!("../../../lua/tag.lua")),
     ("track", include_str!("../../../lua/track.lua")),
     ("recur_spawn", include_str!("../../../lua/recur_spawn.lua")),
+    ("overview", include_str!("../../../lua/overview.lua")),
 ];
 
 /// The text of module `name`, if there is one.

@@ -220,53 +220,6 @@ async fn hash_page(board: &RedisBoard, hash: &str, page: Page) -> Result<Vec<Str
     Ok(fields.into_iter().skip(page.offset).take(page.limit).collect())
 }
 
-/// A page of the history (completed and cancelled jobs, newest first)
-/// holding only jobs in `state`, read in chunks.
-async fn history_page(
-    board: &RedisBoard,
-    keys: &QueueKeys,
-    state: JobState,
-    page: Page,
-) -> Result<Vec<String>> {
-    const CHUNK: usize = 500;
-    let mut skip = page.offset;
-    let mut ids = Vec::new();
-    for start in (0..).step_by(CHUNK) {
-        let chunk: Vec<String> = board
-            .conn
-            .query(
-                redis::cmd("ZRANGE")
-                    .arg(keys.completed())
-                    .arg(start)
-                    .arg(start + CHUNK - 1)
-                    .arg("REV"),
-            )
-            .await?;
-        if chunk.is_empty() {
-            break;
-        }
-        let mut pipe = redis::pipe();
-        for id in &chunk {
-            pipe.hget(keys.job(id), "state");
-        }
-        let states: Vec<Option<String>> = board.conn.query_pipe(&pipe).await?;
-        for (id, s) in chunk.iter().zip(states) {
-            if s.as_deref() != Some(state.as_str()) {
-                continue;
-            }
-            if skip > 0 {
-                skip -= 1;
-            } else if ids.len() < page.limit {
-                ids.push(id.clone());
-            }
-        }
-        if chunk.len() < CHUNK || ids.len() >= page.limit {
-            break;
-        }
-    }
-    Ok(ids)
-}
-
 /// A page of the queue's jobs matching `filter`.
 pub(crate) async fn list(
     board: &RedisBoard,
@@ -290,12 +243,11 @@ pub(crate) async fn list(
         ListFilter::State(JobState::Ready) => zset_page(board, &[keys.ready()], page, false).await?,
         ListFilter::State(JobState::Scheduled) => zset_page(board, &[keys.scheduled()], page, false).await?,
         ListFilter::State(JobState::Claimed) => zset_page(board, &[keys.leases()], page, false).await?,
-        ListFilter::State(JobState::Trashed) => hash_page(board, keys.trash(), page).await?,
+        ListFilter::State(JobState::Trashed) => zset_page(board, &[keys.trashed()], page, true).await?,
         ListFilter::State(JobState::Quarantined) => hash_page(board, keys.quarantine(), page).await?,
         ListFilter::State(JobState::Waiting) => zset_page(board, &[keys.waiting()], page, false).await?,
-        ListFilter::State(state @ (JobState::Completed | JobState::Cancelled)) => {
-            history_page(board, keys, state, page).await?
-        }
+        ListFilter::State(JobState::Completed) => zset_page(board, &[keys.completed()], page, true).await?,
+        ListFilter::State(JobState::Cancelled) => zset_page(board, &[keys.cancelled()], page, true).await?,
     };
     Ok(fetch(board, keys, &ids)
         .await?

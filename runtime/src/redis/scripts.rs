@@ -48,11 +48,12 @@ pub(crate) struct Scripts {
     pub tag: LuaScript,
     pub track: LuaScript,
     pub recur_spawn: LuaScript,
+    pub overview: LuaScript,
 }
 
 impl Scripts {
     /// All scripts, to load them once at connect.
-    pub(super) fn all(&self) -> [&LuaScript; 20] {
+    pub(super) fn all(&self) -> [&LuaScript; 21] {
         [
             &self.post,
             &self.claim,
@@ -74,6 +75,7 @@ impl Scripts {
             &self.tag,
             &self.track,
             &self.recur_spawn,
+            &self.overview,
         ]
     }
 }
@@ -108,6 +110,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     tag: script("tag"),
     track: script("track"),
     recur_spawn: script("recur_spawn"),
+    overview: script("overview"),
 });
 
 /// Loads every script into the server's cache (EVALSHA afterwards). One

@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::board::{
-    unsupported_on_zookeeper as refuse, Admin, CancelStream, EventStream, Events, FailureGroup, Maintenance,
-    Presence, QueueCounts, QueueSettings, Recovered, Recovery, WorkerInfo,
+    unsupported_on_zookeeper as refuse, Admin, CancelStream, Dependencies, EventStream, Events, FailureGroup,
+    Inspect, Maintenance, Minute, Presence, QueueCounts, QueueOverview, QueueSettings, Recovered, Recovery,
+    WorkerInfo,
 };
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState, Page, Priority};
@@ -169,5 +170,18 @@ impl Maintenance for ZooKeeperBoard {
     }
     async fn spawn_recurring(&self, _: &str) -> Result<usize> {
         refuse("recurring jobs")
+    }
+}
+
+impl Inspect for ZooKeeperBoard {
+    async fn overview(&self, queues: &[String]) -> Result<Vec<QueueOverview>> {
+        futures_util::future::try_join_all(queues.iter().map(|q| self.overview_of(q))).await
+    }
+    async fn throughput(&self, _: &str, _: usize) -> Result<Vec<Minute>> {
+        refuse("per-minute throughput")
+    }
+    async fn dependencies(&self, _: &str, _: &JobId) -> Result<Dependencies> {
+        // No dependencies on ZooKeeper: every job has none.
+        Ok(Dependencies::default())
     }
 }

@@ -8,6 +8,7 @@
 //! taskflow itself derives COMPLETE from a missing znode.
 
 mod list;
+mod overview;
 
 use zookeeper_client as zk;
 

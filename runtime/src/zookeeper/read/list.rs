@@ -218,7 +218,7 @@ impl ZooKeeperBoard {
 }
 
 /// The state of a job on the jobs path, from a listing.
-fn live_state(snap: &Snapshot, k: &Known, now_ms: i64) -> JobState {
+pub(super) fn live_state(snap: &Snapshot, k: &Known, now_ms: i64) -> JobState {
     if snap.locked.contains(&k.znode) {
         JobState::Claimed
     } else if snap.scheduled_until(&k.uuid, now_ms).is_some() {

@@ -1,0 +1,62 @@
+//! overview: one queue at a glance on ZooKeeper. The live jobs are counted
+//! from the board's snapshot of the jobs path (what `list` reads), the
+//! finished ones from their paths' children; ZooKeeper keeps no waiting or
+//! cancelled jobs and no queue settings, so those are `None`. Unlike
+//! Redis' O(1) counts, this reads every child name of the queue's paths.
+
+use super::list::live_state;
+use crate::board::{QueueOverview, StateCounts};
+use crate::error::Result;
+use crate::job::JobState;
+use crate::zookeeper::ZooKeeperBoard;
+
+impl ZooKeeperBoard {
+    /// One queue at a glance (see the module docs).
+    pub(crate) async fn overview_of(&self, queue: &str) -> Result<QueueOverview> {
+        let paths = self.paths(queue)?;
+        let (snap, _) = self.snapshot(&paths, false).await?;
+        let known = self.known(&paths, &snap).await?;
+        let now = self.now_ms();
+        let (mut ready, mut scheduled, mut claimed) = (0u64, 0u64, 0u64);
+        let mut oldest_ready_ms: Option<i64> = None;
+        for k in &known {
+            match live_state(&snap, k, now) {
+                JobState::Claimed => claimed += 1,
+                JobState::Scheduled => scheduled += 1,
+                _ => {
+                    ready += 1;
+                    oldest_ready_ms = Some(oldest_ready_ms.map_or(k.ctime_ms, |o| o.min(k.ctime_ms)));
+                }
+            }
+        }
+        let what = format!("cannot count the jobs of queue {queue}");
+        let trashed = self.children(&what, &paths.trash).await?.len() as u64;
+        let quarantined = self
+            .children(&what, &paths.quarantine)
+            .await?
+            .iter()
+            .filter(|n| !n.ends_with(".reason"))
+            .count() as u64;
+        let mut completed = 0u64;
+        for hour in self.children(&what, &paths.history).await? {
+            if let Ok(hour) = hour.parse() {
+                completed += self.children(&what, &paths.history_bucket(hour)).await?.len() as u64;
+            }
+        }
+        Ok(QueueOverview {
+            queue: queue.to_owned(),
+            counts: StateCounts {
+                ready: Some(ready),
+                scheduled: Some(scheduled),
+                waiting: None,
+                claimed: Some(claimed),
+                completed: Some(completed),
+                trashed: Some(trashed),
+                cancelled: None,
+                quarantined: Some(quarantined),
+            },
+            oldest_ready_ms,
+            settings: None,
+        })
+    }
+}
