@@ -64,7 +64,8 @@ async fn execute(cli: &Cli, command: &Command) -> crate::Result<()> {
     if let Command::Bench(a) = command {
         return bench::run(&cli.board, a, cli.json).await;
     }
-    let board = &crate::cli::server::spec(&cli.board)?.connect().await?;
+    let spec = crate::cli::server::spec(&cli.board)?;
+    let board = &spec.connect().await?;
     let json = cli.json;
     match command {
         Command::Workers => workers::run(board, json).await,
@@ -93,6 +94,7 @@ async fn execute(cli: &Cli, command: &Command) -> crate::Result<()> {
         Command::Queues => queues::list(board, json).await,
         Command::Stats(a) => stats::run(board, a, json).await,
         Command::Events(a) => events::run(board, a).await,
+        Command::Web(a) => web::run(&spec, board, a).await,
         Command::History(a) => history::run(board, a, json).await,
         Command::Config(c) => config::run(board, c, json).await,
         // Run by `run` without a board.

@@ -40,6 +40,8 @@ pub mod stats;
 #[cfg(feature = "cli")]
 mod supervisor;
 #[cfg(feature = "cli")]
+mod web;
+#[cfg(feature = "cli")]
 mod worker;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;

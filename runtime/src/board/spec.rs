@@ -50,6 +50,16 @@ impl BoardSpec {
         }
     }
 
+    /// Where the board is, for people to read: the backend and its server,
+    /// never a password (`redis://user:***@host:6379/0`).
+    pub fn describe(&self) -> String {
+        match self {
+            BoardSpec::Redis(o) => format!("Redis {}", without_password(&o.url)),
+            #[cfg(feature = "zookeeper")]
+            BoardSpec::ZooKeeper(o) => format!("ZooKeeper {}", o.connect),
+        }
+    }
+
     /// The backend's name, for messages.
     pub fn backend(&self) -> &'static str {
         match self {
@@ -57,5 +67,36 @@ impl BoardSpec {
             #[cfg(feature = "zookeeper")]
             BoardSpec::ZooKeeper(_) => "ZooKeeper",
         }
+    }
+}
+
+/// A URL with the password of its `user:password@` part replaced by `***`.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => {
+            let user = rest[..at].split_once(':').map_or("", |(u, _)| u);
+            format!("{scheme}://{user}:***@{}", &rest[at + 1..])
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_password;
+
+    #[test]
+    fn a_password_is_never_shown() {
+        assert_eq!(
+            without_password("redis://:s3cret@h:6379/0"),
+            "redis://:***@h:6379/0"
+        );
+        assert_eq!(without_password("rediss://bob:p@ss@h:1"), "rediss://bob:***@h:1");
+        assert_eq!(without_password("redis://h:6379"), "redis://h:6379");
+        assert_eq!(without_password("unix:///run/r.sock"), "unix:///run/r.sock");
     }
 }

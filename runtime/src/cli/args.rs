@@ -21,6 +21,7 @@ use crate::cli::cmd::server::ServerCommand;
 use crate::cli::cmd::settle::SettleArgs;
 use crate::cli::cmd::stats::StatsArgs;
 use crate::cli::cmd::tag::TagCommand;
+use crate::cli::cmd::web::WebArgs;
 use crate::cli::job_args::{JobArgs, QueueArg};
 use crate::cli::server::BoardArgs;
 
@@ -120,6 +121,9 @@ pub enum Command {
     Stats(StatsArgs),
     /// Print events as they happen (one JSON object per line).
     Events(EventsArgs),
+    /// Serve the operators' web app and /metrics (read-only unless started
+    /// with --auth or --token-env).
+    Web(WebArgs),
     /// A job's history.
     History(JobArgs),
     /// Board configuration stored in Redis.

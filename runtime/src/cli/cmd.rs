@@ -25,4 +25,5 @@ pub(crate) mod show;
 pub(crate) mod stats;
 pub(crate) mod tag;
 pub(crate) mod track;
+pub(crate) mod web;
 pub(crate) mod workers;

@@ -1,0 +1,295 @@
+//! `jobworker web` over plain HTTP (the browser tests are in
+//! `web_browser.rs`): security headers, read-only mode, credentials, CSRF
+//! and other sites refused, escaping, no password shown, the live stream
+//! and its end at shutdown, and ZooKeeper's pages.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use common::cli::private_redis;
+use common::web::{csrf_of, WebApp};
+use jobworker::redis::RedisBoard;
+use jobworker::{Board, NewJob};
+use jobworker_tests::{shared_zookeeper, unique_queue, wait_for_blocking};
+
+const TOKEN: &str = "a-test-token-of-32-characters-xx";
+
+fn paused(url: &str, q: &str) -> bool {
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let board = RedisBoard::connect(url).await.unwrap();
+        board.settings(q).await.unwrap().paused
+    })
+}
+
+fn post_job(url: &str, q: &str, args: serde_json::Value) -> String {
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let board = RedisBoard::connect(url).await.unwrap();
+        let job = NewJob::new("scripted").args(&args).unwrap();
+        board.post(q, job).await.unwrap().as_str().to_owned()
+    })
+}
+
+#[test]
+fn every_response_is_locked_down_and_a_read_only_app_refuses_actions() {
+    let redis = private_redis();
+    let q = unique_queue("web-ro");
+    post_job(&redis.url(), &q, serde_json::json!({"action": "ok"}));
+    let app = WebApp::start(&redis.url(), &[], &[]);
+    for path in [
+        "/",
+        &format!("/queues/{q}"),
+        "/failed",
+        "/workers",
+        "/quarantine",
+        "/static/app.js",
+    ] {
+        let r = app.get(path);
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        let csp = &r.headers["content-security-policy"];
+        assert!(
+            csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+            "{path}: {csp}"
+        );
+        assert!(
+            !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+            "{csp}"
+        );
+        assert_eq!(r.headers["x-content-type-options"], "nosniff");
+        assert_eq!(r.headers["x-frame-options"], "DENY");
+    }
+    assert_eq!(app.get("/no/such/page").status, 404);
+    let dash = app.get("/").body;
+    assert!(dash.contains(&q) && dash.contains("read-only"), "{dash}");
+    assert!(
+        !dash.contains("name=\"csrf\""),
+        "a read-only app shows no action forms"
+    );
+    let refused = app.post("/act/queue", &[], &format!("queue={q}&op=pause"));
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("read-only"));
+    assert!(!paused(&redis.url(), &q));
+    app.stop();
+}
+
+#[test]
+fn actions_need_credentials_a_csrf_token_and_the_same_site() {
+    let redis = private_redis();
+    let url = redis.url();
+    let q = unique_queue("web-auth");
+    post_job(&url, &q, serde_json::json!({"action": "ok"}));
+    let app = WebApp::start(
+        &url,
+        &["--auth", "ops:s3cret", "--token-env", "JW_WEB_TOKEN"],
+        &[("JW_WEB_TOKEN", TOKEN)],
+    );
+    let pause = format!("queue={q}&op=pause");
+    // No credentials, wrong ones, or another site: refused, nothing done.
+    assert_eq!(app.post("/act/queue", &[], &pause).status, 401);
+    assert_eq!(
+        app.post(
+            "/act/queue",
+            &[("authorization", "Bearer wrong-token-wrong-token")],
+            &pause
+        )
+        .status,
+        401
+    );
+    assert_eq!(
+        app.post("/act/queue", &[("authorization", "Basic b3BzOm5vcGU=")], &pause)
+            .status,
+        401
+    );
+    let bearer = format!("Bearer {TOKEN}");
+    let evil = app.post(
+        "/act/queue",
+        &[("authorization", &bearer), ("origin", "http://evil.example")],
+        &pause,
+    );
+    assert_eq!(evil.status, 403, "{}", evil.body);
+    assert!(!paused(&url, &q));
+    // A bearer token, or a user and password, act.
+    assert_eq!(
+        app.post("/act/queue", &[("authorization", &bearer)], &pause)
+            .status,
+        303
+    );
+    assert!(paused(&url, &q));
+    // "ops:s3cret"
+    let basic = "Basic b3BzOnMzY3JldA==";
+    assert_eq!(
+        app.post(
+            "/act/queue",
+            &[("authorization", basic)],
+            &format!("queue={q}&op=resume")
+        )
+        .status,
+        303
+    );
+    assert!(!paused(&url, &q));
+    // A browser: signs in with the form, then needs the CSRF token.
+    let login = app.get("/login").body;
+    let csrf = csrf_of(&login);
+    let bad = app.post("/login", &[], &format!("csrf={csrf}&user=ops&password=nope"));
+    assert_eq!(bad.status, 401);
+    let ok = app.post("/login", &[], &format!("csrf={csrf}&user=ops&password=s3cret"));
+    assert_eq!(ok.status, 303, "{}", ok.body);
+    let cookie = ok.headers["set-cookie"].split(';').next().unwrap().to_owned();
+    assert!(
+        ok.headers["set-cookie"].contains("HttpOnly") && ok.headers["set-cookie"].contains("SameSite=Strict")
+    );
+    let no_token = app.post("/act/queue", &[("cookie", &cookie)], &pause);
+    assert_eq!(no_token.status, 403, "{}", no_token.body);
+    assert!(!paused(&url, &q));
+    let with_token = app.post(
+        "/act/queue",
+        &[("cookie", &cookie)],
+        &format!("csrf={csrf}&{pause}"),
+    );
+    assert_eq!(with_token.status, 303);
+    assert!(paused(&url, &q));
+    app.stop();
+}
+
+#[test]
+fn user_values_are_escaped_and_the_password_of_the_board_is_never_shown() {
+    let redis = private_redis();
+    let plain = redis.url();
+    let q = unique_queue("web-esc");
+    let id = post_job(
+        &plain,
+        &q,
+        serde_json::json!({"action": "ok", "note": "<script>alert('x')</script>"}),
+    );
+    let client = redis::Client::open(plain.as_str()).unwrap();
+    let mut con = client.get_connection().unwrap();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg("hunter2-password")
+        .query::<()>(&mut con)
+        .unwrap();
+    let with_password = plain.replacen("redis://", "redis://:hunter2-password@", 1);
+    let app = WebApp::start(&with_password, &[], &[]);
+    let job = app.get(&format!("/queues/{q}/jobs/{id}"));
+    assert_eq!(job.status, 200, "{}", job.body);
+    assert!(job.body.contains("&lt;script&gt;alert("), "{}", job.body);
+    assert!(!job.body.contains("<script>alert("));
+    for path in [
+        "/",
+        &format!("/queues/{q}"),
+        &format!("/queues/{q}/jobs/{id}"),
+        "/metrics",
+    ] {
+        let r = app.get(path);
+        assert!(!r.body.contains("hunter2"), "{path} shows the password");
+    }
+    assert!(app.get("/").body.contains(":***@"));
+    app.stop();
+}
+
+#[test]
+fn the_live_stream_sends_the_board_events_and_ends_at_shutdown() {
+    let redis = private_redis();
+    let url = redis.url();
+    let q = unique_queue("web-live");
+    let app = WebApp::start(&url, &[], &[]);
+    let mut s = TcpStream::connect(&app.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "GET /live?queue={q} HTTP/1.1\r\nhost: {}\r\n\r\n", app.addr).unwrap();
+    let mut lines = BufReader::new(s.try_clone().unwrap()).lines();
+    let status = lines.next().unwrap().unwrap();
+    assert!(status.contains("200"), "{status}");
+    // The subscription may start after the response: post until one of our
+    // posts is seen (each post is an event of this queue).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    wait_for_blocking(
+        "a posted event on the live stream",
+        Duration::from_secs(60),
+        || {
+            let id = post_job(&url, &q, serde_json::json!({"action": "ok"}));
+            while let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
+                seen.push_str(&line);
+                if line.starts_with("data:") && line.contains(&id) && line.contains("\"posted\"") {
+                    return Some(());
+                }
+            }
+            None
+        },
+    );
+    // At shutdown the stream ends and the app exits (a stream left open
+    // would hold the graceful shutdown).
+    app.stop();
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            _ => assert!(std::time::Instant::now() < end, "the live stream did not end"),
+        }
+    }
+}
+
+#[test]
+fn on_zookeeper_the_pages_show_what_the_board_keeps_and_say_what_it_does_not() {
+    let root = format!(
+        "{}/{}",
+        shared_zookeeper().connect_string(),
+        unique_queue("web-zk")
+    );
+    let q = "zkq";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let id = rt.block_on(async {
+        let board =
+            jobworker::zookeeper::ZooKeeperBoard::connect(jobworker::zookeeper::ZooKeeperOptions::new(&root))
+                .await
+                .unwrap();
+        let id = board.post(q, NewJob::new("scripted")).await.unwrap();
+        board.post(q, NewJob::new("scripted")).await.unwrap();
+        id.as_str().to_owned()
+    });
+    let app = WebApp::start_on(&["--zookeeper", &root], &["--queues", q], &[]);
+    let dash = app.get("/");
+    assert_eq!(dash.status, 200, "{}", dash.body);
+    let row = dash
+        .body
+        .split(&format!(">{q}</a>"))
+        .nth(1)
+        .expect("the queue's row")
+        .to_owned();
+    assert!(row.contains(">2</a>"), "two ready jobs counted: {row}");
+    assert!(
+        row.contains("not kept by this backend"),
+        "waiting/cancelled are not kept: {row}"
+    );
+    assert!(
+        dash.body.contains("Not available on this board"),
+        "throughput is not kept on ZooKeeper"
+    );
+    let job = app.get(&format!("/queues/{q}/jobs/{id}"));
+    assert_eq!(job.status, 200, "{}", job.body);
+    assert!(job.body.contains(&id));
+    let queue = app.get(&format!("/queues/{q}"));
+    assert!(
+        queue.body.contains(&id) && queue.body.contains("not available on this board"),
+        "{}",
+        queue.body
+    );
+    let failed = app.get("/failed");
+    assert!(
+        failed.body.contains("Not available on this board"),
+        "{}",
+        failed.body
+    );
+    assert_eq!(app.get("/workers").status, 200);
+    app.stop();
+}
