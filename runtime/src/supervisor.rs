@@ -8,11 +8,16 @@
 //! signal table (`signals.rs`), a slot's lifecycle (`slot.rs`), forking
 //! (`fork.rs`), exits (`exit.rs`), crash recovery (`recovery.rs`), the
 //! crash-loop policy (`respawn.rs`), progress (`progress.rs`, `relay.rs`),
-//! start notices (`started.rs`) and settings (`config.rs`).
+//! start notices (`started.rs`), settings (`config.rs`), its own metrics
+//! (`metrics.rs`, served from the loop by `metrics_http.rs`, with the
+//! workers' jobs in flight from `in_flight.rs`).
 
 mod config;
 mod exit;
 mod fork;
+mod in_flight;
+mod metrics;
+mod metrics_http;
 mod progress;
 mod recovery;
 mod relay;
@@ -24,6 +29,7 @@ mod started;
 mod wait;
 
 pub(crate) use config::SupervisorConfig;
+pub(crate) use in_flight::InFlightReport;
 pub(crate) use respawn::START_FAILURE_LIMIT;
 pub(crate) use run::supervise;
 pub(crate) use signals::worker_signals;

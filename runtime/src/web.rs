@@ -15,6 +15,7 @@
 mod actions;
 mod assets;
 mod auth;
+pub(crate) mod bench;
 mod charts;
 mod fmt;
 mod json_html;

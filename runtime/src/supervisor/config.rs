@@ -1,5 +1,6 @@
 //! Supervisor settings and exit codes.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::board::BoardSpec;
@@ -27,6 +28,8 @@ pub(crate) struct SupervisorConfig {
     pub until_drained: bool,
     /// Show a progress line on stderr.
     pub progress: bool,
+    /// Serve the supervisor's own metrics here (`--metrics-listen`).
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl SupervisorConfig {

@@ -53,8 +53,9 @@ impl Supervisor {
         self.poll_started();
         let how = describe(&status);
         let asked = self.slots[pos].asked(self.shutdown.is_some());
+        let (index, owner) = (self.slots[pos].index, self.slots[pos].owner.clone());
+        self.note_exit(index, asked, &status);
         let slot = &mut self.slots[pos];
-        let (index, owner) = (slot.index, slot.owner.clone());
         slot.pid = None;
         slot.started = None;
         // Whatever the handler started in the worker's process group goes too.

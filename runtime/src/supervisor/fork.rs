@@ -48,6 +48,9 @@ impl Supervisor {
                 let _ = setpgid(child, child);
                 drop(notice);
                 let slot = &mut self.slots[pos];
+                if !slot.owner.is_empty() {
+                    self.metrics.respawned();
+                }
                 slot.pid = Some(child);
                 slot.owner = owner_of(parent, index, child);
                 slot.forked = Instant::now();
@@ -82,6 +85,10 @@ impl Supervisor {
         // inherited; drop them so that the worker's own (tokio) handlers
         // receive the signals, and its exits never wake the supervisor.
         drop(self.wakeups.take());
+        // The metrics listener and its clients are the supervisor's: a
+        // worker that kept them would hold the port after the supervisor
+        // exits.
+        drop(self.http.take());
         // The progress bar is the supervisor's; this worker logs into the
         // relay, which writes above it.
         crate::console::forget();
@@ -98,6 +105,7 @@ impl Supervisor {
         cfg.recover = std::mem::take(&mut self.handoff);
         cfg.slot = index;
         cfg.owner = owner_of(parent, index, getpid());
+        cfg.in_flight = self.in_flight.as_ref().map(|f| f.report(index));
         let started = move || notice.map_or((), StartedWriter::send);
         match run_worker(self.cfg.board.clone(), cfg, self.registry.clone(), started) {
             Ok(exit) => exit.code(),

@@ -23,6 +23,7 @@ impl Supervisor {
                     }
                     Ok(Some(Recovered { back: 0, trashed: 0 })) => {}
                     Ok(Some(Recovered { back, trashed })) => {
+                        self.metrics.recovered(back, trashed);
                         tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
                     }
                     Err(e) => {

@@ -3,9 +3,10 @@
 //! (a respawn, the stop's grace, the progress redraw, a recovery retry),
 //! then does what is due. The wait is in `wait.rs`, signals in
 //! `signals.rs`, slots in `slot.rs`, forking in `fork.rs`, exits in
-//! `exit.rs`, crash recovery in `recovery.rs`.
+//! `exit.rs`, crash recovery in `recovery.rs`, its own metrics in
+//! `metrics.rs` (served by `metrics_http.rs`).
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -14,6 +15,9 @@ use crate::board::BlockingBoard;
 use crate::error::Result;
 use crate::handler::Registry;
 use crate::supervisor::config::*;
+use crate::supervisor::in_flight::InFlight;
+use crate::supervisor::metrics::Metrics;
+use crate::supervisor::metrics_http::MetricsHttp;
 use crate::supervisor::progress::Progress;
 use crate::supervisor::relay::Relay;
 use crate::supervisor::slot::{next_respawn, Slot};
@@ -53,12 +57,20 @@ pub(super) struct Supervisor {
     pub(super) any_started: bool,
     /// The workers' stderr, relayed above the progress bar (when shown).
     pub(super) relay: Option<Relay>,
+    /// Its own metrics (counted whether served or not).
+    pub(super) metrics: Metrics,
+    /// The metrics server (`--metrics-listen`; a forked worker drops it).
+    pub(super) http: Option<MetricsHttp>,
+    /// The workers' counts of jobs in flight (with `--metrics-listen`).
+    pub(super) in_flight: Option<InFlight>,
 }
 
 /// Runs the supervisor until it is told to stop (or the queues drain with
 /// `until_drained`); returns the process exit code.
 pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
     cfg.validate()?;
+    let http = cfg.metrics_listen.map(MetricsHttp::bind).transpose()?;
+    let in_flight = http.as_ref().map(|_| InFlight::new()).transpose()?;
     let mut board = BlockingBoard::connect(&cfg.board)?;
     let wakeups = Wakeups::register()?;
     let progress = if cfg.progress || cfg.until_drained {
@@ -74,6 +86,9 @@ pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32
         "supervisor started (pid {})",
         std::process::id()
     );
+    if let Some(http) = &http {
+        tracing::info!("metrics on http://{}/metrics", http.local_addr()?);
+    }
     let mut sup = Supervisor {
         slots: Vec::new(),
         cfg,
@@ -90,6 +105,9 @@ pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32
         handoff: Vec::new(),
         any_started: false,
         relay: None,
+        metrics: Metrics::new(),
+        http,
+        in_flight,
     };
     if sup.cfg.progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         sup.relay = Some(Relay::new()?);
@@ -118,11 +136,15 @@ impl Supervisor {
             if self.shutdown.is_some() && self.slots.iter().all(|s| s.pid.is_none()) {
                 break;
             }
-            self.on_deadlines(Instant::now());
+            let now = Instant::now();
+            self.serve_metrics(now);
+            self.on_deadlines(now);
             let deadline = self.next_deadline();
             let log = self.relay.as_ref().map(|r| r.read_end().as_fd());
+            let http = self.http.iter().flat_map(MetricsHttp::fds);
+            let fds: Vec<BorrowedFd<'_>> = log.into_iter().chain(http).collect();
             signals = match self.wakeups.as_mut() {
-                Some(w) => w.wait(log, deadline),
+                Some(w) => w.wait(&fds, deadline),
                 None => Vec::new(),
             };
         }
@@ -171,15 +193,17 @@ impl Supervisor {
     }
 
     /// The earliest deadline the supervisor owns; `None` when only a
-    /// signal or a log line can give it work (all workers running, no
-    /// progress shown, nothing to retry).
+    /// signal, a log line or a metrics client can give it work (all
+    /// workers running, no progress shown, nothing to retry, no metrics
+    /// client that is slow to send its request).
     fn next_deadline(&self) -> Option<Instant> {
         let respawn = match self.shutdown {
             Some(_) => None,
             None => next_respawn(&self.slots),
         };
         let progress = self.progress.as_ref().map(|_| self.next_progress);
-        [self.shutdown, respawn, progress, self.retry_recovery]
+        let client = self.http.as_ref().and_then(MetricsHttp::deadline);
+        [self.shutdown, respawn, progress, self.retry_recovery, client]
             .into_iter()
             .flatten()
             .min()

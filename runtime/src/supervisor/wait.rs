@@ -6,7 +6,8 @@
 //! does only async-signal-safe things: it sets the signal's atomic flag,
 //! then `send`s one byte with `MSG_DONTWAIT` on a socket pair (a full
 //! buffer drops the byte, which is fine: the reader is woken all the same).
-//! The loop `poll`s the read end, with the workers' log pipe beside it,
+//! The loop `poll`s the read end, with the workers' log pipe and the
+//! metrics listener and its clients (`metrics_http.rs`) beside it,
 //! for at most the time to its next deadline (a respawn, the stop's grace,
 //! the progress redraw), then drains the bytes and reads the flags.
 //!
@@ -54,16 +55,15 @@ impl Wakeups {
         Ok(Wakeups { delivery })
     }
 
-    /// Blocks until a signal arrives, `also` (the workers' log pipe) has
-    /// something to read, or `deadline` passes (`None`: no deadline);
-    /// returns the signals that arrived, each once, in signal-number
-    /// order (none after a log line or the deadline).
-    pub(super) fn wait(&mut self, also: Option<BorrowedFd<'_>>, deadline: Option<Instant>) -> Vec<Sig> {
+    /// Blocks until a signal arrives, one of `also` (the workers' log
+    /// pipe, the metrics listener and its clients) has something to read,
+    /// or `deadline` passes (`None`: no deadline); returns the signals that
+    /// arrived, each once, in signal-number order (none after a readable
+    /// fd or the deadline).
+    pub(super) fn wait(&mut self, also: &[BorrowedFd<'_>], deadline: Option<Instant>) -> Vec<Sig> {
         let timeout = deadline.map_or(PollTimeout::NONE, |d| timeout_until(d, Instant::now()));
         let mut fds = vec![PollFd::new(self.delivery.get_read().as_fd(), PollFlags::POLLIN)];
-        if let Some(fd) = also {
-            fds.push(PollFd::new(fd, PollFlags::POLLIN));
-        }
+        fds.extend(also.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
         match poll(&mut fds, timeout) {
             // EINTR: a signal came in during the poll; it is read below.
             Ok(_) | Err(Errno::EINTR) => {}
@@ -111,7 +111,7 @@ mod tests {
         let status = std::process::Command::new("true").status().unwrap();
         assert!(status.success());
         // No deadline: only the SIGCHLD (this one, or another test's) ends it.
-        assert_eq!(w.wait(None, None), [Sig::Chld]);
+        assert_eq!(w.wait(&[], None), [Sig::Chld]);
     }
 
     #[test]
@@ -120,7 +120,7 @@ mod tests {
         let (read, mut write) = std::io::pipe().unwrap();
         std::io::Write::write_all(&mut write, b"line\n").unwrap();
         // No deadline: the readable pipe ends it.
-        let got = w.wait(Some(read.as_fd()), None);
+        let got = w.wait(&[read.as_fd()], None);
         assert!(got.iter().all(|s| *s == Sig::Chld), "{got:?}");
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::supervisor::InFlightReport;
 use crate::worker::backoff::Backoff;
 
 /// Default lease length.
@@ -48,6 +49,9 @@ pub(crate) struct WorkerConfig {
     /// Exit once the queues hold no jobs and none runs here (the worker of
     /// `--workers 0 --until-drained`; under a supervisor, it decides).
     pub until_drained: bool,
+    /// Where it tells its supervisor how many jobs it runs (set by a
+    /// supervisor serving its metrics).
+    pub in_flight: Option<InFlightReport>,
 }
 
 impl WorkerConfig {
@@ -67,6 +71,7 @@ impl WorkerConfig {
             chdir: true,
             recover: Vec::new(),
             until_drained: false,
+            in_flight: None,
         }
     }
 

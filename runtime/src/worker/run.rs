@@ -260,6 +260,9 @@ impl Worker {
                 tracing::info!("queues drained");
                 break WorkerExit::Clean;
             }
+            if let Some(report) = self.cfg.in_flight.as_mut() {
+                report.report(self.running.len());
+            }
             let wake = self
                 .wait(&mut signals, &mut inbox, &queues, want_work, claim_failed)
                 .await;

@@ -27,6 +27,16 @@ pub struct BenchArgs {
     /// Skip the claim-cost measurement (100 vs 100,000 queued).
     #[arg(long)]
     pub no_claim_cost: bool,
+    /// Measure the web app instead: its server time on a board of
+    /// --dashboard-jobs jobs over --dashboard-queues queues.
+    #[arg(long)]
+    pub dashboard: bool,
+    /// Jobs on the board of --dashboard.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub dashboard_jobs: usize,
+    /// Queues on the board of --dashboard.
+    #[arg(long, default_value_t = 20)]
+    pub dashboard_queues: usize,
 }
 
 /// `jobworker bench`: on the given Redis, or on a private redis-server
@@ -70,6 +80,16 @@ pub(crate) async fn run(board: &BoardArgs, a: &BenchArgs, json: bool) -> Result<
         return zookeeper(zk, &opts, json, &progress).await;
     }
     let redis = RedisBoard::connect(&url).await?;
+    if a.dashboard {
+        let queues = a.dashboard_queues.max(1);
+        let figures = crate::web::bench::dashboard(&redis, a.dashboard_jobs, queues, &progress).await?;
+        if json {
+            output::json(&output::to_json(&figures)?);
+        } else {
+            figures.print_table();
+        }
+        return Ok(());
+    }
     let figures = crate::bench::run(&redis, &opts, &progress).await?;
     if json {
         output::json(&output::to_json(&figures)?);

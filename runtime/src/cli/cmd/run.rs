@@ -3,6 +3,7 @@
 //! exist before `fork`.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -65,6 +66,12 @@ pub struct RunArgs {
     /// Show a progress bar on stderr.
     #[arg(long)]
     pub progress: bool,
+    /// Serve the supervisor's own metrics (workers, respawns, crashes, jobs
+    /// in flight) at `http://ADDR/metrics` in the Prometheus text format,
+    /// e.g. `127.0.0.1:9100`; a port of 0 picks a free one (logged at
+    /// start).
+    #[arg(long, value_name = "IP:PORT", env = "JOBWORKER_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     /// Also run the bench's handler (set by `jobworker bench` for the
     /// workers it starts; no other binary registers it).
     #[cfg(feature = "bench")]
@@ -129,6 +136,11 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if workers == 0 {
+        if a.metrics_listen.is_some() {
+            return Err(Error::invalid(
+                "--metrics-listen serves the supervisor's metrics: it needs --workers 1 or more",
+            ));
+        }
         let worker = WorkerConfig {
             until_drained: a.until_drained,
             ..worker
@@ -141,6 +153,7 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
         board: spec,
         until_drained: a.until_drained,
         progress: a.progress,
+        metrics_listen: a.metrics_listen,
     };
     supervise(cfg, registry)
 }

@@ -32,6 +32,16 @@ pub(crate) struct QueueQuery {
     msg: Option<String>,
 }
 
+impl QueueQuery {
+    /// The ready jobs from `offset` (the benchmark's pages).
+    pub(crate) fn at(offset: usize) -> QueueQuery {
+        QueueQuery {
+            offset,
+            ..QueueQuery::default()
+        }
+    }
+}
+
 /// `GET /queues`: to the dashboard, which lists them all.
 pub(crate) async fn index() -> Response {
     Redirect::to("/").into_response()
@@ -62,7 +72,8 @@ pub(crate) async fn get(
     }
 }
 
-async fn render(state: &AppState, queue: &str, q: &QueueQuery) -> Result<Markup> {
+/// The queue page's body.
+pub(crate) async fn render(state: &AppState, queue: &str, q: &QueueQuery) -> Result<Markup> {
     let st = match q.state.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => JobState::parse(s)?,
         None => JobState::Ready,
