@@ -33,6 +33,8 @@ pub mod job;
 #[cfg(feature = "embedded")]
 pub mod local;
 pub mod maintenance;
+#[cfg(feature = "web")]
+pub mod metrics;
 pub mod recurring;
 pub mod redis;
 pub mod schedule;

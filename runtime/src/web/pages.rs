@@ -5,6 +5,7 @@ pub(crate) mod dashboard;
 pub(crate) mod failed;
 pub(crate) mod job;
 pub(crate) mod login;
+pub(crate) mod metrics;
 
 pub(crate) mod quarantine;
 pub(crate) mod queue;

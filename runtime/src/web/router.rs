@@ -19,7 +19,7 @@ pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src '
 /// The app's routes (only `/metrics` with `--metrics-only`).
 pub(crate) fn router(state: AppState) -> Router {
     let metrics_only = state.options.metrics_only;
-    let mut app = Router::new();
+    let mut app = Router::new().route("/metrics", get(pages::metrics::get));
     if !metrics_only {
         app = app
             .route("/", get(pages::dashboard::get))
