@@ -10,6 +10,8 @@
 //! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
+//! - [`browser`]: a headless Chromium driven through chromedriver, for
+//!   browser tests.
 //! - [`conformance`]: the board-contract suite every backend runs.
 //! - [`features`]: the setup shared by the Redis feature tests.
 //! - [`shape`]: lines per production file and function, held to limits.
@@ -19,6 +21,7 @@
 //! Nothing here skips a test when a server or tool is missing: it panics
 //! with a message naming the Debian package to install.
 
+pub mod browser;
 pub mod chaos;
 pub mod conformance;
 pub mod features;
