@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::cli::private_redis;
 use common::web::WebApp;
 use common::*;
-use jobworker::board::{Admin, Inspect};
+use jobworker::board::Presence;
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, JobId, JobState, NewJob};
 use jobworker_examples::scripted::Action;
@@ -34,7 +34,11 @@ struct Shop {
 }
 
 async fn claim(board: &RedisBoard, q: &str, id: &JobId) -> jobworker::Lease {
-    board.claim_job(q, id, "test-owner", Some(Duration::from_secs(3600))).await.unwrap().lease
+    board
+        .claim_job(q, id, "test-owner", Some(Duration::from_secs(3600)))
+        .await
+        .unwrap()
+        .lease
 }
 
 /// A queue with a job in every state.
@@ -43,7 +47,10 @@ async fn fill_shop(board: &RedisBoard, q: &str, key: &str) -> Shop {
     let ready = post(board, q, &ok, 3).await;
     let job = |args: &serde_json::Value| NewJob::new("scripted").args(args).unwrap();
     let okv = serde_json::to_value(&ok).unwrap();
-    board.post(q, job(&okv).delay(Duration::from_secs(3600))).await.unwrap();
+    board
+        .post(q, job(&okv).delay(Duration::from_secs(3600)))
+        .await
+        .unwrap();
     board.post(q, job(&okv).depends_on(ready.clone())).await.unwrap();
     let claimed = post(board, q, &ok, 3).await;
     let _held = claim(board, q, &claimed).await;
@@ -51,13 +58,23 @@ async fn fill_shop(board: &RedisBoard, q: &str, key: &str) -> Shop {
     board.consume(claim(board, q, &done).await).await.unwrap();
     let trashed = post(board, q, &ok, 3).await;
     board
-        .trash(claim(board, q, &trashed).await, "ValueError: <b>bad</b> input\n  at step 2")
+        .trash(
+            claim(board, q, &trashed).await,
+            "ValueError: <b>bad</b> input\n  at step 2",
+        )
         .await
         .unwrap();
     let cancelled = post(board, q, &ok, 3).await;
-    board.cancel(q, std::slice::from_ref(&cancelled), false).await.unwrap();
+    board
+        .cancel(q, std::slice::from_ref(&cancelled), false)
+        .await
+        .unwrap();
     let keys = board.keys(q).unwrap();
-    let _: () = board.connection().hset(keys.listings(), "garbage", b"\xc1\xc1".as_slice()).await.unwrap();
+    let _: () = board
+        .connection()
+        .hset(keys.listings(), "garbage", b"\xc1\xc1".as_slice())
+        .await
+        .unwrap();
     board.reap(q).await.unwrap();
     let xss = serde_json::json!({"action": "ok", "note": "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"});
     let xss = board.post(q, job(&xss).tag("<b>tag</b>")).await.unwrap();
@@ -99,7 +116,12 @@ async fn an_operator_works_the_board_from_a_real_browser() {
     let key = "runs";
     let jobs = fill_shop(&board, shop, key).await;
     let group = fill_bulk(&board, bulk, key).await;
-    let mut sup = Supervisor::start_on(&["--redis", &url], run, &["--workers", "1", "--expiry", "30"], None);
+    let mut sup = Supervisor::start_on(
+        &["--redis", &url],
+        run,
+        &["--workers", "1", "--expiry", "30"],
+        None,
+    );
     wait_until("the worker to register", DEADLINE, || async {
         board.live_workers().await.map(|w| !w.is_empty()).unwrap_or(false)
     })
@@ -107,7 +129,7 @@ async fn an_operator_works_the_board_from_a_real_browser() {
     let owner = board.live_workers().await.unwrap()[0].owner.clone();
     let app = WebApp::start(&url, &["--auth", "ops:correct-horse"], &[]);
     let base = app.base();
-    let mut browser = Browser::start().await;
+    let browser = Browser::start().await;
 
     // Every view loads and shows the board.
     browser.goto(&format!("{base}/")).await;
@@ -120,9 +142,13 @@ async fn an_operator_works_the_board_from_a_real_browser() {
     browser.wait_for_text("nav.tabs", "quarantined (1)").await;
     browser.wait_for_text("table.jobs", jobs.ready.as_str()).await;
     browser.screenshot("queue").await;
-    browser.goto(&format!("{base}/queues/{shop}/jobs/{}", jobs.trashed)).await;
+    browser
+        .goto(&format!("{base}/queues/{shop}/jobs/{}", jobs.trashed))
+        .await;
     browser.wait_for_text("#job-state", "trashed").await;
-    browser.wait_for_text(".facts", "ValueError: <b>bad</b> input").await;
+    browser
+        .wait_for_text(".facts", "ValueError: <b>bad</b> input")
+        .await;
     browser.screenshot("job").await;
     browser.goto(&format!("{base}/failed")).await;
     browser.wait_for_text("#failure-groups", bulk).await;
@@ -134,17 +160,31 @@ async fn an_operator_works_the_board_from_a_real_browser() {
     browser.wait_for_text("#quarantine", "garbage").await;
 
     // A job whose arguments and tag hold markup renders them as text.
-    browser.goto(&format!("{base}/queues/{shop}/jobs/{}", jobs.xss)).await;
-    browser.wait_for_text("#job-args", "<script>document.title='pwned'</script>").await;
+    browser
+        .goto(&format!("{base}/queues/{shop}/jobs/{}", jobs.xss))
+        .await;
+    browser
+        .wait_for_text("#job-args", "<script>document.title='pwned'</script>")
+        .await;
     browser.wait_for_text("#job-tags", "<b>tag</b>").await;
     let title = browser.client().title().await.unwrap();
-    assert!(!title.contains("pwned") && title.contains("Job"), "the payload ran: title {title:?}");
-    assert!(browser.page_source().await.contains("&lt;script&gt;document.title"));
+    assert!(
+        !title.contains("pwned") && title.contains("Job"),
+        "the payload ran: title {title:?}"
+    );
+    assert!(browser
+        .page_source()
+        .await
+        .contains("&lt;script&gt;document.title"));
 
     // With auth on, an action without credentials is refused.
-    browser.goto(&format!("{base}/queues/{shop}/jobs/{}", jobs.trashed)).await;
+    browser
+        .goto(&format!("{base}/queues/{shop}/jobs/{}", jobs.trashed))
+        .await;
     browser.click("#job-actions button.primary").await;
-    browser.wait_for_text("body", "refused: actions need credentials").await;
+    browser
+        .wait_for_text("body", "refused: actions need credentials")
+        .await;
     assert_eq!(board.state(shop, &jobs.trashed).await.unwrap(), JobState::Trashed);
 
     // Signed in, retry of a trashed job from its page makes it ready.
@@ -153,21 +193,33 @@ async fn an_operator_works_the_board_from_a_real_browser() {
     browser.fill("#login input[name=password]", "correct-horse").await;
     browser.submit("#login").await;
     browser.wait_for_text(".message", "signed in").await;
-    browser.goto(&format!("{base}/queues/{shop}/jobs/{}", jobs.trashed)).await;
+    browser
+        .goto(&format!("{base}/queues/{shop}/jobs/{}", jobs.trashed))
+        .await;
     browser.click("#job-actions button.primary").await;
     browser.wait_for_text(".message", "retried").await;
     wait_state(&board, shop, &jobs.trashed, JobState::Ready, 30).await;
 
     // Bulk retry of a failed group by filter retries all of it, beyond
     // the first page.
-    browser.goto(&format!("{base}/failed?queue={bulk}&group={group}")).await;
+    browser
+        .goto(&format!("{base}/failed?queue={bulk}&group={group}"))
+        .await;
     browser.wait_for("#next-page, .pager").await;
-    browser.select_by_value("#failed-filter select[name=queue]", bulk).await;
+    browser
+        .select_by_value("#failed-filter select[name=queue]", bulk)
+        .await;
     browser.fill("#failed-filter input[name=group]", &group).await;
     browser.click("#failed-filter button[value=retry]").await;
-    browser.wait_for_text(".message", &format!("retried {BULK} job(s)")).await;
+    browser
+        .wait_for_text(".message", &format!("retried {BULK} job(s)"))
+        .await;
     let counts = board.overview(&[bulk.to_owned()]).await.unwrap().remove(0).counts;
-    assert_eq!((counts.ready, counts.trashed), (Some(BULK as u64), Some(0)), "{counts:?}");
+    assert_eq!(
+        (counts.ready, counts.trashed),
+        (Some(BULK as u64), Some(0)),
+        "{counts:?}"
+    );
 
     // Pause from the queue page stops the running jobworker from taking
     // jobs; resume lets it take them again.
@@ -178,7 +230,11 @@ async fn an_operator_works_the_board_from_a_real_browser() {
     let held_back = post(&board, run, &script(Action::Ok, 0, key), 3).await;
     // Kept: what is tested is that time passes without a claim.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(board.state(run, &held_back).await.unwrap(), JobState::Ready, "a paused queue's job was taken");
+    assert_eq!(
+        board.state(run, &held_back).await.unwrap(),
+        JobState::Ready,
+        "a paused queue's job was taken"
+    );
     browser.click("form[action='/act/queue'] button.primary").await;
     browser.wait_for_text("#queue-state", "running").await;
     wait_state(&board, run, &held_back, JobState::Completed, 60).await;
@@ -198,9 +254,14 @@ async fn an_operator_works_the_board_from_a_real_browser() {
     assert_eq!(ran, 1, "the cancelled job ran {ran} times");
 
     // Live updates: the queue page follows the board without a reload.
-    browser.goto(&format!("{base}/queues/{shop}?state=scheduled")).await;
+    browser
+        .goto(&format!("{base}/queues/{shop}?state=scheduled"))
+        .await;
     browser.wait_for_text("#live-status", "live").await;
-    board.post(shop, NewJob::new("scripted").delay(Duration::from_secs(3600))).await.unwrap();
+    board
+        .post(shop, NewJob::new("scripted").delay(Duration::from_secs(3600)))
+        .await
+        .unwrap();
     browser.wait_for_text("nav.tabs", "scheduled (2)").await;
 
     browser.close().await;

@@ -293,3 +293,75 @@ fn on_zookeeper_the_pages_show_what_the_board_keeps_and_say_what_it_does_not() {
     assert_eq!(app.get("/workers").status, 200);
     app.stop();
 }
+
+/// `/metrics` of the web app, scraped over HTTP and parsed by a Prometheus
+/// text parser, matches the board after a known workload (and needs no
+/// credentials, also with `--metrics-only`, which serves nothing else).
+#[test]
+fn metrics_are_scraped_and_match_the_board() {
+    let redis = private_redis();
+    let url = redis.url();
+    let q = unique_queue("web-metrics");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let board = RedisBoard::connect(&url).await.unwrap();
+        for _ in 0..7 {
+            board.post(&q, NewJob::new("scripted")).await.unwrap();
+        }
+        board
+            .post(&q, NewJob::new("scripted").delay(Duration::from_secs(3600)))
+            .await
+            .unwrap();
+        let claimed = board
+            .claim(&[q.as_str()], "metrics-test", Duration::from_secs(600), 4)
+            .await
+            .unwrap();
+        let mut leases = claimed.into_iter().map(|c| c.lease);
+        board.consume(leases.next().unwrap()).await.unwrap();
+        board.consume(leases.next().unwrap()).await.unwrap();
+        board
+            .trash(leases.next().unwrap(), "fatal: bad input")
+            .await
+            .unwrap();
+        let _held = leases.next().unwrap();
+    });
+    for args in [&["--auth", "ops:pw"][..], &["--metrics-only"][..]] {
+        let app = WebApp::start(&url, args, &[]);
+        let r = app.get("/metrics");
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(
+            r.headers["content-type"].contains("openmetrics-text"),
+            "{:?}",
+            r.headers
+        );
+        let scrape = prometheus_parse::Scrape::parse(r.body.lines().map(|l| Ok(l.to_owned())))
+            .expect("parse /metrics");
+        let value = |metric: &str, labels: &[(&str, &str)]| -> f64 {
+            let found = scrape.samples.iter().find(|s| {
+                s.metric == metric
+                    && s.labels.get("queue") == Some(q.as_str())
+                    && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))
+            });
+            match found.map(|s| &s.value) {
+                Some(
+                    prometheus_parse::Value::Gauge(v)
+                    | prometheus_parse::Value::Counter(v)
+                    | prometheus_parse::Value::Untyped(v),
+                ) => *v,
+                other => panic!("{metric} {labels:?}: {other:?}\n{}", r.body),
+            }
+        };
+        assert_eq!(value("jobworker_jobs", &[("state", "ready")]), 3.0);
+        assert_eq!(value("jobworker_jobs", &[("state", "scheduled")]), 1.0);
+        assert_eq!(value("jobworker_jobs", &[("state", "claimed")]), 1.0);
+        assert_eq!(value("jobworker_jobs", &[("state", "completed")]), 2.0);
+        assert_eq!(value("jobworker_jobs", &[("state", "trashed")]), 1.0);
+        assert_eq!(value("jobworker_jobs_completed_total", &[]), 2.0);
+        assert_eq!(value("jobworker_jobs_failed_total", &[]), 1.0);
+        assert_eq!(value("jobworker_queue_paused", &[]), 0.0);
+        if args == ["--metrics-only"] {
+            assert_eq!(app.get("/").status, 404, "--metrics-only serves only /metrics");
+        }
+        app.stop();
+    }
+}

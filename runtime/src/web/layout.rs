@@ -57,6 +57,7 @@ pub(crate) fn page(state: &AppState, shell: Shell<'_>, body: Markup) -> Response
                         (link(Nav::Quarantine, "/quarantine", "Quarantine"))
                         a href="/metrics" { "Metrics" }
                     }
+                    @if shell.live.is_some() { span #live-status.na title="live updates" {} }
                     span.board title="the board" { (state.options.board_label) }
                     (who(state, shell.proof))
                 }

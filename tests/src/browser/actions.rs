@@ -90,6 +90,17 @@ impl Browser {
         .await
     }
 
+    /// Chooses the option whose value is `value` in the `<select>` matching
+    /// `css`; retries until the select holds it.
+    pub async fn select_by_value(&self, css: &str, value: &str) {
+        self.poll(&format!("select {value:?} in {css}"), async |c| {
+            let select = c.find(Locator::Css(css)).await?;
+            select.select_by_value(value).await?;
+            Ok((select.prop("value").await?.as_deref() == Some(value)).then_some(()))
+        })
+        .await
+    }
+
     /// Submits the form matching `form_css` by clicking its first submit
     /// button (or, when it has none, by calling its `submit()`). Does not
     /// wait for the next page.

@@ -34,11 +34,24 @@
       })
       .catch(function () {});
   }
-  var source = new EventSource(url);
+  // A stream holds one of the browser's few connections to this host
+  // (six over HTTP/1.1): only a visible page keeps one open, and a page
+  // left behind closes its own.
+  var source = null;
   var status = document.getElementById("live-status");
-  source.onopen = function () { if (status) status.textContent = "live"; };
-  source.onerror = function () { if (status) status.textContent = "reconnecting…"; };
-  source.onmessage = function (m) {
+  function open() {
+    if (source) return;
+    source = new EventSource(url);
+    source.onopen = function () { if (status) status.textContent = "live"; };
+    source.onerror = function () { if (status) status.textContent = "reconnecting…"; };
+    source.onmessage = received;
+  }
+  function close() {
+    if (source) source.close();
+    source = null;
+    if (status) status.textContent = "paused";
+  }
+  function received(m) {
     var list = document.getElementById("live-events");
     if (list) {
       var item = document.createElement("li");
@@ -50,5 +63,11 @@
       pending = true;
       setTimeout(refresh, 1000);
     }
-  };
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden") close(); else open();
+  });
+  window.addEventListener("pagehide", close);
+  window.addEventListener("pageshow", function () { if (document.visibilityState !== "hidden") open(); });
+  if (document.visibilityState !== "hidden") open();
 })();

@@ -57,7 +57,7 @@ pub(crate) async fn render(state: &AppState) -> Result<Markup> {
     Ok(html! {
         h1 { "Dashboard" }
         div data-live-part="dashboard" {
-            p { strong { (workers.len()) } " workers alive · " (queues.len()) " queues · server time " (fmt::time(now)) " UTC " span #live-status.na {} }
+            p { strong { (workers.len()) } " workers alive · " (queues.len()) " queues · server time " (fmt::time(now)) " UTC" }
             (counts_table(&overview, now))
             div.grid {
                 div.card { h2 { "Throughput" } (match minutes { Ok(m) => charts::throughput(&m), Err(e) => unsupported(&e) }) }

@@ -68,7 +68,7 @@ async fn render(state: &AppState, queue: &str, id: &JobId) -> Result<Markup> {
             h2 { "History" }
             @match &history { Ok(h) => (timeline(h)), Err(e) => (unsupported(e)) }
         }
-        h2 { "Live events" span #live-status.na {} }
+        h2 { "Live events" }
         ul #live-events {}
     })
 }
