@@ -365,3 +365,56 @@ fn metrics_are_scraped_and_match_the_board() {
         app.stop();
     }
 }
+
+/// A selection (`ids` repeated in the form) is retried or purged, and only
+/// the selected jobs are touched.
+#[test]
+fn a_selection_of_trashed_jobs_is_retried_or_purged() {
+    let redis = private_redis();
+    let url = redis.url();
+    let q = unique_queue("web-select");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ids: Vec<String> = rt.block_on(async {
+        let board = RedisBoard::connect(&url).await.unwrap();
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let id = board.post(&q, NewJob::new("scripted")).await.unwrap();
+            let c = board
+                .claim_job(&q, &id, "w", Some(Duration::from_secs(600)))
+                .await
+                .unwrap();
+            board.trash(c.lease, "boom").await.unwrap();
+            ids.push(id.as_str().to_owned());
+        }
+        ids
+    });
+    let app = WebApp::start(&url, &["--token-env", "JW_WEB_TOKEN"], &[("JW_WEB_TOKEN", TOKEN)]);
+    let bearer = format!("Bearer {TOKEN}");
+    let purge = format!("queue={q}&op=purge&ids={}&ids={}", ids[0], ids[1]);
+    let r = app.post("/act/jobs", &[("authorization", &bearer)], &purge);
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert!(
+        r.headers["location"].contains("purge%3A+2+of+2"),
+        "{:?}",
+        r.headers
+    );
+    let retry = format!("queue={q}&op=retry&ids={}", ids[2]);
+    assert_eq!(
+        app.post("/act/jobs", &[("authorization", &bearer)], &retry)
+            .status,
+        303
+    );
+    rt.block_on(async {
+        let board = RedisBoard::connect(&url).await.unwrap();
+        for id in &ids[..2] {
+            let gone = board.state(&q, &jobworker::JobId::from(id.as_str())).await;
+            assert!(matches!(gone, Err(e) if e.is_not_found()), "{id} purged");
+        }
+        let state = board
+            .state(&q, &jobworker::JobId::from(ids[2].as_str()))
+            .await
+            .unwrap();
+        assert_eq!(state, jobworker::JobState::Ready);
+    });
+    app.stop();
+}

@@ -96,8 +96,8 @@ fn said(result: Result<String>) -> String {
     result.unwrap_or_else(|e| format!("failed: {e}"))
 }
 
-/// `POST /act/job`: one job (op: retry, cancel, trash, priority, track,
-/// untrack, tag, untag).
+/// `POST /act/job`: one job (op: retry, purge, cancel, trash, priority,
+/// track, untrack, tag, untag).
 pub(crate) async fn job(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let form = Form::parse(&body);
     if let Err(refused) = admit(&state, &headers, &form).await {
@@ -114,6 +114,9 @@ async fn job_op(state: &AppState, queue: &str, id: &JobId, op: &str, value: &str
     Ok(match op {
         "retry" => {
             first(b.retry(queue, std::slice::from_ref(id)).await?).map(|()| format!("job {id} retried"))?
+        }
+        "purge" => {
+            first(b.purge(queue, std::slice::from_ref(id)).await?).map(|()| format!("job {id} purged"))?
         }
         "cancel" => {
             let done = b.cancel(queue, std::slice::from_ref(id), false).await?;
@@ -156,8 +159,8 @@ fn first(results: Vec<Result<()>>) -> Result<()> {
     results.into_iter().next().unwrap_or(Ok(()))
 }
 
-/// `POST /act/jobs`: the jobs selected on a page (op: retry, cancel,
-/// trash).
+/// `POST /act/jobs`: the jobs selected on a page (op: retry, purge,
+/// cancel, trash).
 pub(crate) async fn jobs(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let form = Form::parse(&body);
     if let Err(refused) = admit(&state, &headers, &form).await {

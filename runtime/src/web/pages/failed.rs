@@ -116,11 +116,11 @@ async fn group_jobs(state: &AppState, queue: &str, group: &str, offset: usize) -
     let base = format!("/failed?queue={}&group={}", fmt::query(queue), fmt::query(group));
     Ok(html! {
         h2 { "Group " code { (group) } " of queue " (queue) }
-        (jobs_table(state, queue, &jobs))
+        (jobs_table(state, queue, &jobs, &[("retry", "retry", "primary"), ("purge", "purge", "danger")]))
         div.pager {
             @if offset > 0 { a href={(base) "&offset=" (offset.saturating_sub(PAGE))} { "← previous" } }
             span.na { "from entry " (offset + 1) }
-            @if ids.len() == PAGE { a href={(base) "&offset=" (offset + PAGE)} { "next →" } }
+            @if ids.len() == PAGE { a #next-page href={(base) "&offset=" (offset + PAGE)} { "next →" } }
         }
     })
 }

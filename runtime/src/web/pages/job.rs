@@ -177,7 +177,10 @@ fn actions(state: &AppState, j: &JobInfo) -> Markup {
     };
     html! {
         div.bar #job-actions {
-            @if j.state == JobState::Trashed { (action(state, "/act/job", &with("retry"), "retry", "primary")) }
+            @if j.state == JobState::Trashed {
+                (action(state, "/act/job", &with("retry"), "retry", "primary"))
+                (action(state, "/act/job", &with("purge"), "purge", "danger"))
+            }
             @if live { (action(state, "/act/job", &with("cancel"), "cancel", "danger")) }
             @if matches!(j.state, JobState::Ready | JobState::Scheduled) { (action(state, "/act/job", &with("trash"), "trash", "danger")) }
             (action(state, "/act/job", &with("track"), "track", ""))

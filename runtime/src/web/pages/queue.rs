@@ -110,7 +110,7 @@ pub(crate) async fn render(state: &AppState, queue: &str, q: &QueueQuery) -> Res
         @if let (None, Some(name)) = (tag, name) {
             p.na { "Jobs named " code { (name) } " among entries " (q.offset + 1) "–" (next.unwrap_or(q.offset + SCAN)) " of the " (st.as_str()) " listing (a name filter reads at most " (SCAN) " entries per page)." }
         }
-        (jobs_table(state, queue, &jobs))
+        (jobs_table(state, queue, &jobs, QUEUE_OPS))
         (pager(queue, st, name, tag, q.offset, next))
         h2 { "Recurring templates" }
         @match recurring {
@@ -175,8 +175,20 @@ fn filters(queue: &str, st: JobState, name: Option<&str>, tag: Option<&str>) -> 
     }
 }
 
-/// The jobs of a page, with a selection for bulk actions.
-pub(crate) fn jobs_table(state: &AppState, queue: &str, jobs: &[JobInfo]) -> Markup {
+/// What a selection of a queue's jobs can be given: (op, label, class).
+pub(crate) const QUEUE_OPS: &[(&str, &str, &str)] = &[
+    ("retry", "retry", ""),
+    ("cancel", "cancel", "danger"),
+    ("trash", "trash", "danger"),
+];
+
+/// The jobs of a page, with a selection for the bulk actions `ops`.
+pub(crate) fn jobs_table(
+    state: &AppState,
+    queue: &str,
+    jobs: &[JobInfo],
+    ops: &[(&str, &str, &str)],
+) -> Markup {
     let enabled = state.auth.enabled();
     html! {
         form method="post" action="/act/jobs" {
@@ -185,9 +197,9 @@ pub(crate) fn jobs_table(state: &AppState, queue: &str, jobs: &[JobInfo]) -> Mar
                 input type="hidden" name="queue" value=(queue);
                 div.bar {
                     "selected: "
-                    button name="op" value="retry" { "retry" }
-                    button name="op" value="cancel" class="danger" { "cancel" }
-                    button name="op" value="trash" class="danger" { "trash" }
+                    @for (op, label, class) in ops {
+                        button name="op" value=(op) class=(class) { (label) }
+                    }
                 }
             }
             table.jobs {
