@@ -252,7 +252,9 @@ async fn an_operator_works_the_board_from_a_real_browser() {
     let next = post(&board, run, &script(Action::Ok, 0, key), 3).await;
     wait_state(&board, run, &next, JobState::Completed, 90).await;
     let ran = runs(&board, key).await.get(long.as_str()).copied().unwrap_or(0);
-    assert_eq!(ran, 1, "the cancelled job ran {ran} times");
+    // Its handler may not have started when the cancel came (claimed, not
+    // yet counted): at most once, never again.
+    assert!(ran <= 1, "the cancelled job ran {ran} times");
 
     // Live updates: the queue page follows the board without a reload.
     browser
