@@ -78,6 +78,7 @@ async fn record_worker(b: &RedisBoard, queues: &[&String], jobs: Vec<String>) {
         pid: std::process::id(),
         slot: 0,
         queues: queues.iter().map(|q| q.to_string()).collect(),
+        concurrency: 1,
         started_ms: now,
         beat_ms: now,
         ttl_ms: 600_000,

@@ -54,6 +54,7 @@ async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
         pid: std::process::id(),
         slot: 0,
         queues: vec![q.clone()],
+        concurrency: 1,
         started_ms: now,
         beat_ms: now,
         ttl_ms: 600_000,

@@ -23,6 +23,9 @@ pub struct WorkerInfo {
     pub slot: usize,
     /// Queues it serves, in order.
     pub queues: Vec<String>,
+    /// Jobs it runs at once, at most (0 when an older worker did not say).
+    #[serde(default)]
+    pub concurrency: usize,
     /// Start time (ms since the epoch, server clock; set by the first
     /// beat).
     pub started_ms: u64,

@@ -198,6 +198,7 @@ impl Worker {
             pid: std::process::id(),
             slot: cfg.slot,
             queues: cfg.queues.clone(),
+            concurrency: cfg.concurrency,
             started_ms: 0,
             beat_ms: 0,
             ttl_ms: (cfg.beat() * 3).as_millis() as u64,

@@ -1,5 +1,5 @@
-//! `GET /workers`: each live worker process (host, pid, queues, slot,
-//! started, last beat) and the jobs it runs, with how long they have run.
+//! `GET /workers`: each live worker process (host, pid, slot, queues,
+//! concurrency, started, last beat) and the jobs it runs, with how long they have run.
 
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -50,7 +50,7 @@ async fn render(state: &AppState) -> Result<Markup> {
     Ok(html! {
         h1 { "Workers" }
         table #workers data-live-part="workers" {
-            thead { tr { th { "owner" } th { "host" } th.n { "pid" } th.n { "slot" } th { "queues" } th { "started" } th { "last beat" } th { "running jobs" } } }
+            thead { tr { th { "owner" } th { "host" } th.n { "pid" } th.n { "slot" } th { "queues" } th.n { "concurrency" } th { "started" } th { "last beat" } th { "running jobs" } } }
             tbody {
                 @for (w, jobs) in &rows {
                     tr {
@@ -59,12 +59,13 @@ async fn render(state: &AppState) -> Result<Markup> {
                         td.n { (w.pid) }
                         td.n { (w.slot) }
                         td { (w.queues.join(", ")) }
+                        td.n { (w.concurrency) }
                         td { (fmt::time(w.started_ms as i64)) }
                         td { (fmt::age(now - w.beat_ms as i64)) " ago" }
                         td { @for j in jobs { (j) br; } @if jobs.is_empty() { span.na { "idle" } } }
                     }
                 }
-                @if rows.is_empty() { tr { td colspan="8" { "No live workers." } } }
+                @if rows.is_empty() { tr { td colspan="9" { "No live workers." } } }
             }
         }
     })
