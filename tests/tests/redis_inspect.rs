@@ -143,6 +143,7 @@ async fn cancelled_jobs_are_kept_apart_from_completed_ones_and_bounded_like_the_
         let id = b.post(&q, NewJob::new("x")).await.unwrap();
         b.cancel(&q, std::slice::from_ref(&id), false).await.unwrap();
         cancelled.push(id);
+        next_ms(&b).await;
     }
     let listed: Vec<String> = b
         .list(&q, ListFilter::State(JobState::Cancelled), page(10))
@@ -171,9 +172,7 @@ async fn the_trash_pages_newest_first_from_its_retention_index() {
     for id in &ids {
         let c = b.claim_job(&q, id, "w", Some(LONG)).await.unwrap();
         b.trash(c.lease, "boom").await.unwrap();
-        // Each trash gets its own millisecond (the index is ordered by time).
-        let t = b.server_ms().await.unwrap();
-        while b.server_ms().await.unwrap() == t {}
+        next_ms(&b).await;
     }
     let page_of = |offset| {
         let b = b.clone();
@@ -196,4 +195,12 @@ async fn the_trash_pages_newest_first_from_its_retention_index() {
         vec![ids[2].as_str().to_owned(), ids[1].as_str().to_owned()]
     );
     assert_eq!(page_of(2).await, vec![ids[0].as_str().to_owned()]);
+}
+
+/// Waits for the server's clock to pass into the next millisecond, so that
+/// the next entry of a time-ordered index (cancel or trash time) sorts
+/// after the last one rather than tying with it.
+async fn next_ms(b: &RedisBoard) {
+    let t = b.server_ms().await.unwrap();
+    while b.server_ms().await.unwrap() == t {}
 }
