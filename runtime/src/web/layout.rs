@@ -1,11 +1,11 @@
 //! The page shell (navigation, the board, who is signed in, messages) and
 //! the small pieces every page uses: action forms and errors.
 
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::web::auth::Proof;
 use crate::web::state::AppState;
 
@@ -28,11 +28,24 @@ pub(crate) struct Shell<'a> {
     pub live: Option<String>,
     /// A message after an action (`?msg=`).
     pub message: Option<&'a str>,
-    pub proof: Proof,
+}
+
+/// A page's response: `body` in the shell (which says who is signed in),
+/// or the page of the board's error.
+pub(crate) async fn respond(
+    state: &AppState,
+    headers: &HeaderMap,
+    shell: Shell<'_>,
+    body: Result<Markup>,
+) -> Response {
+    match body {
+        Ok(body) => page(state, shell, state.auth.proof(headers).await, body),
+        Err(e) => board_error(&e),
+    }
 }
 
 /// A whole page.
-pub(crate) fn page(state: &AppState, shell: Shell<'_>, body: Markup) -> Response {
+fn page(state: &AppState, shell: Shell<'_>, proof: Proof, body: Markup) -> Response {
     let link = |nav: Nav, href: &str, label: &str| {
         html! { a href=(href) class=[(shell.nav == nav).then_some("on")] { (label) } }
     };
@@ -59,7 +72,7 @@ pub(crate) fn page(state: &AppState, shell: Shell<'_>, body: Markup) -> Response
                     }
                     @if shell.live.is_some() { span #live-status.na title="live updates" {} }
                     span.board title="the board" { (state.options.board_label) }
-                    (who(state, shell.proof))
+                    (who(state, proof))
                 }
                 @if let Some(m) = shell.message {
                     p.message role="status" { (m) }

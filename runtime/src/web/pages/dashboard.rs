@@ -12,7 +12,7 @@ use maud::{html, Markup};
 use crate::board::{Admin, Inspect, Minute, Presence, QueueOverview, STATES};
 use crate::error::Result;
 use crate::stats::Timing;
-use crate::web::layout::{board_error, page, unsupported, Nav, Shell};
+use crate::web::layout::{respond, unsupported, Nav, Shell};
 use crate::web::pages::Message;
 use crate::web::state::AppState;
 use crate::web::{charts, fmt, queues};
@@ -26,20 +26,13 @@ pub(crate) async fn get(
     headers: HeaderMap,
     Query(m): Query<Message>,
 ) -> Response {
-    match render(&state).await {
-        Ok(body) => {
-            let proof = state.auth.proof(&headers).await;
-            let shell = Shell {
-                title: "Dashboard",
-                nav: Nav::Dashboard,
-                live: Some("/live".into()),
-                message: m.msg.as_deref(),
-                proof,
-            };
-            page(&state, shell, body)
-        }
-        Err(e) => board_error(&e),
-    }
+    let shell = Shell {
+        title: "Dashboard",
+        nav: Nav::Dashboard,
+        live: Some("/live".into()),
+        message: m.msg.as_deref(),
+    };
+    respond(&state, &headers, shell, render(&state).await).await
 }
 
 /// The dashboard's body (also what the benchmark times).

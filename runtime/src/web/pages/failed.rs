@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::board::{Admin, FailureGroup};
 use crate::error::Result;
 use crate::job::Page;
-use crate::web::layout::{action, board_error, page, unsupported, Nav, Shell};
+use crate::web::layout::{action, respond, unsupported, Nav, Shell};
 use crate::web::pages::queue::{jobs_table, shown};
 use crate::web::pages::PAGE;
 use crate::web::state::AppState;
@@ -35,20 +35,13 @@ pub(crate) async fn get(
     headers: HeaderMap,
     Query(q): Query<FailedQuery>,
 ) -> Response {
-    let proof = state.auth.proof(&headers).await;
-    match render(&state, &q).await {
-        Ok(body) => {
-            let shell = Shell {
-                title: "Failed",
-                nav: Nav::Failed,
-                live: Some("/live".into()),
-                message: q.msg.as_deref(),
-                proof,
-            };
-            page(&state, shell, body)
-        }
-        Err(e) => board_error(&e),
-    }
+    let shell = Shell {
+        title: "Failed",
+        nav: Nav::Failed,
+        live: Some("/live".into()),
+        message: q.msg.as_deref(),
+    };
+    respond(&state, &headers, shell, render(&state, &q).await).await
 }
 
 async fn render(state: &AppState, q: &FailedQuery) -> Result<Markup> {

@@ -11,7 +11,7 @@ use maud::{html, Markup};
 use crate::board::{Admin, Board, Dependencies, Inspect};
 use crate::error::Result;
 use crate::job::{JobId, JobInfo, JobState};
-use crate::web::layout::{action, board_error, page, unsupported, Nav, Shell};
+use crate::web::layout::{action, respond, unsupported, Nav, Shell};
 use crate::web::pages::Message;
 use crate::web::state::AppState;
 use crate::web::{fmt, json_html};
@@ -23,22 +23,16 @@ pub(crate) async fn get(
     Path((queue, id)): Path<(String, String)>,
     Query(m): Query<Message>,
 ) -> Response {
-    let proof = state.auth.proof(&headers).await;
-    match render(&state, &queue, &JobId::from(id.as_str())).await {
-        Ok(body) => {
-            let title = format!("Job {id}");
-            let live = format!("/live?queue={}&job={}", fmt::query(&queue), fmt::query(&id));
-            let shell = Shell {
-                title: &title,
-                nav: Nav::Queues,
-                live: Some(live),
-                message: m.msg.as_deref(),
-                proof,
-            };
-            page(&state, shell, body)
-        }
-        Err(e) => board_error(&e),
-    }
+    let title = format!("Job {id}");
+    let live = format!("/live?queue={}&job={}", fmt::query(&queue), fmt::query(&id));
+    let shell = Shell {
+        title: &title,
+        nav: Nav::Queues,
+        live: Some(live),
+        message: m.msg.as_deref(),
+    };
+    let body = render(&state, &queue, &JobId::from(id.as_str())).await;
+    respond(&state, &headers, shell, body).await
 }
 
 async fn render(state: &AppState, queue: &str, id: &JobId) -> Result<Markup> {

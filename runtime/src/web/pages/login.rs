@@ -5,7 +5,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use maud::html;
 
-use crate::web::layout::{page, Nav, Shell};
+use crate::web::layout::{respond, Nav, Shell};
 use crate::web::pages::Message;
 use crate::web::state::AppState;
 
@@ -15,7 +15,6 @@ pub(crate) async fn get(
     headers: HeaderMap,
     Query(m): Query<Message>,
 ) -> Response {
-    let proof = state.auth.proof(&headers).await;
     let body = if state.auth.has_password() {
         html! {
             h1 { "Sign in" }
@@ -34,7 +33,6 @@ pub(crate) async fn get(
         nav: Nav::None,
         live: None,
         message: m.msg.as_deref(),
-        proof,
     };
-    page(&state, shell, body)
+    respond(&state, &headers, shell, Ok(body)).await
 }

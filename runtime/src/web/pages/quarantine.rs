@@ -10,7 +10,7 @@ use maud::{html, Markup};
 use crate::board::Board;
 use crate::error::Result;
 use crate::job::{JobState, ListFilter, Page};
-use crate::web::layout::{board_error, page, Nav, Shell};
+use crate::web::layout::{respond, Nav, Shell};
 use crate::web::pages::{Message, PAGE};
 use crate::web::state::AppState;
 use crate::web::{fmt, queues};
@@ -21,20 +21,13 @@ pub(crate) async fn get(
     headers: HeaderMap,
     Query(m): Query<Message>,
 ) -> Response {
-    let proof = state.auth.proof(&headers).await;
-    match render(&state).await {
-        Ok(body) => {
-            let shell = Shell {
-                title: "Quarantine",
-                nav: Nav::Quarantine,
-                live: None,
-                message: m.msg.as_deref(),
-                proof,
-            };
-            page(&state, shell, body)
-        }
-        Err(e) => board_error(&e),
-    }
+    let shell = Shell {
+        title: "Quarantine",
+        nav: Nav::Quarantine,
+        live: None,
+        message: m.msg.as_deref(),
+    };
+    respond(&state, &headers, shell, render(&state).await).await
 }
 
 async fn render(state: &AppState) -> Result<Markup> {

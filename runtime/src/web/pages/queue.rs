@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::board::{Admin, Board, Inspect, QueueOverview, STATES};
 use crate::error::Result;
 use crate::job::{JobId, JobInfo, JobState, ListFilter, Page};
-use crate::web::layout::{action, board_error, page, unsupported, Nav, Shell};
+use crate::web::layout::{action, respond, unsupported, Nav, Shell};
 use crate::web::pages::PAGE;
 use crate::web::state::AppState;
 use crate::web::{fmt, queues};
@@ -54,22 +54,15 @@ pub(crate) async fn get(
     Path(queue): Path<String>,
     Query(q): Query<QueueQuery>,
 ) -> Response {
-    let proof = state.auth.proof(&headers).await;
-    match render(&state, &queue, &q).await {
-        Ok(body) => {
-            let title = format!("Queue {queue}");
-            let live = format!("/live?queue={}", fmt::query(&queue));
-            let shell = Shell {
-                title: &title,
-                nav: Nav::Queues,
-                live: Some(live),
-                message: q.msg.as_deref(),
-                proof,
-            };
-            page(&state, shell, body)
-        }
-        Err(e) => board_error(&e),
-    }
+    let title = format!("Queue {queue}");
+    let live = format!("/live?queue={}", fmt::query(&queue));
+    let shell = Shell {
+        title: &title,
+        nav: Nav::Queues,
+        live: Some(live),
+        message: q.msg.as_deref(),
+    };
+    respond(&state, &headers, shell, render(&state, &queue, &q).await).await
 }
 
 /// The queue page's body.

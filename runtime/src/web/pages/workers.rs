@@ -10,7 +10,7 @@ use crate::board::{Admin, Board, Presence};
 use crate::error::Result;
 use crate::job::JobId;
 use crate::web::fmt;
-use crate::web::layout::{board_error, page, Nav, Shell};
+use crate::web::layout::{respond, Nav, Shell};
 use crate::web::pages::Message;
 use crate::web::state::AppState;
 
@@ -20,20 +20,13 @@ pub(crate) async fn get(
     headers: HeaderMap,
     Query(m): Query<Message>,
 ) -> Response {
-    let proof = state.auth.proof(&headers).await;
-    match render(&state).await {
-        Ok(body) => {
-            let shell = Shell {
-                title: "Workers",
-                nav: Nav::Workers,
-                live: Some("/live".into()),
-                message: m.msg.as_deref(),
-                proof,
-            };
-            page(&state, shell, body)
-        }
-        Err(e) => board_error(&e),
-    }
+    let shell = Shell {
+        title: "Workers",
+        nav: Nav::Workers,
+        live: Some("/live".into()),
+        message: m.msg.as_deref(),
+    };
+    respond(&state, &headers, shell, render(&state).await).await
 }
 
 async fn render(state: &AppState) -> Result<Markup> {
