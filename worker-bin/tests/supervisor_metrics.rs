@@ -91,16 +91,6 @@ impl Metrics {
     }
 }
 
-/// The pids of the supervisor's live workers (its children).
-fn worker_pids(sup: &Supervisor) -> Vec<i32> {
-    let path = format!("/proc/{}/task/{}/children", sup.pid(), sup.pid());
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
 /// The socket inode of the TCP listener on `port` (from /proc/net/tcp).
 fn listener_inode(port: u16) -> String {
     let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
@@ -165,7 +155,7 @@ async fn metrics_count_workers_jobs_in_flight_respawns_and_crashes() {
         holds_socket(sup.pid(), &inode),
         "the supervisor holds its listener"
     );
-    let first = worker_pids(&sup);
+    let first = sup.worker_pids();
     assert_eq!(first.len(), 2, "{first:?}");
     for pid in &first {
         assert!(
@@ -194,7 +184,7 @@ async fn metrics_count_workers_jobs_in_flight_respawns_and_crashes() {
     assert_eq!(m.get("workers"), 2.0);
     assert!(m.get("recovered_leases_total") >= 1.0, "{:?}", m.0);
     assert!(m.get("worker_exits_total{killed}") >= 1.0, "{:?}", m.0);
-    let now = worker_pids(&sup);
+    let now = sup.worker_pids();
     assert!(!now.contains(&first[0]), "{now:?}");
     for pid in &now {
         assert!(

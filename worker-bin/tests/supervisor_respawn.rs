@@ -36,7 +36,7 @@ async fn forty_outside_kills_neither_stop_the_supervisor_nor_lose_a_job() {
             "the supervisor exited after {kills} kills; log:\n{}",
             sup.log()
         );
-        let live = live_worker_pids(&sup);
+        let live = sup.worker_pids();
         if let Some(pid) = live.get(rng as usize % live.len().max(1)) {
             // SAFETY: kill -9 of one of the supervisor's worker processes.
             if unsafe { libc::kill(*pid, libc::SIGKILL) } == 0 {
@@ -49,16 +49,6 @@ async fn forty_outside_kills_neither_stop_the_supervisor_nor_lose_a_job() {
     }
     assert!(sup.alive(), "the supervisor exited; log:\n{}", sup.log());
     sup.stop_cleanly(Duration::from_secs(30));
-}
-
-/// The pids of the supervisor's live workers (its children).
-fn live_worker_pids(sup: &Supervisor) -> Vec<i32> {
-    let path = format!("/proc/{}/task/{}/children", sup.pid(), sup.pid());
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 /// Seen: a worker that exited with status 0 mid-job (a handler calling
@@ -163,12 +153,12 @@ async fn an_idle_supervisor_sleeps_until_something_happens() {
     );
     assert!(used <= 20, "the idle supervisor used {used} clock ticks in 3 s");
     // A worker's exit still wakes it: the slot is forked again at once.
-    let before = live_worker_pids(&sup);
+    let before = sup.worker_pids();
     assert_eq!(before.len(), 2, "{before:?}");
     // SAFETY: kill -9 of one of the supervisor's worker processes.
     assert_eq!(unsafe { libc::kill(before[0], libc::SIGKILL) }, 0);
     wait_until("a replacement worker", Duration::from_secs(20), || async {
-        let now = live_worker_pids(&sup);
+        let now = sup.worker_pids();
         now.len() == 2 && !now.contains(&before[0])
     })
     .await;

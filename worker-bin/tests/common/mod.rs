@@ -107,6 +107,16 @@ impl Supervisor {
         AndLog(self, what)
     }
 
+    /// The pids of its live workers (its children).
+    pub fn worker_pids(&self) -> Vec<i32> {
+        let path = format!("/proc/{}/task/{}/children", self.pid(), self.pid());
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
