@@ -174,6 +174,8 @@ pub(crate) async fn measure(
     let after = counters(board).await?;
     f.redis_cpu_us_per_job = (after.cpu_us - before.cpu_us) / opts.jobs as f64;
     f.commands_per_job = (after.commands - before.commands) / opts.jobs as f64;
+    f.script_calls_per_job = (after.script_calls - before.script_calls) / opts.jobs as f64;
+    f.reads_per_job = (after.reads - before.reads) / opts.jobs as f64;
     f.worker_mem_mib = peak.max(pids.iter().map(|&p| pss_mib(p)).sum());
 
     // Pickup latency with idle workers.

@@ -61,6 +61,12 @@ pub struct Figures {
     pub redis_cpu_us_per_job: f64,
     /// Commands Redis processed per job over bulk post + drain.
     pub commands_per_job: f64,
+    /// Script calls per job over bulk post + drain (a call settles or
+    /// claims a batch: fewer is larger batches).
+    pub script_calls_per_job: f64,
+    /// Socket reads Redis made per job over bulk post + drain (about the
+    /// round trips).
+    pub reads_per_job: f64,
     /// Peak PSS of supervisor + workers during the drain, MiB.
     pub worker_mem_mib: f64,
     /// PSS growth from the drain's first second to its end, percent.
@@ -148,6 +154,11 @@ impl Figures {
                 "redis commands per job",
                 format!("{:>10.2}", self.commands_per_job),
             ),
+            (
+                "script calls per job",
+                format!("{:>10.3}", self.script_calls_per_job),
+            ),
+            ("socket reads per job", format!("{:>10.3}", self.reads_per_job)),
             (
                 "supervisor + workers",
                 format!(

@@ -47,6 +47,11 @@ pub(crate) struct ServerCounters {
     pub commands: f64,
     /// Sum of `usec` over all commands in commandstats.
     pub command_us: f64,
+    /// Script calls (EVALSHA and EVAL) in commandstats.
+    pub script_calls: f64,
+    /// total_reads_processed: reads from client sockets, about one per
+    /// round trip (a pipeline read at once counts once).
+    pub reads: f64,
 }
 
 fn info_field(info: &str, key: &str) -> f64 {
@@ -67,10 +72,24 @@ pub(crate) async fn counters(board: &RedisBoard) -> Result<ServerCounters> {
         })
         .filter_map(|v| v.parse::<f64>().ok())
         .sum();
+    let calls = |cmd: &str| -> f64 {
+        info.lines()
+            .find_map(|l| {
+                l.strip_prefix(cmd)?
+                    .strip_prefix(":calls=")?
+                    .split(',')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0.0)
+    };
     Ok(ServerCounters {
         cpu_us: (info_field(&info, "used_cpu_user") + info_field(&info, "used_cpu_sys")) * 1e6,
         commands: info_field(&info, "total_commands_processed"),
         command_us,
+        script_calls: calls("cmdstat_evalsha") + calls("cmdstat_eval"),
+        reads: info_field(&info, "total_reads_processed"),
     })
 }
 
