@@ -23,6 +23,9 @@ pub(crate) struct WorkerConfig {
     pub queues: Vec<String>,
     /// Jobs run at once.
     pub concurrency: usize,
+    /// Leases held beyond the running jobs (claimed ahead, heartbeated,
+    /// started as slots free up, given back on drain or quiet).
+    pub prefetch: usize,
     /// Lease length; the heartbeat extends every `expiry / 3`.
     pub expiry: Duration,
     /// How long in-flight jobs may finish after TERM/INT.
@@ -60,6 +63,7 @@ impl WorkerConfig {
         WorkerConfig {
             queues,
             concurrency: 1,
+            prefetch: 0,
             expiry: DEFAULT_EXPIRY,
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,
@@ -90,6 +94,13 @@ impl WorkerConfig {
                 self.concurrency
             )));
         }
+        if self.concurrency + self.prefetch > crate::board::MAX_CLAIM_COUNT {
+            return Err(Error::invalid(format!(
+                "concurrency + prefetch must be at most {}, not {}",
+                crate::board::MAX_CLAIM_COUNT,
+                self.concurrency + self.prefetch
+            )));
+        }
         if self.expiry < Duration::from_millis(300) {
             return Err(Error::invalid("--expiry must be at least 0.3 seconds"));
         }
@@ -100,6 +111,13 @@ impl WorkerConfig {
             return Err(Error::invalid("a worker needs an owner string"));
         }
         Ok(())
+    }
+
+    /// The leases claimed ahead when `--prefetch` is not given: a fifth of
+    /// the concurrency (none for a worker running one job at a time, whose
+    /// jobs are usually long).
+    pub(crate) fn default_prefetch(concurrency: usize) -> usize {
+        concurrency / 5
     }
 
     /// How often the heartbeat extends the leases.

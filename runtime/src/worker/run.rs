@@ -1,6 +1,7 @@
 //! The worker loop of one process: claim, launch, wait, settle (see the
 //! child modules for each step).
 
+mod ahead;
 mod claim;
 mod interrupt;
 mod launch;
@@ -9,7 +10,7 @@ mod wake;
 
 use wake::Wake;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -20,7 +21,7 @@ use crate::board::WorkerInfo;
 use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
 use crate::handler::Registry;
-use crate::job::Lease;
+use crate::job::{Claimed, Lease};
 use crate::maintenance::Maintainer;
 use crate::worker::config::WorkerConfig;
 use crate::worker::heartbeat::Heartbeat;
@@ -163,6 +164,11 @@ struct Worker {
     /// The queues' maintenance, when this worker is elected to run it.
     maintenance: Option<Maintainer>,
     running: HashMap<LeaseKey, Running>,
+    /// Jobs claimed ahead of a free slot, in claim order.
+    ahead: VecDeque<Claimed>,
+    /// Moving average of the handlers' run times (none before the first
+    /// job finished): claims ahead only while it is short.
+    run_time: Option<Duration>,
     /// A suspect job runs alone: no claims until it finishes.
     isolated: Option<LeaseKey>,
     /// Finished jobs waiting to be consumed with the next claim.
@@ -208,7 +214,7 @@ impl Worker {
             let _ = lost.send(Event::LeaseLost(key, why));
         })?;
         let maintenance = Maintainer::start(board.clone(), cfg.queues.clone(), cfg.owner.clone());
-        tracing::info!(owner = %cfg.owner, queues = ?cfg.queues, concurrency = cfg.concurrency, sandbox = %sandbox.root().display(), "worker started");
+        tracing::info!(owner = %cfg.owner, queues = ?cfg.queues, concurrency = cfg.concurrency, prefetch = cfg.prefetch, sandbox = %sandbox.root().display(), "worker started");
         Ok(Worker {
             board,
             free_slots: (0..cfg.concurrency).rev().collect(),
@@ -220,6 +226,8 @@ impl Worker {
             heartbeat: Some(heartbeat),
             maintenance: Some(maintenance),
             running: HashMap::new(),
+            ahead: VecDeque::new(),
+            run_time: None,
             isolated: None,
             done: Vec::new(),
             events,
@@ -246,10 +254,7 @@ impl Worker {
             {
                 self.isolated = None;
             }
-            let can_claim = self.mode == Mode::Run
-                && self.isolated.is_none()
-                && self.running.len() < self.cfg.concurrency
-                && !pause;
+            let can_claim = self.mode == Mode::Run && self.isolated.is_none() && self.wants_claim() && !pause;
             let (want_work, claim_failed) = if can_claim {
                 self.claim_step(&queues).await
             } else {
@@ -257,7 +262,7 @@ impl Worker {
             };
             pause = false;
             self.flush_consumes().await;
-            if want_work && self.cfg.until_drained && self.running.is_empty() && self.drained(&queues).await {
+            if want_work && self.cfg.until_drained && self.holding() == 0 && self.drained(&queues).await {
                 tracing::info!("queues drained");
                 break WorkerExit::Clean;
             }
@@ -286,8 +291,10 @@ impl Worker {
                 }
             }
         };
-        // Jobs that finished since the last claim are consumed before exit.
+        // Jobs that finished since the last claim are consumed before exit,
+        // and jobs claimed ahead given back.
         self.flush_consumes().await;
+        self.give_back_ahead("stopped").await;
         if let Some(h) = self.heartbeat.take() {
             h.stop();
         }

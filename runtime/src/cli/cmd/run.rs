@@ -36,6 +36,12 @@ pub struct RunArgs {
     /// Jobs each worker runs at once.
     #[arg(long, short = 'c', default_value_t = 1, env = "JOBWORKER_CONCURRENCY")]
     pub concurrency: usize,
+    /// Jobs each worker claims ahead of its free slots (leases held and
+    /// extended, started as slots free up, given back on drain or quiet):
+    /// claims overlap handlers and come in larger batches. Default: a
+    /// fifth of --concurrency; 0 claims only for free slots.
+    #[arg(long, env = "JOBWORKER_PREFETCH")]
+    pub prefetch: Option<usize>,
     /// Directory holding `jobworker-workers/sandbox-<k>` (kept; two
     /// supervisors cannot share one). Default: a directory of this run's
     /// own, `$XDG_RUNTIME_DIR/jobworker/<name>` (else under the temp dir),
@@ -84,6 +90,9 @@ pub struct RunArgs {
 pub(crate) fn worker_config(a: &RunArgs, stored: &HashMap<String, String>) -> Result<WorkerConfig> {
     let mut cfg = WorkerConfig::new(a.queues.clone(), default_owner());
     cfg.concurrency = a.concurrency;
+    cfg.prefetch = a
+        .prefetch
+        .unwrap_or_else(|| WorkerConfig::default_prefetch(a.concurrency));
     let pick = |flag: Option<f64>, key: &str| -> Result<Option<f64>> {
         match (flag, stored.get(key)) {
             (Some(v), _) => Ok(Some(v)),

@@ -1,11 +1,10 @@
 //! The claim step of the worker loop: consume what finished and claim up
-//! to the free concurrency, in one round trip where the board can, then
-//! launch what was claimed.
+//! to the free concurrency and the prefetch, in one round trip where the
+//! board can, then launch what fits.
 
 use crate::board::{Board, ClaimRequest};
 use crate::error::Result;
 use crate::job::{Claimed, Lease};
-use crate::worker::heartbeat::key_of;
 use crate::worker::job::Finished;
 use crate::worker::run::Worker;
 
@@ -13,17 +12,13 @@ impl Worker {
     /// Claims and launches; returns (more work may be waiting, the claim
     /// failed).
     pub(super) async fn claim_step(&mut self, queues: &[String]) -> (bool, bool) {
-        let free = self.cfg.concurrency - self.running.len();
-        match self.settle_and_claim(queues, free).await {
+        let room = self.claim_room();
+        match self.settle_and_claim(queues, room).await {
             Ok(claimed) => {
-                let mut want_work = claimed.len() < free;
-                for c in claimed {
-                    if c.suspect {
-                        self.isolated = Some(key_of(&c.lease));
-                    }
-                    want_work |= !self.launch(c).await;
-                }
-                (want_work && self.isolated.is_none(), false)
+                let short = claimed.len() < room;
+                self.keep_ahead(claimed);
+                let all_started = self.launch_ahead().await;
+                ((short || !all_started) && self.isolated.is_none(), false)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "claim failed; retrying");
@@ -32,16 +27,15 @@ impl Worker {
         }
     }
 
-    /// Consumes the finished jobs and claims up to `free` more.
-    async fn settle_and_claim(&mut self, queues: &[String], free: usize) -> Result<Vec<Claimed>> {
+    /// Consumes the finished jobs and claims up to `room` more.
+    async fn settle_and_claim(&mut self, queues: &[String], room: usize) -> Result<Vec<Claimed>> {
         let q: Vec<&str> = queues.iter().map(String::as_str).collect();
-        let holding = self.running.len();
         let request = ClaimRequest {
             queues: &q,
             who: &self.cfg.owner,
             expiry: self.cfg.expiry,
-            count: free,
-            holding,
+            count: room,
+            holding: self.holding(),
         };
         if self.done.is_empty() {
             return self.board.claim_with(&request).await;

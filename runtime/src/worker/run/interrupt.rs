@@ -13,6 +13,9 @@ use crate::worker::run::{Mode, Sig, Worker, WorkerExit, STUCK_GRACE};
 impl Worker {
     /// Stops the handler of a job whose lease is over (cancelled, or lost).
     pub(super) fn on_lease_lost(&mut self, key: &LeaseKey, why: Lost) {
+        if self.drop_ahead(key) {
+            return;
+        }
         let Some(job) = self.running.get_mut(key) else {
             return;
         };
@@ -53,6 +56,7 @@ impl Worker {
         if !stuck {
             return None;
         }
+        self.give_back_ahead("worker replaced").await;
         // A handler that does not yield cannot be stopped inside this
         // process: record the outcome, give the rest back, and exit so the
         // supervisor starts a fresh worker.
@@ -91,11 +95,13 @@ impl Worker {
             }
             (Sig::Drain, _) => {
                 tracing::info!(in_flight = self.running.len(), grace = ?self.cfg.grace, "draining");
+                self.give_back_ahead("draining").await;
                 self.mode = Mode::Draining(Instant::now() + self.cfg.grace);
                 None
             }
             (Sig::Quiet, Mode::Run) => {
                 tracing::info!("quiet: not claiming new jobs");
+                self.give_back_ahead("quiet").await;
                 self.mode = Mode::Quiet;
                 None
             }

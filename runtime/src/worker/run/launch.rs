@@ -12,14 +12,16 @@ use crate::worker::job::{panic_text, Interrupt, Outcome, Reporter, Running};
 use crate::worker::run::{Event, Worker};
 
 impl Worker {
-    /// Starts the handler of a claimed job in a free sandbox slot; false
-    /// when it could not start (the job was given back).
+    /// Starts the handler of a claimed job (its lease already heartbeated)
+    /// in a free sandbox slot; false when it could not start (the job was
+    /// given back).
     pub(super) async fn launch(&mut self, c: Claimed) -> bool {
         let key = key_of(&c.lease);
         let (slot, dir) = match self.take_slot(&key) {
             Ok(taken) => taken,
             Err(trouble) => {
                 tracing::error!(job = %c.lease.job(), "{trouble}; giving the job back");
+                self.stop_extending(&key);
                 let _ = self.board.abandon(c.lease, Abandon::Release).await;
                 return false;
             }
@@ -27,9 +29,6 @@ impl Worker {
         let entry = self.registry.get(&c.name).copied();
         let cancel = CancelFlag::default();
         let cx = JobContext::new(&c, dir, cancel.clone(), self.board.clone());
-        if let Some(h) = &self.heartbeat {
-            h.hold(&c.lease);
-        }
         // The handler task reports its own outcome (no watcher task per job).
         let events = self.events.clone();
         let done = key.clone();

@@ -20,6 +20,7 @@ impl Worker {
             let Some(job) = self.running.remove(&key) else {
                 continue;
             };
+            self.note_run_time(job.started.elapsed());
             // Only a handler that really ended leaves its slot quiet: an
             // aborted one may still have a blocking write or a child process
             // at work there, so that slot is emptied again before reuse.
@@ -138,6 +139,7 @@ impl Worker {
     /// Gives every in-flight job back at once (not counted) and stops their
     /// handlers.
     pub(super) async fn release_all(&mut self, why: &str) {
+        self.give_back_ahead(why).await;
         let jobs: Vec<(LeaseKey, Running)> = self.running.drain().collect();
         for (key, mut job) in jobs {
             job.interrupt(Interrupt::Released, STUCK_GRACE);
@@ -151,7 +153,7 @@ impl Worker {
     }
 
     /// The heartbeat stops extending the lease of `key`.
-    fn stop_extending(&self, key: &LeaseKey) {
+    pub(super) fn stop_extending(&self, key: &LeaseKey) {
         if let Some(h) = &self.heartbeat {
             h.release(key);
         }

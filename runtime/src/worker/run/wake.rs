@@ -62,5 +62,6 @@ impl Worker {
             }
         }
         self.finish_batch(done).await;
+        self.launch_ahead().await;
     }
 }
