@@ -8,7 +8,10 @@ Run it with the python of a venv holding taskflow 6.5.0, redis and kazoo
 `taskflow.jobs.backends.fetch` (RedisJobBoard, ZookeeperJobBoard), on a fresh
 namespace (Redis) or path (ZooKeeper) per run, removed afterwards.
 
-1. enqueue one by one: `board.post` N times from one thread.
+1. enqueue one by one: `board.post` N times from one thread, timed over
+   the first min(N, 2000) like `jobworker bench` (taskflow's ZooKeeper
+   post slows down as the board grows: the poster's own ChildrenWatch
+   re-lists every job on each post; 2000 jobs: 82-488/s, 5000: 23/s).
 2. drain: --workers processes (default 2, like jobworker's `--workers 2`),
    each with one board shared by --concurrency threads (default 50, like
    jobworker's `--concurrency 50`). Processes, because one Python process
@@ -17,7 +20,12 @@ namespace (Redis) or path (ZooKeeper) per run, removed afterwards.
    session with one cached listing) instead of one board per claimer. Each
    thread runs taskflow's claim loop: `iterjobs(only_unclaimed=True)`, then
    `claim(job, owner)` (on Redis with a --expiry lease) and `consume(job,
-   owner)`, pass after pass, until the board holds no job. The workers
+   owner)`, pass after pass, until the board holds no job. That is the
+   default --mode conductor (taskflow's NonBlockingConductor shape: one
+   claim loop per process, --concurrency threads consuming); --mode
+   claimers, every thread its own claim loop, is far slower (2 x 50, 1000
+   jobs on Redis: 33 jobs/s against 625), as every claimer walks the same
+   listing in the same order and loses most races. The workers
    connect (and on ZooKeeper load the listing) before the clock starts.
    Pickup latency is not measured: taskflow's boards have no blocking claim
    (Redis `wait` polls HLEN with back-off), so it would measure the poll.
@@ -43,6 +51,9 @@ sys.dont_write_bytecode = True
 
 from taskflow import exceptions as exc
 from taskflow.jobs import backends
+
+
+ENQUEUE_TIMED = 2000  # posts timed, like `jobworker bench`
 
 
 def log(msg):
@@ -230,11 +241,13 @@ def bench(a):
     board = connect(conf, "poster")
     try:
         c0 = redis_counters(board)
+        timed = min(a.jobs, ENQUEUE_TIMED)
         t0 = time.perf_counter()
         for i in range(a.jobs):
             board.post("bench-noop", details={"i": i})
-        enqueue_one = a.jobs / (time.perf_counter() - t0)
-        log(f"enqueue one by one: {enqueue_one:.0f}/s")
+            if i + 1 == timed:
+                enqueue_one = timed / (time.perf_counter() - t0)
+                log(f"enqueue one by one: {enqueue_one:.0f}/s (first {timed})")
         rate, consumed, conflicts = drain(a, conf, board)
         c1 = redis_counters(board)
         log(f"drain: {rate:.0f}/s ({conflicts} lost claim races)")
@@ -252,6 +265,7 @@ def bench(a):
         "mode": a.mode,
         "worker_kind": "processes x threads (one board per process)",
         "enqueue_one_per_s": round(enqueue_one, 1),
+        "enqueue_timed_jobs": timed,
         "drain_per_s": round(rate, 1),
         "lost_claims_per_job": round(conflicts / a.jobs, 2),
     }
