@@ -76,7 +76,7 @@ while n < count and not alone and rounds < 8 do
         local token = tonumber(v[5] or 0) + 1
         redis.call('HSET', job, 'token', token, 'owner', who, 'claimed_at', now_ms, 'claimed_by', who)
         if v[6] then waits[#waits + 1] = math.max(0, now_ms - tonumber(v[6])) end
-        publish(id, now_ms, 'claimed', {worker = who, token = token})
+        if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
         if suspect then
           redis.call('HDEL', job, 'suspect')
           alone = true

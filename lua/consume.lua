@@ -43,7 +43,7 @@ for i = 5, #ARGV - 2, 3 do
     redis.call('DEL', owned_key(id), modified_key(id))
     redis.call('ZREM', K_LEASES, id)
     if v[2] then runs[#runs + 1] = math.max(0, now_ms - tonumber(v[2])) end
-    publish(id, now_ms, 'consumed', {worker = who})
+    if heard(id) then publish(id, now_ms, 'consumed', {worker = who}) end
     if v[3] then released = released + release_dependents(id, now_ms) end
     if keep > 0 then
       redis.call('HSET', job, 'state', 'completed', 'finished', now_ms)

@@ -13,7 +13,8 @@
 --        for history after the posting is gone), extras
 --        (JSON or ''): tags, track, unique {key, ttl}, deps
 --        ["queue\nid", …]. At most 1000 jobs.
--- Effects per job (lib/posting.lua's post_job): INCR sequence; listings id = head
+-- Effects: one INCRBY sequence by the batch's size; per job
+--        (lib/posting.lua's post_job): listings id = head
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
 --        unless the job waits for dependencies (then the posting is kept in
 --        the job hash until they are met); job hash; ready, scheduled or
@@ -31,10 +32,15 @@ local created = oslo_datetime(s, us)
 local was_empty = redis.call('ZCARD', K_READY) == 0
 local wake = false
 local out = {'ok'}
+-- One INCRBY takes the batch's sequence numbers (a job refused leaves a
+-- gap: taskflow only orders by them).
+local n = math.floor((#ARGV - 4) / 8)
+local seq = n > 0 and redis.call('INCRBY', K_SEQUENCE, n) - n or 0
 for i = 5, #ARGV - 7, 8 do
   local extra = ARGV[i + 7] ~= '' and cjson.decode(ARGV[i + 7]) or nil
+  seq = seq + 1
   local status, value = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-    ARGV[i + 6], extra, created, now_ms)
+    ARGV[i + 6], extra, created, now_ms, seq)
   wake = wake or status == 'scheduled' or (status == 'ready' and was_empty)
   out[#out + 1] = status
   out[#out + 1] = value

@@ -31,15 +31,22 @@ end
 -- listening; in Redis Cluster, subscribers must be on the queue's node.)
 local listening = nil
 
--- Publishes an event (`msg`, or built from the rest when nil): on the log
--- channel, and on the event's own channel when the job is tracked.
-local function publish(id, now_ms, event, fields, msg)
+-- Whether anyone listens or the job is tracked: an event about job `id`
+-- would be sent. The hot paths ask before they build an event's fields,
+-- so that a job nobody watches costs no table.
+local function heard(id)
   if listening == nil then
     listening = redis.call('PUBSUB', 'NUMPAT') > 0 or redis.call('PUBSUB', 'NUMSUB', EVENTS .. ':log')[2] > 0
   end
   if any_tracked == nil then any_tracked = redis.call('ZCARD', K_TRACKED) > 0 end
+  return listening or (any_tracked and redis.call('ZSCORE', K_TRACKED, id) ~= false)
+end
+
+-- Publishes an event (`msg`, or built from the rest when nil): on the log
+-- channel, and on the event's own channel when the job is tracked.
+local function publish(id, now_ms, event, fields, msg)
+  if not heard(id) then return end
   local tracked = any_tracked and redis.call('ZSCORE', K_TRACKED, id)
-  if not listening and not tracked then return end
   msg = msg or event_json(id, now_ms, event, fields)
   if listening then redis.call('PUBLISH', EVENTS .. ':log', msg) end
   if tracked then redis.call('PUBLISH', EVENTS .. ':ev:' .. event, msg) end

@@ -4,35 +4,43 @@
 -- Whether the queue has waiting jobs, read once per script.
 local any_waiting = nil
 
+-- The absent extras (one table per call, not one per job).
+local NONE = {}
+
 -- Posts one job. `extra` (decoded JSON or nil) may carry tags, track,
 -- unique = {key, ttl}, and deps = {"queue\nid", …}. Returns the status
 -- ('ready' | 'scheduled' | 'waiting' | 'exists' | 'duplicate' |
 -- 'bad_dependency') and a value (sequence, existing id or the bad
--- dependency). A job without dependencies costs taskflow's INCR and
--- HSETNX (which is also the existence check) plus the index and history.
-local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms)
+-- dependency). A job without dependencies costs taskflow's HSETNX (which
+-- is also the existence check) plus the index and history, and taskflow's
+-- INCR of the sequence unless the caller took its `seq` with a batch's.
+local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq)
   if any_waiting == nil then any_waiting = redis.call('ZCARD', K_WAITING) > 0 end
   if any_waiting and redis.call('ZSCORE', K_WAITING, id) then return 'exists', 0 end
-  extra = extra or {}
+  extra = extra or NONE
   local unique = extra.unique
   if unique then
     local holder = redis.call('GET', NS .. 'jw.unique.' .. unique.key)
     if holder and holder ~= id and state_of(holder) then return 'duplicate', holder end
   end
-  local pending = {}
-  for _, ref in ipairs(extra.deps or {}) do
+  local pending = nil
+  for _, ref in ipairs(extra.deps or NONE) do
     local q, dep = ref:match('^(.-)\n(.*)$')
     if q == QUEUE then
       local state = state_of(dep)
       if not state or state == 'cancelled' then return 'bad_dependency', dep end
-      if state ~= 'completed' then pending[#pending + 1] = ref end
+      if state ~= 'completed' then
+        pending = pending or {}
+        pending[#pending + 1] = ref
+      end
     else
+      pending = pending or {}
       pending[#pending + 1] = ref
     end
   end
-  local waits = #pending > 0
+  local waits = pending ~= nil
   if waits and redis.call('HEXISTS', K_LISTINGS, id) == 1 then return 'exists', 0 end
-  local seq = redis.call('INCR', K_SEQUENCE)
+  seq = seq or redis.call('INCR', K_SEQUENCE)
   local posting = head .. created .. tail .. mp_uint(seq)
   if not waits and redis.call('HSETNX', K_LISTINGS, id, posting) == 0 then return 'exists', 0 end
   if unique then redis.call('SET', NS .. 'jw.unique.' .. unique.key, id, 'PX', unique.ttl) end
@@ -84,7 +92,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
     redis.call('ZADD', K_TRACKED, now_ms, id)
     any_tracked = true
   end
-  publish(id, now_ms, 'posted', {name = name})
+  if heard(id) then publish(id, now_ms, 'posted', {name = name}) end
   if status == 'waiting' then
     redis.call('ZADD', K_WAITING, now_ms, id)
     any_waiting = true
