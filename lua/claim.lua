@@ -15,7 +15,8 @@
 -- Effects per claimed job: SET NS:<id>.owned owner PX expiry NX (the NX is
 --        the check that nobody, e.g. taskflow, holds it), SET
 --        NS:<id>.last_modified = datetime(TIME), fencing token + 1, lease
---        index. Index entries whose listing is gone (consumed by taskflow)
+--        index (the postings read, the last_modified keys and the lease
+--        index written with one call per round of the batch). Index entries whose listing is gone (consumed by taskflow)
 --        are dropped; jobs claimed by taskflow are parked in the lease index.
 --        Suspects (jobs that were in a worker that died holding several) are
 --        handed out alone, to an idle claimer, as the only job of the claim;
@@ -56,10 +57,16 @@ while n < count and not alone and rounds < 8 do
   rounds = rounds + 1
   local popped = redis.call('ZPOPMIN', K_READY, count - n)
   if #popped == 0 then break end
+  -- One call per round for what its jobs share: the postings read, the
+  -- last_modified keys and the lease index written.
+  local ids = {}
+  for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
+  local postings = redis.call('HMGET', K_LISTINGS, unpack(ids))
+  local stamps, leases = {}, {}
   for i = 1, #popped, 2 do
     local id = popped[i]
     local job = job_key(id)
-    local posting = redis.call('HGET', K_LISTINGS, id)
+    local posting = postings[(i + 1) / 2]
     if not posting then
       listing_vanished(id, now_ms)
     else
@@ -72,7 +79,8 @@ while n < count and not alone and rounds < 8 do
         park_foreign(id, now_ms)
       else
         modified = modified or oslo_datetime(s, us)
-        redis.call('SET', modified_key(id), modified)
+        stamps[#stamps + 1] = modified_key(id)
+        stamps[#stamps + 1] = modified
         local token = tonumber(v[5] or 0) + 1
         redis.call('HSET', job, 'token', token, 'owner', who, 'claimed_at', now_ms, 'claimed_by', who)
         if v[6] then waits[#waits + 1] = math.max(0, now_ms - tonumber(v[6])) end
@@ -81,7 +89,8 @@ while n < count and not alone and rounds < 8 do
           redis.call('HDEL', job, 'suspect')
           alone = true
         end
-        redis.call('ZADD', K_LEASES, now_ms + expiry_ms, id)
+        leases[#leases + 1] = now_ms + expiry_ms
+        leases[#leases + 1] = id
         n = n + 1
         out[#out + 1] = id
         out[#out + 1] = posting
@@ -92,6 +101,10 @@ while n < count and not alone and rounds < 8 do
         out[#out + 1] = suspect and 1 or 0
       end
     end
+  end
+  if #stamps > 0 then
+    redis.call('MSET', unpack(stamps))
+    redis.call('ZADD', K_LEASES, unpack(leases))
   end
 end
 for i = 1, #skipped, 2 do redis.call('ZADD', K_READY, skipped[i], skipped[i + 1]) end

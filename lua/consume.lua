@@ -24,12 +24,19 @@ local _, _, now_ms = now()
 local out = {'ok'}
 local runs = {}
 local released = 0
+-- One call per batch for what its jobs share: the owner keys read; the
+-- owner and last_modified keys deleted, the lease index and the history
+-- written.
+local owned = {}
+for i = 5, #ARGV - 2, 3 do owned[#owned + 1] = owned_key(ARGV[i]) end
+local owners = #owned > 0 and redis.call('MGET', unpack(owned)) or {}
+local gone, done = {}, {}
 for i = 5, #ARGV - 2, 3 do
   local id, who, token = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local job = job_key(id)
   local v = redis.call('HMGET', job, 'token', 'claimed_at', 'dependents')
   local refused = nil
-  local owner = redis.call('GET', owned_key(id))
+  local owner = owners[(i - 2) / 3]
   if owner ~= who or (token ~= '0' and v[1] ~= token) then
     refused = {'not_owner', owner or ''}
     if redis.call('HEXISTS', K_LISTINGS, id) == 0 then refused = unlisted(id) end
@@ -40,19 +47,31 @@ for i = 5, #ARGV - 2, 3 do
     out[#out + 1] = refused[1]
     out[#out + 1] = refused[2] or ''
   else
-    redis.call('DEL', owned_key(id), modified_key(id))
-    redis.call('ZREM', K_LEASES, id)
+    gone[#gone + 1] = owned_key(id)
+    gone[#gone + 1] = modified_key(id)
+    done[#done + 1] = id
     if v[2] then runs[#runs + 1] = math.max(0, now_ms - tonumber(v[2])) end
     if heard(id) then publish(id, now_ms, 'consumed', {worker = who}) end
     if v[3] then released = released + release_dependents(id, now_ms) end
     if keep > 0 then
       redis.call('HSET', job, 'state', 'completed', 'finished', now_ms)
-      redis.call('ZADD', K_COMPLETED, now_ms, id)
     else
       forget_job(id)
     end
     out[#out + 1] = 'ok'
     out[#out + 1] = ''
+  end
+end
+if #done > 0 then
+  redis.call('DEL', unpack(gone))
+  redis.call('ZREM', K_LEASES, unpack(done))
+  if keep > 0 then
+    local history = {}
+    for _, id in ipairs(done) do
+      history[#history + 1] = now_ms
+      history[#history + 1] = id
+    end
+    redis.call('ZADD', K_COMPLETED, unpack(history))
   end
 end
 add_stats('run', runs, now_ms)
