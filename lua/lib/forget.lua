@@ -2,14 +2,32 @@
 -- indexes (completed, cancelled) that keep them for a while.
 -- include: keys, tags
 
+-- Deletes everything jobworker keeps about finished jobs: their tags
+-- (read only while the queue has tagged jobs), then their keys with one
+-- DEL and their tracking with one ZREM.
+local function forget_jobs(ids)
+  if #ids == 0 then return end
+  local tagged = redis.call('ZCARD', K_TAGS) > 0
+  local keys = {}
+  for _, id in ipairs(ids) do
+    if tagged then
+      for _, tag in ipairs(tags_of(id)) do
+        redis.call('ZREM', tag_key(tag), id)
+        if tonumber(redis.call('ZINCRBY', K_TAGS, -1, tag)) <= 0 then redis.call('ZREM', K_TAGS, tag) end
+      end
+    end
+    keys[#keys + 1] = job_key(id)
+    keys[#keys + 1] = history_key(id)
+    keys[#keys + 1] = deps_key(id)
+    keys[#keys + 1] = dependents_key(id)
+  end
+  redis.call('ZREM', K_TRACKED, unpack(ids))
+  redis.call('DEL', unpack(keys))
+end
+
 -- Deletes everything jobworker keeps about a finished job.
 local function forget_job(id)
-  for _, tag in ipairs(tags_of(id)) do
-    redis.call('ZREM', tag_key(tag), id)
-    if tonumber(redis.call('ZINCRBY', K_TAGS, -1, tag)) <= 0 then redis.call('ZREM', K_TAGS, tag) end
-  end
-  redis.call('ZREM', K_TRACKED, id)
-  redis.call('DEL', job_key(id), history_key(id), deps_key(id), dependents_key(id))
+  forget_jobs({id})
 end
 
 -- The oldest members of a retention index (zset member → time) beyond
@@ -27,10 +45,10 @@ end
 
 -- Drops jobs of a history index (completed or cancelled) beyond its
 -- count or age (at most `budget` of each per call, so the cost stays
--- bounded).
+-- bounded), with one call per step for the whole batch.
 local function prune_index(index, keep, max_age, now_ms, budget)
-  for _, id in ipairs(beyond(index, keep, max_age, now_ms, budget)) do
-    redis.call('ZREM', index, id)
-    forget_job(id)
-  end
+  local old = beyond(index, keep, max_age, now_ms, budget)
+  if #old == 0 then return end
+  redis.call('ZREM', index, unpack(old))
+  forget_jobs(old)
 end
