@@ -21,7 +21,7 @@ use crate::worker::run::Worker;
 /// average: a claim's round trip (about a millisecond) is then a good part
 /// of a job's time, and a job claimed ahead waits a few milliseconds at
 /// most.
-pub(crate) const PREFETCH_RUN_LIMIT: Duration = Duration::from_millis(50);
+const PREFETCH_RUN_LIMIT: Duration = Duration::from_millis(50);
 
 impl Worker {
     /// Leases this worker holds: running jobs and jobs claimed ahead.
