@@ -42,7 +42,8 @@ pub struct Bench {
     shas: HashMap<(&'static str, &'static str), String>,
 }
 
-async fn info(con: &mut MultiplexedConnection, section: &str) -> String {
+/// One section of the server's INFO.
+pub async fn info(con: &mut MultiplexedConnection, section: &str) -> String {
     redis::cmd("INFO")
         .arg(section)
         .query_async(con)

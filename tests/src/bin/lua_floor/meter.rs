@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use jobworker_tests::lua_bench::measure::field;
+use jobworker_tests::lua_bench::measure::{field, info};
 use redis::aio::MultiplexedConnection;
 
 /// One phase (post, claim or consume) of N jobs, per job.
@@ -27,14 +27,6 @@ pub struct Figures {
 pub struct Mark {
     cpu_us: f64,
     started: Instant,
-}
-
-async fn info(con: &mut MultiplexedConnection, section: &str) -> String {
-    redis::cmd("INFO")
-        .arg(section)
-        .query_async(con)
-        .await
-        .expect("INFO")
 }
 
 fn cpu_us(info: &str) -> f64 {
