@@ -3,7 +3,7 @@
 //! the scripted handler's records, and the operator commands ([`Cli`]).
 #![allow(dead_code)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Display};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -222,4 +222,21 @@ pub fn worker_pid(owner: &str) -> i32 {
         .next()
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("owner {owner:?}"))
+}
+
+/// Claims up to `max` jobs of `q` as a test owner and returns their ids,
+/// asserting that each is at its first attempt: jobs a worker gave back
+/// were not counted.
+pub async fn claim_uncounted(board: &RedisBoard, q: &str, max: usize) -> HashSet<JobId> {
+    let claimed = board
+        .claim(&[q], "test", Duration::from_secs(60), max)
+        .await
+        .unwrap();
+    claimed
+        .into_iter()
+        .map(|c| {
+            assert_eq!(c.attempt, 1, "a job given back was counted as an attempt");
+            c.lease.job().clone()
+        })
+        .collect()
 }
