@@ -51,12 +51,40 @@ pub(crate) async fn post_noops(board: &RedisBoard, queue: &str, n: usize) -> Res
     Ok(start.elapsed())
 }
 
+/// `n` posts from `tasks` concurrent tasks, each posting one job at a time
+/// (an application posting from many requests at once): jobs/s and the
+/// server's CPU per post.
+async fn enqueue_concurrent(
+    board: &RedisBoard,
+    q: &str,
+    n: usize,
+    tasks: usize,
+    f: &mut Figures,
+) -> Result<()> {
+    let tasks = tasks.clamp(1, n.max(1));
+    let before = limits::counters(board).await?;
+    let start = Instant::now();
+    let posters = (0..tasks).map(|t| async move {
+        for _ in (t..n).step_by(tasks) {
+            crate::board::Board::post(board, q, NewJob::new(handler::NAME)).await?;
+        }
+        Ok::<(), crate::Error>(())
+    });
+    for r in futures_util::future::join_all(posters).await {
+        r?;
+    }
+    f.enqueue_concurrent_per_s = n as f64 / start.elapsed().as_secs_f64();
+    let after = limits::counters(board).await?;
+    f.enqueue_concurrent_redis_us_per_job = (after.cpu_us - before.cpu_us) / n as f64;
+    Ok(())
+}
+
 /// Runs every measurement and returns the figures.
 pub async fn run(board: &RedisBoard, opts: &BenchOptions, progress: &dyn Fn(&str)) -> Result<Figures> {
     let mut f = Figures::new(opts);
     progress("redis' own limit (EVALSHA of a trivial script and of the claim script)");
     f.limits = limits::redis_limits(board).await?;
-    progress("enqueue, one by one and pipelined");
+    progress("enqueue: one by one, from concurrent tasks, pipelined");
     let q = limits::scratch_queue("enqueue");
     let n = opts.jobs.min(20_000);
     let start = Instant::now();
@@ -64,6 +92,8 @@ pub async fn run(board: &RedisBoard, opts: &BenchOptions, progress: &dyn Fn(&str
         crate::board::Board::post(board, &q, NewJob::new(handler::NAME)).await?;
     }
     f.enqueue_one_per_s = n as f64 / start.elapsed().as_secs_f64();
+    limits::drop_queue(board, &q).await?;
+    enqueue_concurrent(board, &q, n, opts.concurrency, &mut f).await?;
     limits::drop_queue(board, &q).await?;
     let took = post_noops(board, &q, opts.jobs).await?;
     f.enqueue_bulk_per_s = opts.jobs as f64 / took.as_secs_f64();

@@ -49,6 +49,11 @@ pub struct Figures {
     pub aof: bool,
     /// Posts per second, one round trip each.
     pub enqueue_one_per_s: f64,
+    /// Posts per second from `concurrency` tasks, each posting one job at
+    /// a time.
+    pub enqueue_concurrent_per_s: f64,
+    /// Redis server CPU (user + sys) per post from concurrent tasks, µs.
+    pub enqueue_concurrent_redis_us_per_job: f64,
     /// Posts per second, pipelined in chunks of 1,000.
     pub enqueue_bulk_per_s: f64,
     /// Jobs per second through the running supervisor (start-up excluded).
@@ -118,10 +123,17 @@ impl Figures {
     /// The table's rows: a label and its figures.
     fn rows(&self) -> Vec<(&'static str, String)> {
         let l = &self.limits;
-        vec![
+        let mut rows = vec![
             (
                 "enqueue, one by one",
                 format!("{:>10.0} jobs/s", self.enqueue_one_per_s),
+            ),
+            (
+                "enqueue, concurrent tasks",
+                format!(
+                    "{:>10.0} jobs/s  ({} tasks, {:.1} µs redis CPU per post)",
+                    self.enqueue_concurrent_per_s, self.concurrency, self.enqueue_concurrent_redis_us_per_job
+                ),
             ),
             (
                 "enqueue, pipelined",
@@ -170,6 +182,15 @@ impl Figures {
                 "first job handled",
                 format!("{:>10.1} ms after start", self.first_job_ms),
             ),
+        ];
+        rows.extend(self.limit_rows());
+        rows
+    }
+
+    /// The rows of Redis' own limit, measured in the same run.
+    fn limit_rows(&self) -> Vec<(&'static str, String)> {
+        let l = &self.limits;
+        vec![
             (
                 "redis: trivial EVALSHA",
                 format!(
