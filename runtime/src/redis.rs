@@ -21,6 +21,7 @@ mod locate;
 #[doc(hidden)]
 pub mod lua;
 mod post;
+mod post_group;
 mod presence;
 mod priority;
 mod read;

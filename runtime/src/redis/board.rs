@@ -12,6 +12,7 @@ use crate::job::{
 };
 use crate::redis::connect::{connect, Connection};
 use crate::redis::keys::{QueueKeys, DEFAULT_PREFIX};
+use crate::redis::post_group::PostGroups;
 use crate::redis::read;
 use crate::redis::scripts;
 use crate::redis::wait::Waiter;
@@ -94,6 +95,8 @@ pub struct RedisBoard {
     waiter: Arc<tokio::sync::Mutex<Option<Waiter>>>,
     pub(super) scan_cursors: Arc<Mutex<HashMap<String, u64>>>,
     pub(crate) known_queues: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// Concurrent posts waiting to share a call.
+    pub(super) posts: Arc<PostGroups>,
 }
 
 impl std::fmt::Debug for RedisBoard {
@@ -154,6 +157,7 @@ impl RedisBoard {
             waiter: Arc::default(),
             scan_cursors: Arc::default(),
             known_queues: Arc::default(),
+            posts: Arc::default(),
         })
     }
 

@@ -15,13 +15,17 @@ use crate::redis::reply::Reply;
 use crate::redis::scripts::{invocation, is_noscript, load_all, millis, run, split_pairs, SCRIPTS};
 
 /// A job made ready for `post.lua`: its id and the posting bytes around
-/// the server-side time and sequence.
-struct Prepared {
+/// the server-side time and sequence, owned (it may wait for a grouped
+/// call, see [`post_group`](crate::redis::post_group)).
+pub(crate) struct Prepared {
     id: JobId,
     /// The id was generated here (a uuid4): an "exists" reply can only be
     /// this very post, retried after a dropped connection.
     generated: bool,
+    name: String,
     parts: crate::codec::PostingParts,
+    priority: i32,
+    max_attempts: u32,
     /// How long after the post (server clock) it becomes claimable.
     delay: Duration,
     /// Tags, tracking, unique key and dependencies as JSON ('' for none).
@@ -42,23 +46,22 @@ impl Prepared {
         Ok(Prepared {
             id,
             generated: job.id.is_none(),
+            name: job.name.clone(),
             parts,
+            priority: job.priority.0,
+            max_attempts: job.max_attempts,
             delay: job.run_at.delay(),
             extra: post_extra(job, queue)?,
         })
     }
 
-    fn args<'a>(&'a self, job: &'a NewJob) -> PostArgs<'a> {
-        PostArgs {
-            id: self.id.as_str(),
-            name: &job.name,
-            head: &self.parts.head,
-            tail: &self.parts.tail,
-            priority: job.priority.0,
-            max_attempts: job.max_attempts,
-            delay: self.delay,
-            extra: &self.extra,
-        }
+    /// About the bytes this job adds to a call.
+    pub(crate) fn size(&self) -> usize {
+        self.id.as_str().len()
+            + self.name.len()
+            + self.parts.head.len()
+            + self.parts.tail.len()
+            + self.extra.len()
     }
 
     fn accept(self, reply: Reply, keys: &QueueKeys) -> Result<JobId> {
@@ -88,13 +91,14 @@ impl Prepared {
 }
 
 impl RedisBoard {
-    /// Posts one job (see [`Board::post`](crate::board::Board::post)).
+    /// Posts one job (see [`Board::post`](crate::board::Board::post)); posts
+    /// made at once from many tasks share calls (see
+    /// [`post_group`](crate::redis::post_group)).
     pub(super) async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
         let keys = self.keys(queue)?;
         let prepared = Prepared::new(&job, queue)?;
         self.register_queue(queue).await?;
-        let mut replies = post(&self.conn, &keys, &[prepared.args(&job)]).await?;
-        let reply = replies.remove(0);
+        let (prepared, reply) = self.posts.post(&self.conn, &keys, prepared).await?;
         let waiting = reply.status() == "waiting";
         let id = prepared.accept(reply, &keys)?;
         if waiting {
@@ -119,8 +123,8 @@ impl RedisBoard {
                 Err(e) => results.push(Some(Err(e))),
             }
         }
-        let args: Vec<PostArgs<'_>> = prepared.iter().map(|(_, p, job)| p.args(job)).collect();
-        let batches: Vec<&[PostArgs<'_>]> = args.chunks(POST_BATCH).collect();
+        let args: Vec<&Prepared> = prepared.iter().map(|(_, p, _)| p).collect();
+        let batches: Vec<&[&Prepared]> = args.chunks(POST_BATCH).collect();
         let replies: Vec<Reply> = post_batches(&self.conn, &keys, &batches)
             .await?
             .into_iter()
@@ -176,23 +180,9 @@ fn post_extra(job: &NewJob, queue: &str) -> Result<String> {
     Ok(serde_json::Value::Object(extra).to_string())
 }
 
-/// Arguments of one post (see `lua/post.lua`).
-pub(crate) struct PostArgs<'a> {
-    pub id: &'a str,
-    pub name: &'a str,
-    pub head: &'a [u8],
-    pub tail: &'a [u8],
-    pub priority: i32,
-    pub max_attempts: u32,
-    /// How long after the post (server clock) it becomes claimable.
-    pub delay: Duration,
-    /// Tags, tracking, unique key and dependencies as JSON ('' for none).
-    pub extra: &'a str,
-}
-
 /// Twin of `post.lua`: posts `jobs` (at most [`POST_BATCH`] of one queue)
 /// in one call. One reply per job: `[status, sequence]`.
-pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> Result<Vec<Reply>> {
+pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[&Prepared]) -> Result<Vec<Reply>> {
     let reply = run(conn, &post_invocation(keys, jobs)).await?;
     Ok(split_pairs(&reply, jobs.len()))
 }
@@ -200,18 +190,18 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[PostArgs<'
 /// Jobs per `post.lua` call in a bulk post.
 pub(crate) const POST_BATCH: usize = 100;
 
-fn post_invocation<'s>(keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> ScriptInvocation<'s> {
+fn post_invocation<'s>(keys: &QueueKeys, jobs: &[&Prepared]) -> ScriptInvocation<'s> {
     let mut inv = invocation(&SCRIPTS.post, keys);
     inv.arg(&keys.notify);
-    for a in jobs {
-        inv.arg(a.id)
-            .arg(a.head)
-            .arg(a.tail)
-            .arg(a.priority)
-            .arg(a.max_attempts)
-            .arg(millis(a.delay))
-            .arg(a.name)
-            .arg(a.extra);
+    for p in jobs {
+        inv.arg(p.id.as_str())
+            .arg(&p.parts.head)
+            .arg(&p.parts.tail)
+            .arg(p.priority)
+            .arg(p.max_attempts)
+            .arg(millis(p.delay))
+            .arg(&p.name)
+            .arg(&p.extra);
     }
     inv
 }
@@ -221,7 +211,7 @@ fn post_invocation<'s>(keys: &QueueKeys, jobs: &[PostArgs<'_>]) -> ScriptInvocat
 pub(crate) async fn post_batches(
     conn: &Connection,
     keys: &QueueKeys,
-    batches: &[&[PostArgs<'_>]],
+    batches: &[&[&Prepared]],
 ) -> Result<Vec<Vec<Reply>>> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
