@@ -27,7 +27,7 @@
 --        the token comes from the job fields already read.)
 -- Returns: {'ok', unindexed, n, outbox, due, id, posting, token, attempts,
 --        max, prio, suspect (0/1), …} where unindexed = 1 when the claim
---        came up short and the listings hold more jobs than the index
+--        came up empty and the listings hold more jobs than the index
 --        (posted by taskflow), outbox = dependency releases owed to other
 --        queues and due = recurring jobs due to spawn. That side work is
 --        the maintenance services' (runtime/src/maintenance.rs); a caller
@@ -110,7 +110,9 @@ end
 for i = 1, #skipped, 2 do redis.call('ZADD', K_READY, skipped[i], skipped[i + 1]) end
 out[3] = n
 add_stats('wait', waits, now_ms)
-if n < count then
+-- Only an empty claim looks for postings the index lacks (a short one
+-- comes back for more anyway, and the index service catches up).
+if n == 0 and count > 0 then
   local indexed = redis.call('ZCARD', K_READY) + redis.call('ZCARD', K_SCHEDULED)
     + redis.call('ZCARD', K_LEASES)
   if redis.call('HLEN', K_LISTINGS) > indexed then out[2] = 1 end

@@ -7,12 +7,14 @@
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 notify channel, then per
---        job 8 values: job id, posting head, posting tail
+--        job 9 values: job id, posting head, posting tail
 --        (codec::posting_parts), priority (int), max attempts, delay ms
 --        on the server's clock (0 = none), job name (kept in the job hash
 --        for history after the posting is gone), extras
 --        (JSON or ''): tags, track, unique {key, ttl}, deps
---        ["queue\nid", …]. At most 1000 jobs.
+--        ["queue\nid", …], fresh ('1' when the client generated the id, a
+--        uuid4: no earlier life of it to look for; else ''). At most 1000
+--        jobs.
 -- Effects: one INCRBY sequence by the batch's size; per job
 --        (lib/posting.lua's post_job): listings id = head
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
@@ -34,13 +36,13 @@ local wake = false
 local out = {'ok'}
 -- One INCRBY takes the batch's sequence numbers (a job refused leaves a
 -- gap: taskflow only orders by them).
-local n = math.floor((#ARGV - 4) / 8)
+local n = math.floor((#ARGV - 4) / 9)
 local seq = n > 0 and redis.call('INCRBY', K_SEQUENCE, n) - n or 0
-for i = 5, #ARGV - 7, 8 do
+for i = 5, #ARGV - 8, 9 do
   local extra = ARGV[i + 7] ~= '' and cjson.decode(ARGV[i + 7]) or nil
   seq = seq + 1
   local status, value = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-    ARGV[i + 6], extra, created, now_ms, seq)
+    ARGV[i + 6], extra, created, now_ms, seq, ARGV[i + 8] == '1')
   wake = wake or status == 'scheduled' or (status == 'ready' and was_empty)
   out[#out + 1] = status
   out[#out + 1] = value

@@ -14,7 +14,9 @@ local NONE = {}
 -- dependency). A job without dependencies costs taskflow's HSETNX (which
 -- is also the existence check) plus the index and history, and taskflow's
 -- INCR of the sequence unless the caller took its `seq` with a batch's.
-local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq)
+-- A `fresh` id (a uuid4 the client just generated) had no earlier life,
+-- so its job hash is not looked for.
+local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh)
   if any_waiting == nil then any_waiting = redis.call('ZCARD', K_WAITING) > 0 end
   if any_waiting and redis.call('ZSCORE', K_WAITING, id) then return 'exists', 0 end
   extra = extra or NONE
@@ -45,7 +47,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
   if not waits and redis.call('HSETNX', K_LISTINGS, id, posting) == 0 then return 'exists', 0 end
   if unique then redis.call('SET', NS .. 'jw.unique.' .. unique.key, id, 'PX', unique.ttl) end
   local job = job_key(id)
-  if redis.call('EXISTS', job) == 1 then
+  if not fresh and redis.call('EXISTS', job) == 1 then
     -- The id of a finished job, posted again: a new life (out of the
     -- history, or out of the trash and its failure group).
     if redis.call('HGET', job, 'state') == 'trashed' then

@@ -23,8 +23,9 @@ local MINUTES_TTL = 2 * 3600
 local function count_minute(kind, n, now_ms)
   local minute = math.floor(now_ms / 60000)
   local key = NS .. 'jw.minutes.' .. math.floor(minute / 60)
-  redis.call('HINCRBY', key, (minute % 60) .. '.' .. kind, n)
-  redis.call('EXPIRE', key, MINUTES_TTL)
+  -- The key's expiry is set when this minute's field is new (once per
+  -- minute and kind, not once per call).
+  if redis.call('HINCRBY', key, (minute % 60) .. '.' .. kind, n) == n then redis.call('EXPIRE', key, MINUTES_TTL) end
 end
 
 -- Adds durations (ms) to today's `kind` ('wait' or 'run') statistics:
@@ -45,7 +46,8 @@ local function add_stats(kind, samples, now_ms)
   end
   for b, count in pairs(buckets) do redis.call('HINCRBY', key, kind .. '.b.' .. b, count) end
   redis.call('HSET', key, kind .. '.count', n, kind .. '.mean', mean, kind .. '.m2', m2)
-  redis.call('EXPIRE', key, STATS_TTL)
+  -- The day's key gets its expiry with the first samples of each kind.
+  if not v[1] then redis.call('EXPIRE', key, STATS_TTL) end
   if kind == 'run' then count_minute('completed', #samples, now_ms) end
 end
 

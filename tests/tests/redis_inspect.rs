@@ -130,6 +130,17 @@ async fn throughput_counts_this_minute_and_dependencies_read_both_ways() {
         120,
         "at most two hours are kept"
     );
+    // The counters expire: the day's statistics and the hour's minutes
+    // (their expiry is set when a field is new, not on every call).
+    let mut con = b.connection();
+    for pattern in ["jw.stats.*", "jw.minutes.*"] {
+        let keys: Vec<String> = con.keys(format!("jw:{{{q}}}:{pattern}")).await.unwrap();
+        assert!(!keys.is_empty(), "{pattern}: no key");
+        for key in keys {
+            let ttl: i64 = con.ttl(&key).await.unwrap();
+            assert!(ttl > 0, "{key} has no expiry ({ttl})");
+        }
+    }
 }
 
 #[tokio::test]

@@ -220,7 +220,7 @@ impl RedisBoard {
 
 /// Side work a claim reply says is owed.
 struct Owed {
-    /// The claim came up short and the listings hold jobs the index lacks
+    /// The claim came up empty and the listings hold jobs the index lacks
     /// (posted by taskflow).
     unindexed: bool,
     /// The queue owes other queues dependency releases.

@@ -201,7 +201,8 @@ fn post_invocation<'s>(keys: &QueueKeys, jobs: &[&Prepared]) -> ScriptInvocation
             .arg(p.max_attempts)
             .arg(millis(p.delay))
             .arg(&p.name)
-            .arg(&p.extra);
+            .arg(&p.extra)
+            .arg(if p.generated { "1" } else { "" });
     }
     inv
 }
