@@ -24,6 +24,8 @@ use tokio::sync::Notify;
 const PICKUP_JOBS: usize = 200;
 const PICKUP_GAP: Duration = Duration::from_millis(20);
 const BULK_CHUNK: usize = 1000;
+/// The drain fails after this long without progress.
+const STALL: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Noop {
@@ -221,12 +223,27 @@ async fn main() {
     let runnable = worker.run();
     let handle = runnable.get_handle();
     let running = tokio::spawn(runnable);
-    // All N handlers ran ...
+    // All N handlers ran (gives up after STALL without progress) ...
     let drained = state.drained.notified();
-    if state.ran.load(Ordering::SeqCst) < n {
-        drained.await;
+    tokio::pin!(drained);
+    drained.as_mut().enable();
+    let (mut seen, mut since) = (0, Instant::now());
+    while state.ran.load(Ordering::SeqCst) < n {
+        tokio::select! {
+            _ = &mut drained => break,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                let ran = state.ran.load(Ordering::SeqCst);
+                if ran != seen {
+                    (seen, since) = (ran, Instant::now());
+                } else if since.elapsed() > STALL {
+                    log(format!("drain stalled: {ran}/{n} jobs ran"));
+                    std::process::exit(1);
+                }
+            }
+        }
     }
     // ... and all N acks reached Redis (the done set), i.e. completed.
+    let since = Instant::now();
     loop {
         let done: usize = redis::cmd("ZCARD")
             .arg(&done_set)
@@ -235,6 +252,10 @@ async fn main() {
             .unwrap();
         if done >= n {
             break;
+        }
+        if since.elapsed() > STALL {
+            log(format!("drain stalled: {done}/{n} jobs acked"));
+            std::process::exit(1);
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
