@@ -6,10 +6,12 @@
 //! apalis-redis 0.7 fetches by polling: every `poll_interval` (default 100 ms)
 //! the worker runs a Lua script that moves up to `buffer_size` (default 10)
 //! job ids from the queue's active list into the worker's inflight set; an
-//! ack (after the handler returned) moves the id to the done set. Both are
-//! left at apalis' defaults (reported as poll_interval_ms and fetch_size):
-//! the pickup latency is then about half the poll interval, which is what an
-//! application with the default Config sees.
+//! ack (after the handler returned) moves the id to the done set. The poll
+//! interval is apalis' default; the buffer is set to the worker's
+//! concurrency (its default of 10 would cap a worker of 50 at 10 jobs per
+//! poll, 100 jobs/s): both reported as poll_interval_ms and fetch_size. The
+//! pickup latency is then about half the poll interval, which is what an
+//! application with the default interval sees.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -164,7 +166,9 @@ async fn main() {
         .expect("cannot connect to redis");
     let mut admin = conn.clone();
     let ns = format!("bench-{}-{}", std::process::id(), now_us() / 1000);
-    let config = Config::default().set_namespace(&ns);
+    let config = Config::default()
+        .set_namespace(&ns)
+        .set_buffer_size(a.concurrency);
     let poll_interval_ms = config.get_poll_interval().as_millis() as u64;
     let fetch_size = config.get_buffer_size();
     let mut storage: RedisStorage<Noop> = RedisStorage::new_with_config(conn, config);
