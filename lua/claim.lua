@@ -53,6 +53,7 @@ local rounds = 0
 local skipped = {}
 local alone = false
 local modified = nil
+local deadline = nil
 while n < count and not alone and rounds < 8 do
   rounds = rounds + 1
   local popped = redis.call('ZPOPMIN', K_READY, count - n)
@@ -82,14 +83,15 @@ while n < count and not alone and rounds < 8 do
         stamps[#stamps + 1] = modified_key(id)
         stamps[#stamps + 1] = modified
         local token = tonumber(v[5] or 0) + 1
-        redis.call('HSET', job, 'token', token, 'owner', who, 'claimed_at', now_ms, 'claimed_by', who)
+        redis.call('HSET', job, 'token', int(token), 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
         if v[6] then waits[#waits + 1] = math.max(0, now_ms - tonumber(v[6])) end
         if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
         if suspect then
           redis.call('HDEL', job, 'suspect')
           alone = true
         end
-        leases[#leases + 1] = now_ms + expiry_ms
+        deadline = deadline or int(now_ms + expiry_ms)
+        leases[#leases + 1] = deadline
         leases[#leases + 1] = id
         n = n + 1
         out[#out + 1] = id

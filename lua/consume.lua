@@ -54,7 +54,7 @@ for i = 5, #ARGV - 2, 3 do
     if heard(id) then publish(id, now_ms, 'consumed', {worker = who}) end
     if v[3] then released = released + release_dependents(id, now_ms) end
     if keep > 0 then
-      redis.call('HSET', job, 'state', 'completed', 'finished', now_ms)
+      redis.call('HSET', job, 'state', 'completed', 'finished', ms_text(now_ms))
     else
       forget_job(id)
     end
@@ -68,7 +68,7 @@ if #done > 0 then
   if keep > 0 then
     local history = {}
     for _, id in ipairs(done) do
-      history[#history + 1] = now_ms
+      history[#history + 1] = ms_text(now_ms)
       history[#history + 1] = id
     end
     redis.call('ZADD', K_COMPLETED, unpack(history))

@@ -1,5 +1,5 @@
 -- lib/posting.lua: posting one job (post and the recurring jobs' runs).
--- include: keys, msgpack, ready, events, tags, retention, deps, state
+-- include: keys, time, msgpack, ready, events, tags, retention, deps, state
 
 -- Whether the queue has waiting jobs, read once per script.
 local any_waiting = nil
@@ -59,7 +59,8 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
     redis.call('ZREM', K_CANCELLED, id)
   end
   local run_at = now_ms + tonumber(delay)
-  local fields = {'name', name, 'prio', prio, 'seq', seq, 'max', max, 'attempts', 0, 'token', 0, 'posted', now_ms}
+  local now_txt = ms_text(now_ms)
+  local fields = {'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'attempts', '0', 'token', '0', 'posted', now_txt}
   local status
   if waits then
     status = 'waiting'
@@ -70,7 +71,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
   else
     status = 'ready'
     fields[#fields + 1] = 'ready_at'
-    fields[#fields + 1] = now_ms
+    fields[#fields + 1] = now_txt
   end
   if status ~= 'ready' then
     fields[#fields + 1] = 'state'
@@ -106,7 +107,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
   elseif status == 'scheduled' then
     redis.call('ZADD', K_SCHEDULED, run_at, id)
   else
-    redis.call('ZADD', K_READY, (PRIO_LIMIT - tonumber(prio)) * SEQ_SPAN + seq, id)
+    redis.call('ZADD', K_READY, int((PRIO_LIMIT - tonumber(prio)) * SEQ_SPAN + seq), id)
   end
   return status, seq
 end
