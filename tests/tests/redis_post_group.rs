@@ -10,12 +10,28 @@ use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, JobId, NewJob};
 
-async fn admin(server: &RedisServer) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(server.url())
+/// A private server, a board on it with queue `q` registered (one job
+/// posted), and an admin connection.
+async fn setup(q: &str) -> (RedisServer, RedisBoard, redis::aio::MultiplexedConnection) {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
+    let con = redis::Client::open(server.url())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
-        .unwrap()
+        .unwrap();
+    board.post(q, job("first")).await.unwrap();
+    (server, board, con)
+}
+
+async fn config_set(con: &mut redis::aio::MultiplexedConnection, key: &str, value: &str) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(key)
+        .arg(value)
+        .query_async(con)
+        .await
+        .unwrap();
 }
 
 /// Script calls the server ran so far (EVALSHA in commandstats).
@@ -45,11 +61,8 @@ fn job(id: &str) -> NewJob {
 
 #[tokio::test]
 async fn posts_made_at_once_share_calls_and_keep_their_own_replies() {
-    let server = RedisServer::start(ServerOptions::default()).unwrap();
-    let board = RedisBoard::connect(&server.url()).await.unwrap();
-    let mut con = admin(&server).await;
     let q = "grouped";
-    board.post(q, job("first")).await.unwrap();
+    let (_server, board, mut con) = setup(q).await;
 
     // One at a time: each post is its own call, sent at once.
     let before = script_calls(&mut con).await;
@@ -91,38 +104,17 @@ async fn posts_made_at_once_share_calls_and_keep_their_own_replies() {
 
 #[tokio::test]
 async fn a_failed_call_fails_its_own_posts_and_the_next_post_goes_through() {
-    let server = RedisServer::start(ServerOptions::default()).unwrap();
-    let board = RedisBoard::connect(&server.url()).await.unwrap();
-    let mut con = admin(&server).await;
     let q = "refused";
-    board.post(q, job("first")).await.unwrap();
+    let (_server, board, mut con) = setup(q).await;
 
     // Out of memory: the server refuses every write, so every post fails.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory-policy")
-        .arg("noeviction")
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg(1)
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    config_set(&mut con, "maxmemory-policy", "noeviction").await;
+    config_set(&mut con, "maxmemory", "1").await;
     let results = join_all((0..20).map(|i| board.post(q, job(&format!("oom-{i}"))))).await;
     assert!(results.iter().all(|r| r.is_err()), "{results:?}");
 
     // Memory back: the queue is not left waiting for a call that failed.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg(0)
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    config_set(&mut con, "maxmemory", "0").await;
     let results = join_all((0..20).map(|i| board.post(q, job(&format!("ok-{i}"))))).await;
     assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
     assert_eq!(
@@ -134,11 +126,8 @@ async fn a_failed_call_fails_its_own_posts_and_the_next_post_goes_through() {
 
 #[tokio::test]
 async fn a_caller_that_stops_waiting_strands_no_other_post() {
-    let server = RedisServer::start(ServerOptions::default()).unwrap();
-    let board = RedisBoard::connect(&server.url()).await.unwrap();
-    let mut con = admin(&server).await;
     let q = "dropped";
-    board.post(q, job("first")).await.unwrap();
+    let (_server, board, mut con) = setup(q).await;
 
     // The server holds scripts for a while: the lone post's caller gives
     // up on it while the others wait behind it.
