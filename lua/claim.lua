@@ -53,7 +53,7 @@ local rounds = 0
 local skipped = {}
 local alone = false
 local modified = nil
-local deadline = nil
+local deadline = int(now_ms + expiry_ms)
 while n < count and not alone and rounds < 8 do
   rounds = rounds + 1
   local popped = redis.call('ZPOPMIN', K_READY, count - n)
@@ -90,7 +90,6 @@ while n < count and not alone and rounds < 8 do
           redis.call('HDEL', job, 'suspect')
           alone = true
         end
-        deadline = deadline or int(now_ms + expiry_ms)
         leases[#leases + 1] = deadline
         leases[#leases + 1] = id
         n = n + 1
