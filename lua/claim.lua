@@ -16,8 +16,9 @@
 --        the check that nobody, e.g. taskflow, holds it), SET
 --        NS:<id>.last_modified = datetime(TIME), fencing token + 1, lease
 --        index (the postings read, the last_modified keys and the lease
---        index written with one call per round of the batch). Index entries whose listing is gone (consumed by taskflow)
---        are dropped; jobs claimed by taskflow are parked in the lease index.
+--        index written with one call per round of the batch). Index
+--        entries whose listing is gone (consumed by taskflow) are dropped;
+--        jobs claimed by taskflow are parked in the lease index.
 --        Suspects (jobs that were in a worker that died holding several) are
 --        handed out alone, to an idle claimer, as the only job of the claim;
 --        other claimers skip them and they keep their place.

@@ -66,9 +66,9 @@ if #done > 0 then
   redis.call('DEL', unpack(gone))
   redis.call('ZREM', K_LEASES, unpack(done))
   if keep > 0 then
-    local history = {}
+    local history, at = {}, ms_text(now_ms)
     for _, id in ipairs(done) do
-      history[#history + 1] = ms_text(now_ms)
+      history[#history + 1] = at
       history[#history + 1] = id
     end
     redis.call('ZADD', K_COMPLETED, unpack(history))

@@ -22,7 +22,7 @@ use crate::redis::post::{post, Prepared, POST_BATCH};
 use crate::redis::reply::Reply;
 
 /// Most posting bytes in one grouped call (a lone post may be larger).
-pub(crate) const GROUP_BYTES: usize = 1 << 20;
+const GROUP_BYTES: usize = 1 << 20;
 
 /// A post waiting for the call on its way: its job and where its reply goes.
 struct Waiting {
