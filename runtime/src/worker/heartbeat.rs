@@ -193,7 +193,7 @@ fn beat_thread(
             tokio::join!(
                 extend_loop(&link, &held, expiry, beat, horizon, &lost),
                 presence_loop(&link, &held, info, beat),
-                cancel_loop(&link, &held, &owner, beat, &lost),
+                cancel_loop(&link, &held, &owner, (expiry, beat, horizon), &lost),
             )
         };
         tokio::select! {
@@ -295,22 +295,26 @@ async fn record_presence(board: &AnyBoard, info: &mut WorkerInfo) -> Result<()> 
 }
 
 /// Stops the handlers of this worker's jobs as their cancels are announced
-/// (where the board announces them; a cancel missed while not subscribed
-/// is caught by the next extend's refusal).
+/// (where the board announces them). A cancel made before the subscription
+/// (the worker claims while this thread still connects) is caught at once:
+/// once subscribed, every held lease is extended, and a cancelled job's
+/// extend is refused.
 async fn cancel_loop(
     link: &Link,
     held: &HeldMap,
     owner: &str,
-    beat: Duration,
+    (expiry, beat, horizon): (Duration, Duration, Duration),
     lost: &impl Fn(LeaseKey, Lost),
 ) {
     loop {
-        let subscribed = match link.board().await {
+        let board = link.board().await;
+        let subscribed = match board {
             Some(board) => board.cancels_of(owner).await,
             None => Ok(None),
         };
         match subscribed {
             Ok(Some(mut cancels)) => {
+                extend_held(board, held, expiry, beat, horizon, lost).await;
                 while let Some(job) = cancels.next().await {
                     let keys: Vec<LeaseKey> = held
                         .lock()
