@@ -5,13 +5,14 @@
 --
 -- include: time, msgpack, maintenance, retention, foreign, events, stats
 -- KEYS:  listings trash ready scheduled leases completed waiting queue tags
---        failed recurring outbox tracked trashed.
+--        failed recurring outbox tracked trashed idle.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string, 5 expiry ms
 --        (> 0), 6 count (1..1000), 7 '1' when the claimer holds no job now
 --        (may take a suspect), 8 history count limit, 9 history age limit
---        ms, 10 trash count limit, 11 trash age limit ms.
+--        ms, 10 trash count limit, 11 trash age limit ms, 12 hand-off
+--        registration ms (0: none; see lib/handoff.lua).
 -- Effects per claimed job: SET NS:<id>.owned owner PX expiry NX (the NX is
 --        the check that nobody, e.g. taskflow, holds it), SET
 --        NS:<id>.last_modified = datetime(TIME), fencing token + 1, lease
@@ -34,6 +35,10 @@
 --        the maintenance services' (runtime/src/maintenance.rs); a caller
 --        whose claim came up empty does it itself and claims again (the
 --        no-worker path, runtime/src/redis/claim.rs).
+--        With a hand-off registration time, a claim that came up empty
+--        registers the claimer in the idle hash for that long (the next
+--        post hands it a job, lib/handoff.lua) and one that got jobs drops
+--        its registration.
 
 local who, expiry_ms, count = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local idle = ARGV[7] == '1'
@@ -112,6 +117,12 @@ end
 for i = 1, #skipped, 2 do redis.call('ZADD', K_READY, skipped[i], skipped[i + 1]) end
 out[3] = n
 add_stats('wait', waits, now_ms)
+local register_ms = tonumber(ARGV[12])
+if register_ms > 0 and n == 0 then
+  redis.call('HSET', K_IDLE, who, int(now_ms + register_ms) .. ' ' .. int(expiry_ms))
+elseif register_ms > 0 then
+  redis.call('HDEL', K_IDLE, who)
+end
 -- Only an empty claim looks for postings the index lacks (a short one
 -- comes back for more anyway, and the index service catches up).
 if n == 0 and count > 0 then

@@ -1,9 +1,9 @@
 -- post.lua: posts jobs (taskflow's post, plus jobworker's index). Takes a
 -- batch: bulk posts cost one call per batch.
 --
--- include: time, msgpack, posting
+-- include: time, msgpack, posting, handoff
 -- KEYS:  listings sequence trash ready scheduled leases completed cancelled
---        waiting tags failed outbox tracked trashed.
+--        waiting tags failed outbox tracked trashed queue idle.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 notify channel, then per
@@ -20,9 +20,11 @@
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
 --        unless the job waits for dependencies (then the posting is kept in
 --        the job hash until they are met); job hash; ready, scheduled or
---        waiting index; tags, tracking, unique key; 'posted' event. One
---        PUBLISH notify when the ready index was empty before (idle workers
---        wait on it) or a job is scheduled (waiting workers re-arm timers).
+--        waiting index; tags, tracking, unique key; 'posted' event. Then
+--        ready jobs are handed to idle workers registered for it (one
+--        each, lib/handoff.lua). One PUBLISH notify when the ready index
+--        was empty before and still holds jobs (idle workers wait on it)
+--        or a job is scheduled (waiting workers re-arm timers).
 -- Returns: {'ok', status, value, …}, one pair per job: 'ready' |
 --        'scheduled' | 'waiting' (value: sequence), 'exists' (the id is
 --        already on the board; 0), 'duplicate' (value: the id holding the
@@ -32,7 +34,7 @@
 local s, us, now_ms = now()
 local created = oslo_datetime(s, us)
 local was_empty = redis.call('ZCARD', K_READY) == 0
-local wake = false
+local scheduled, ready = false, false
 local out = {'ok'}
 -- One INCRBY takes the batch's sequence numbers (a job refused leaves a
 -- gap: taskflow only orders by them).
@@ -43,9 +45,13 @@ for i = 5, #ARGV - 8, 9 do
   seq = seq + 1
   local status, value = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
     ARGV[i + 6], extra, created, now_ms, seq, ARGV[i + 8] == '1')
-  wake = wake or status == 'scheduled' or (status == 'ready' and was_empty)
+  scheduled = scheduled or status == 'scheduled'
+  ready = ready or status == 'ready'
   out[#out + 1] = status
   out[#out + 1] = value
 end
-if wake then redis.call('PUBLISH', ARGV[4], 'posted') end
+local handed = ready and hand_off(s, us, now_ms)
+if scheduled or (ready and was_empty and (not handed or redis.call('ZCARD', K_READY) > 0)) then
+  redis.call('PUBLISH', ARGV[4], 'posted')
+end
 return out

@@ -27,7 +27,7 @@ pub use any::AnyBoard;
 #[cfg(feature = "cli")]
 pub(crate) use blocking::BlockingBoard;
 pub(crate) use contract::validate_claim;
-pub use contract::{Board, ClaimRequest, ReapReport, MAX_CLAIM_COUNT};
+pub use contract::{Board, ClaimRequest, ReapReport, Woken, MAX_CLAIM_COUNT};
 pub use events::{CancelStream, EventStream, Events};
 pub use inspect::{Dependencies, Inspect, Minute, QueueOverview, StateCounts, STATES};
 pub(crate) use lease::{lease_back, leases_back};

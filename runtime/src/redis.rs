@@ -12,6 +12,7 @@ mod consume;
 mod deps;
 mod extend;
 mod failed;
+mod handoff;
 mod history;
 mod index;
 mod inspect;

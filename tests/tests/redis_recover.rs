@@ -21,6 +21,7 @@ fn request<'a>(queues: &'a [&'a str], who: &'a str, holding: usize) -> ClaimRequ
         expiry: LONG,
         count: 3,
         holding,
+        hand_off: None,
     }
 }
 

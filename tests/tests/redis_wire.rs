@@ -412,6 +412,7 @@ async fn consume_then_claim_after_a_script_flush_claims_once() {
                 expiry: Duration::from_secs(60),
                 count: 1,
                 holding: 1,
+                hand_off: None,
             },
         )
         .await;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::board::{
     Admin, Board, CancelStream, ClaimRequest, Dependencies, EventStream, Events, FailureGroup, Inspect,
     Maintenance, Minute, Presence, QueueCounts, QueueOverview, QueueSettings, ReapReport, Recovered,
-    Recovery, SettleResult, WorkerInfo,
+    Recovery, SettleResult, Woken, WorkerInfo,
 };
 use crate::error::Result;
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, Priority};
@@ -114,6 +114,12 @@ impl Board for AnyBoard {
     }
     async fn wait(&self, queues: &[&str], timeout: Duration) -> Result<bool> {
         dispatch!(self, b => b.wait(queues, timeout))
+    }
+    async fn wait_as(&self, queues: &[&str], who: Option<&str>, timeout: Duration) -> Result<Woken> {
+        dispatch!(self, b => b.wait_as(queues, who, timeout))
+    }
+    async fn withdraw(&self, queues: &[&str], who: &str) -> Result<Vec<Claimed>> {
+        dispatch!(self, b => b.withdraw(queues, who))
     }
 }
 

@@ -61,6 +61,7 @@ pub trait Board: Sync {
                 expiry,
                 count,
                 holding: 0,
+                hand_off: None,
             };
             self.claim_with(&request).await
         }
@@ -167,6 +168,42 @@ pub trait Board: Sync {
     /// polling the server; also wakes when a scheduled job falls due or a
     /// lease expires.
     fn wait(&self, queues: &[&str], timeout: Duration) -> impl Future<Output = Result<bool>> + Send;
+
+    /// [`wait`](Board::wait) for the claimer `who` (`None`: anyone), which
+    /// may have registered for hand-offs ([`ClaimRequest::hand_off`]):
+    /// also returns when a post hands it jobs, with those jobs. Their
+    /// leases are `who`'s, not yet extended: start them, or give them back.
+    fn wait_as(
+        &self,
+        queues: &[&str],
+        who: Option<&str>,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Woken>> + Send {
+        let _ = who;
+        async move {
+            Ok(Woken {
+                work: self.wait(queues, timeout).await?,
+                handed: Vec::new(),
+            })
+        }
+    }
+
+    /// Ends `who`'s hand-off registrations on `queues` (a worker that
+    /// stops taking work); returns the jobs handed to it and not yet
+    /// returned by [`wait_as`](Board::wait_as), to start or give back.
+    fn withdraw(&self, queues: &[&str], who: &str) -> impl Future<Output = Result<Vec<Claimed>>> + Send {
+        let _ = (queues, who);
+        async { Ok(Vec::new()) }
+    }
+}
+
+/// What [`Board::wait_as`] saw.
+#[derive(Debug, Default)]
+pub struct Woken {
+    /// Work may be claimable now (also true when jobs were handed).
+    pub work: bool,
+    /// Jobs posts handed to the waiter, leases taken.
+    pub handed: Vec<Claimed>,
 }
 
 /// What a claim asks for (see [`Board::claim_with`]).
@@ -182,6 +219,12 @@ pub struct ClaimRequest<'a> {
     pub count: usize,
     /// Jobs the claimer holds now (a suspect goes only to one holding none).
     pub holding: usize,
+    /// When the claim comes up empty, register the claimer for this long
+    /// to be handed the next job posted to the queue (its lease taken by
+    /// the post and sent to the claimer's [`Board::wait`]), so that its
+    /// pickup needs no claim round trip. Only for a claim from one queue,
+    /// on a board that can (Redis); elsewhere ignored.
+    pub hand_off: Option<Duration>,
 }
 
 impl ClaimRequest<'_> {

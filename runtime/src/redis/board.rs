@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::board::{lease_back, leases_back, Board, ClaimRequest, ReapReport, SettleResult};
+use crate::board::{lease_back, leases_back, Board, ClaimRequest, ReapReport, SettleResult, Woken};
 use crate::error::{Error, Result};
 use crate::job::{
     Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, DEFAULT_MAX_ATTEMPTS,
@@ -279,16 +279,36 @@ impl Board for RedisBoard {
     }
 
     async fn wait(&self, queues: &[&str], timeout: Duration) -> Result<bool> {
+        Ok(self.wait_as(queues, None, timeout).await?.work)
+    }
+
+    async fn wait_as(&self, queues: &[&str], who: Option<&str>, timeout: Duration) -> Result<Woken> {
         let keys = queues.iter().map(|q| self.keys(q)).collect::<Result<Vec<_>>>()?;
         let mut waiter = self.waiter.lock().await;
         let w = match waiter.as_mut() {
             Some(w) => w,
             None => waiter.insert(Waiter::open(&self.conn).await?),
         };
-        let result = w.wait(self, &keys, timeout).await;
+        let result = w.wait(self, &keys, who, timeout).await;
         if result.is_err() {
             *waiter = None;
         }
         result
+    }
+
+    async fn withdraw(&self, queues: &[&str], who: &str) -> Result<Vec<Claimed>> {
+        let keys = queues.iter().map(|q| self.keys(q)).collect::<Result<Vec<_>>>()?;
+        let mut waiter = self.waiter.lock().await;
+        match waiter.as_mut() {
+            Some(w) => {
+                let result = w.withdraw(self, &keys, who).await;
+                if result.is_err() {
+                    *waiter = None;
+                }
+                result
+            }
+            // Never waited: nothing was handed, no channel to read.
+            None => self.unregister_idle(&keys, who).await.map(|()| Vec::new()),
+        }
     }
 }

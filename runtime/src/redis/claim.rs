@@ -16,18 +16,22 @@ use crate::redis::reply::Reply;
 use crate::redis::scripts::{invocation, millis, run, SCRIPTS};
 
 impl RedisBoard {
+    /// The arguments of one queue's claim for `request`, taking `count`
+    /// jobs; `idle` when the claimer holds none (it may take a suspect).
     pub(super) fn claim_args<'a>(
         &self,
-        who: &'a str,
-        expiry: Duration,
+        request: &ClaimRequest<'a>,
         count: usize,
         idle: bool,
     ) -> ClaimArgs<'a> {
         ClaimArgs {
-            who,
-            expiry,
+            who: request.who,
+            expiry: request.expiry,
             count,
             idle,
+            // A claimer of several queues takes them in order: a hand-off
+            // from one could pass over work waiting in an earlier one.
+            hand_off: request.hand_off.filter(|_| request.queues.len() == 1),
             history: (self.opts.history_count, self.opts.history_age),
             trash: (self.opts.trash_count, self.opts.trash_age),
         }
@@ -45,42 +49,50 @@ impl RedisBoard {
         let mut claimed = Vec::new();
         for j in 0..reply.int(2)? as usize {
             let at = 5 + j * 7;
-            let id = reply.string(at)?;
-            let bytes = reply.bytes(at + 1)?;
-            let Some(posting) = self.decode_or_quarantine(keys, &id, &bytes).await? else {
-                continue;
-            };
-            claimed.push(Claimed {
-                lease: Lease::new(
-                    keys.queue.clone(),
-                    JobId(id),
-                    who.to_owned(),
-                    reply.int(at + 2)? as u64,
-                ),
-                args: args_of(&posting.details),
-                details: posting.details,
-                book: posting.book,
-                name: posting.name,
-                attempt: reply.int(at + 3)? as u32 + 1,
+            let fields = LeaseFields {
+                token: reply.int(at + 2)? as u64,
+                attempts: reply.int(at + 3)? as u32,
                 max_attempts: reply.int(at + 4)? as u32,
-                priority: Priority(reply.int(at + 5)? as i32),
+                priority: reply.int(at + 5)? as i32,
                 suspect: reply.int(at + 6)? == 1,
-            });
+            };
+            let id = reply.string(at)?;
+            claimed.extend(self.claimed(keys, who, id, &reply.bytes(at + 1)?, fields).await?);
         }
         Ok((claimed, owed))
     }
 
-    async fn claim_queue(
+    /// The job a claim (or a hand-off) took, from its posting `bytes` and
+    /// lease `fields`; `None` when the posting cannot be decoded (it was
+    /// quarantined).
+    pub(super) async fn claimed(
         &self,
-        queue: &str,
+        keys: &QueueKeys,
         who: &str,
-        expiry: Duration,
-        count: usize,
-        idle: bool,
-    ) -> Result<Vec<Claimed>> {
+        id: String,
+        bytes: &[u8],
+        fields: LeaseFields,
+    ) -> Result<Option<Claimed>> {
+        let Some(posting) = self.decode_or_quarantine(keys, &id, bytes).await? else {
+            return Ok(None);
+        };
+        Ok(Some(Claimed {
+            lease: Lease::new(keys.queue.clone(), JobId(id), who.to_owned(), fields.token),
+            args: args_of(&posting.details),
+            details: posting.details,
+            book: posting.book,
+            name: posting.name,
+            attempt: fields.attempts + 1,
+            max_attempts: fields.max_attempts,
+            priority: Priority(fields.priority),
+            suspect: fields.suspect,
+        }))
+    }
+
+    async fn claim_queue(&self, queue: &str, args: &ClaimArgs<'_>) -> Result<Vec<Claimed>> {
         let keys = self.keys(queue)?;
-        let reply = claim(&self.conn, &keys, &self.claim_args(who, expiry, count, idle)).await?;
-        self.finish_claim(&keys, who, expiry, count, idle, reply).await
+        let reply = claim(&self.conn, &keys, args).await?;
+        self.finish_claim(&keys, args, reply).await
     }
 
     /// Reads a claim reply. A claim that got jobs is done: it made one
@@ -98,21 +110,18 @@ impl RedisBoard {
     pub(super) async fn finish_claim(
         &self,
         keys: &QueueKeys,
-        who: &str,
-        expiry: Duration,
-        count: usize,
-        idle: bool,
+        args: &ClaimArgs<'_>,
         reply: Reply,
     ) -> Result<Vec<Claimed>> {
-        let (claimed, owed) = self.parse_claim(keys, who, reply).await?;
+        let (claimed, owed) = self.parse_claim(keys, args.who, reply).await?;
         if !claimed.is_empty() || !owed.any() {
             return Ok(claimed);
         }
         if !self.settle_owed(keys, &owed).await? {
             return Ok(claimed);
         }
-        let more = claim(&self.conn, keys, &self.claim_args(who, expiry, count, idle)).await?;
-        Ok(self.parse_claim(keys, who, more).await?.0)
+        let more = claim(&self.conn, keys, args).await?;
+        Ok(self.parse_claim(keys, args.who, more).await?.0)
     }
 
     /// Does the side work an empty claim found owed (the no-worker path of
@@ -142,26 +151,17 @@ impl RedisBoard {
     /// [`Board::claim_with`](crate::board::Board::claim_with)).
     pub(super) async fn claim_with(&self, request: &ClaimRequest<'_>) -> Result<Vec<Claimed>> {
         request.validate()?;
-        let ClaimRequest {
-            queues,
-            who,
-            expiry,
-            count,
-            holding,
-        } = *request;
-        for queue in queues {
+        for queue in request.queues {
             self.register_queue(queue).await?;
         }
         let mut claimed: Vec<Claimed> = Vec::new();
-        for queue in queues {
-            if claimed.len() >= count || claimed.iter().any(|c| c.suspect) {
+        for queue in request.queues {
+            if claimed.len() >= request.count || claimed.iter().any(|c| c.suspect) {
                 break;
             }
-            let idle = holding == 0 && claimed.is_empty();
-            let more = self
-                .claim_queue(queue, who, expiry, count - claimed.len(), idle)
-                .await?;
-            claimed.extend(more);
+            let idle = request.holding == 0 && claimed.is_empty();
+            let args = self.claim_args(request, request.count - claimed.len(), idle);
+            claimed.extend(self.claim_queue(queue, &args).await?);
         }
         Ok(claimed)
     }
@@ -218,6 +218,17 @@ impl RedisBoard {
     }
 }
 
+/// A claimed job's lease and counts, as a claim reply or hand-off gives them.
+pub(super) struct LeaseFields {
+    /// The lease's fencing token.
+    pub token: u64,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub priority: i32,
+    pub suspect: bool,
+}
+
 /// Side work a claim reply says is owed.
 struct Owed {
     /// The claim came up empty and the listings hold jobs the index lacks
@@ -241,6 +252,8 @@ pub(crate) struct ClaimArgs<'a> {
     pub expiry: Duration,
     pub count: usize,
     pub idle: bool,
+    /// Register for a hand-off this long when the claim comes up empty.
+    pub hand_off: Option<Duration>,
     pub history: (usize, Duration),
     /// The trash's retention: count and age.
     pub trash: (usize, Duration),
@@ -254,6 +267,7 @@ pub(super) fn claim_invocation<'s>(keys: &QueueKeys, a: &ClaimArgs<'_>) -> Scrip
         .arg(if a.idle { "1" } else { "0" });
     inv.arg(a.history.0).arg(millis(a.history.1));
     inv.arg(a.trash.0).arg(millis(a.trash.1));
+    inv.arg(a.hand_off.map_or(0, millis));
     inv
 }
 

@@ -55,14 +55,7 @@ impl RedisBoard {
         request: &ClaimRequest<'_>,
     ) -> Result<(Vec<Result<()>>, Result<Vec<Claimed>>)> {
         request.validate()?;
-        let ClaimRequest {
-            queues,
-            who,
-            expiry,
-            count,
-            holding,
-        } = *request;
-        let Some((first, rest)) = queues.split_first() else {
+        let Some((first, rest)) = request.queues.split_first() else {
             return Ok((self.consume_many(done).await?, Ok(Vec::new())));
         };
         let batches = self.consume_batches(done)?;
@@ -71,13 +64,11 @@ impl RedisBoard {
             .iter()
             .map(|(k, chunk)| (k.clone(), chunk.iter().map(|(_, l)| *l).collect()))
             .collect();
-        let args = self.claim_args(who, expiry, count, holding == 0);
+        let args = self.claim_args(request, request.count, request.holding == 0);
         let (replies, reply) =
             consume_then_claim(&self.conn, &pipelined, self.opts.history_count, &keys, &args).await?;
         let consumed = self.consume_results(done, &batches, replies).await;
-        let claimed = self
-            .finish_claim(&keys, who, expiry, count, holding == 0, reply)
-            .await;
+        let claimed = self.finish_claim(&keys, &args, reply).await;
         let claimed = match claimed {
             Ok(claimed) => self.claim_the_rest(claimed, rest, request).await,
             Err(e) => Err(e),
@@ -99,6 +90,8 @@ impl RedisBoard {
                 queues: rest,
                 count: count - claimed.len(),
                 holding: request.holding + claimed.len(),
+                // Still a claim from several queues: no hand-off.
+                hand_off: None,
                 ..*request
             };
             claimed.extend(self.claim_with(&rest).await?);

@@ -14,7 +14,7 @@ pub struct QueueKeys {
     /// The taskflow namespace (e.g. `jw:{emails}` or `taskflow`).
     pub namespace: String,
     /// `NS:listings`, `NS:sequence`, …: the queue keys of `lua/README.md`.
-    pub keys: [String; 18],
+    pub keys: [String; 19],
     /// The pub/sub channel that announces new work.
     pub notify: String,
     /// Prefix of the event channels (`<prefix>:log`, `<prefix>:ev:<event>`).
@@ -48,6 +48,7 @@ impl QueueKeys {
                 k("jw.tracked"),
                 k("jw.trashed"),
                 k("jw.cancelled"),
+                k("jw.idle"),
             ],
             notify: k("jw.notify"),
             events: events.to_owned(),
@@ -131,6 +132,17 @@ impl QueueKeys {
     /// (bounded like the completed history).
     pub fn cancelled(&self) -> &str {
         &self.keys[17]
+    }
+
+    /// `NS:jw.idle`: worker → `<until ms> <lease ms>`, the workers waiting
+    /// for a hand-off (`lua/lib/handoff.lua`).
+    pub fn idle(&self) -> &str {
+        &self.keys[18]
+    }
+
+    /// The channel on which posts hand `who` its jobs (`NS:jw.handoff.<who>`).
+    pub fn handoff(&self, who: &str) -> String {
+        format!("{}:jw.handoff.{who}", self.namespace)
     }
 
     /// `NS:jw.tracked`: tracked job → time tracking began.

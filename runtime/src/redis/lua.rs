@@ -34,11 +34,12 @@ pub const MODULES: &[(&str, &str)] = &[
     ("maintenance", include_str!("../../../lua/lib/maintenance.lua")),
     ("state", include_str!("../../../lua/lib/state.lua")),
     ("posting", include_str!("../../../lua/lib/posting.lua")),
+    ("handoff", include_str!("../../../lua/lib/handoff.lua")),
 ];
 
 /// The queue keys' names, in the order of `QueueKeys::keys` (and of the
 /// table in `lua/README.md`); a script binds key `name` as `K_<NAME>`.
-pub const KEY_NAMES: [&str; 18] = [
+pub const KEY_NAMES: [&str; 19] = [
     "listings",
     "sequence",
     "trash",
@@ -57,6 +58,7 @@ pub const KEY_NAMES: [&str; 18] = [
     "tracked",
     "trashed",
     "cancelled",
+    "idle",
 ];
 
 /// Every verb's file of `lua/`: `(name, text)`.

@@ -1,13 +1,16 @@
 //! Waiting for work without polling: a pub/sub connection subscribed to
-//! each queue's notify channel, plus the times at which scheduled jobs fall
-//! due, leases expire or recurring jobs are due to spawn.
+//! each queue's notify channel (and a worker's hand-off channels, see
+//! `handoff.rs`), plus the times at which scheduled jobs fall due, leases
+//! expire or recurring jobs are due to spawn.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use futures_util::{FutureExt, StreamExt};
 
+use crate::board::Woken;
 use crate::error::Result;
+use crate::job::Claimed;
 use crate::redis::board::RedisBoard;
 use crate::redis::connect::Connection;
 use crate::redis::keys::QueueKeys;
@@ -16,6 +19,8 @@ use crate::redis::keys::QueueKeys;
 pub(crate) struct Waiter {
     pubsub: redis::aio::PubSub,
     channels: HashSet<String>,
+    /// The hand-off channels subscribed to, with their queue's keys.
+    handoffs: HashMap<String, QueueKeys>,
 }
 
 /// What a queue holds right now, as far as claiming goes.
@@ -102,46 +107,126 @@ impl Waiter {
         Ok(Waiter {
             pubsub: conn.client.get_async_pubsub().await?,
             channels: HashSet::new(),
+            handoffs: HashMap::new(),
         })
     }
 
-    /// Waits until one of the queues may have claimable work or `timeout`
-    /// passes.
+    /// Subscribes to `channel` unless it already is.
+    async fn subscribe(&mut self, channel: &str) -> Result<()> {
+        if !self.channels.contains(channel) {
+            // Recorded only once subscribed: a wait dropped meanwhile
+            // subscribes again next time.
+            self.pubsub.subscribe(channel).await?;
+            self.channels.insert(channel.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Reads the messages already here: hand-offs are kept in `handed`,
+    /// notices dropped (the caller looks at the queues next, or has just
+    /// been woken).
+    fn read_ready(&mut self, handed: &mut Vec<(String, Vec<u8>)>) {
+        let mut messages = self.pubsub.on_message();
+        while let Some(Some(msg)) = messages.next().now_or_never() {
+            keep_handoff(&self.handoffs, msg, handed);
+        }
+    }
+
+    /// Waits until one of the queues may have claimable work, a post hands
+    /// `who` a job, or `timeout` passes.
     pub(super) async fn wait(
         &mut self,
         board: &RedisBoard,
         queues: &[QueueKeys],
+        who: Option<&str>,
         timeout: Duration,
-    ) -> Result<bool> {
+    ) -> Result<Woken> {
         for keys in queues {
-            if !self.channels.contains(&keys.notify) {
-                // Recorded only once subscribed: a wait dropped meanwhile
-                // subscribes again next time.
-                self.pubsub.subscribe(&keys.notify).await?;
-                self.channels.insert(keys.notify.clone());
+            self.subscribe(&keys.notify).await?;
+            if let Some(who) = who {
+                let channel = keys.handoff(who);
+                if !self.handoffs.contains_key(&channel) {
+                    self.subscribe(&channel).await?;
+                    self.handoffs.insert(channel, keys.clone());
+                }
             }
         }
-        // Drop notices that arrived while nobody waited: the check below
-        // sees their jobs; a notice after it wakes the wait.
-        {
-            let mut messages = self.pubsub.on_message();
-            while let Some(Some(_)) = messages.next().now_or_never() {}
+        let mut handed = Vec::new();
+        self.read_ready(&mut handed);
+        if !handed.is_empty() {
+            return Ok(self.woken(board, who, handed).await);
         }
         let mut sleep = timeout;
         for keys in queues {
             let o = outlook(board, keys).await?;
             if o.ready {
-                return Ok(true);
+                return Ok(Woken {
+                    work: true,
+                    handed: Vec::new(),
+                });
             }
             if let Some(ms) = o.next_ms {
                 sleep = sleep.min(Duration::from_millis(ms.max(1) as u64));
             }
         }
-        let mut messages = self.pubsub.on_message();
-        match tokio::time::timeout(sleep, messages.next()).await {
-            Ok(Some(_)) => Ok(true),
+        let next = tokio::time::timeout(sleep, self.pubsub.on_message().next()).await;
+        match next {
+            Ok(Some(msg)) => {
+                keep_handoff(&self.handoffs, msg, &mut handed);
+                self.read_ready(&mut handed);
+                Ok(self.woken(board, who, handed).await)
+            }
             Ok(None) => Err(crate::Error::unavailable("redis pub/sub connection closed")),
-            Err(_) => Ok(sleep < timeout),
+            Err(_) => Ok(Woken {
+                work: sleep < timeout,
+                handed: Vec::new(),
+            }),
         }
+    }
+
+    /// Ends `who`'s hand-off registrations on `queues`; returns the jobs
+    /// handed to it before that, read here or still on their way.
+    pub(super) async fn withdraw(
+        &mut self,
+        board: &RedisBoard,
+        queues: &[QueueKeys],
+        who: &str,
+    ) -> Result<Vec<Claimed>> {
+        board.unregister_idle(queues, who).await?;
+        // Messages come in order on the connection: once the PING's reply
+        // is here, so is every hand-off sent before the registrations went.
+        self.pubsub.ping::<redis::Value>().await?;
+        let mut handed = Vec::new();
+        self.read_ready(&mut handed);
+        Ok(self.woken(board, Some(who), handed).await.handed)
+    }
+
+    /// Reads hand-off messages into claimed jobs. One that cannot be read
+    /// is logged and left: its lease expires and the job is recovered.
+    async fn woken(&self, board: &RedisBoard, who: Option<&str>, handed: Vec<(String, Vec<u8>)>) -> Woken {
+        let mut jobs = Vec::new();
+        for (channel, bytes) in handed {
+            let (Some(keys), Some(who)) = (self.handoffs.get(&channel), who) else {
+                continue;
+            };
+            match board.handed(keys, who, &bytes).await {
+                Ok(job) => jobs.extend(job),
+                Err(e) => {
+                    tracing::warn!(queue = %keys.queue, error = %e, "cannot read a hand-off; its lease will expire")
+                }
+            }
+        }
+        Woken {
+            work: true,
+            handed: jobs,
+        }
+    }
+}
+
+/// Keeps `msg` in `handed` when it is a hand-off.
+fn keep_handoff(handoffs: &HashMap<String, QueueKeys>, msg: redis::Msg, handed: &mut Vec<(String, Vec<u8>)>) {
+    let channel = msg.get_channel_name();
+    if handoffs.contains_key(channel) {
+        handed.push((channel.to_owned(), msg.get_payload_bytes().to_vec()));
     }
 }

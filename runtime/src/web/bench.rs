@@ -126,6 +126,7 @@ async fn fill(board: &RedisBoard, q: &str, n: usize) -> Result<()> {
         expiry: Duration::from_secs(3600),
         count: 500.min(n).max(1),
         holding: 0,
+        hand_off: None,
     };
     let claimed = board.claim_with(&request).await?;
     for (k, c) in claimed.into_iter().enumerate() {

@@ -284,7 +284,7 @@ impl Worker {
                         break exit;
                     }
                 }
-                Wake::Work => {}
+                Wake::Work(handed) => self.take_handed(handed).await,
                 Wake::WaitFailed(e) => {
                     tracing::warn!(error = %e, "waiting for work failed; retrying");
                     pause = true;

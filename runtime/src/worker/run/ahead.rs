@@ -101,17 +101,46 @@ impl Worker {
         true
     }
 
+    /// Takes jobs that posts handed to this worker (it waits for them
+    /// only while it takes work): they start in free slots; those that
+    /// cannot start now go back, unless the prefetch keeps them.
+    pub(super) async fn take_handed(&mut self, handed: Vec<Claimed>) {
+        if handed.is_empty() {
+            return;
+        }
+        tracing::debug!(jobs = handed.len(), "jobs handed over by their posts");
+        self.keep_ahead(handed);
+        self.launch_ahead().await;
+        let extra = self.ahead.split_off(self.prefetch().min(self.ahead.len()));
+        for c in extra {
+            self.give_back(c, "handed over with no free slot").await;
+        }
+    }
+
     /// Gives every job claimed ahead back to the board (not counted as an
-    /// attempt: none started).
+    /// attempt: none started), with the jobs handed to this worker that it
+    /// has not read yet, after ending its hand-off registrations.
     pub(super) async fn give_back_ahead(&mut self, why: &str) {
+        let queues: Vec<&str> = self.cfg.queues.iter().map(String::as_str).collect();
+        match self.board.withdraw(&queues, &self.cfg.owner).await {
+            Ok(handed) => self.ahead.extend(handed),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot end the hand-off registrations; their leases expire")
+            }
+        }
         let jobs: Vec<Claimed> = self.ahead.drain(..).collect();
         for c in jobs {
-            self.stop_extending(&key_of(&c.lease));
-            let id = c.lease.job().clone();
-            match self.board.abandon(c.lease, Abandon::Release).await {
-                Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
-                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back"),
-            }
+            self.give_back(c, why).await;
+        }
+    }
+
+    /// Gives one job that did not start back to the board.
+    async fn give_back(&mut self, c: Claimed, why: &str) {
+        self.stop_extending(&key_of(&c.lease));
+        let id = c.lease.job().clone();
+        match self.board.abandon(c.lease, Abandon::Release).await {
+            Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
+            Err(e) => tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back"),
         }
     }
 }

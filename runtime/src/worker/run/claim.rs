@@ -36,6 +36,9 @@ impl Worker {
             expiry: self.cfg.expiry,
             count: room,
             holding: self.holding(),
+            // Until the wait after this claim ends and the next claim
+            // registers again (a wait lasts an interval at most).
+            hand_off: Some(self.cfg.interval * 2),
         };
         if self.done.is_empty() {
             return self.board.claim_with(&request).await;

@@ -110,6 +110,13 @@ impl Worker {
                 self.mode = Mode::Run;
                 None
             }
+            (Sig::Resume, Mode::Run) => {
+                // Continued after a stop (SIGSTOP): jobs handed over or
+                // claimed ahead meanwhile may have outlived their leases
+                // and run elsewhere by now, so none of them starts here.
+                self.give_back_ahead("continued after a stop").await;
+                None
+            }
             _ => None,
         }
     }

@@ -5,6 +5,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::board::Board;
 use crate::error::Error;
+use crate::job::Claimed;
 use crate::worker::run::{Event, Sig, Signals, Worker, CLAIM_ERROR_PAUSE};
 
 /// Why the worker loop woke.
@@ -12,7 +13,8 @@ pub(super) enum Wake {
     Signal(Sig),
     Event(Event),
     Timer,
-    Work,
+    /// Work may be waiting; posts handed over these jobs.
+    Work(Vec<Claimed>),
     WaitFailed(Error),
 }
 
@@ -34,11 +36,11 @@ impl Worker {
             s = signals.next() => Wake::Signal(s),
             Some(e) = inbox.recv() => Wake::Event(e),
             _ = tokio::time::sleep_until(timer.into()) => Wake::Timer,
-            r = self.board.wait(&q, self.cfg.interval), if want_work => match r {
-                Ok(_) => Wake::Work,
+            r = self.board.wait_as(&q, Some(&self.cfg.owner), self.cfg.interval), if want_work => match r {
+                Ok(woken) => Wake::Work(woken.handed),
                 Err(e) => Wake::WaitFailed(e),
             },
-            _ = tokio::time::sleep(CLAIM_ERROR_PAUSE), if claim_failed => Wake::Work,
+            _ = tokio::time::sleep(CLAIM_ERROR_PAUSE), if claim_failed => Wake::Work(Vec::new()),
         }
     }
 

@@ -1,0 +1,74 @@
+-- lib/handoff.lua: handing just-posted jobs straight to idle workers, so
+-- that an idle worker's pickup costs no claim round trip.
+-- include: keys, time, msgpack, events, stats
+--
+-- A worker whose claim came up empty is registered in K_IDLE (claim.lua:
+-- who → '<until ms> <lease ms>'). post.lua then takes the lease a claim
+-- would take, on the best ready job, and sends it on the worker's own
+-- channel (NS:jw.handoff.<who>). One hand-off per registration: the entry
+-- goes with it. Entries past their time, or whose worker no longer
+-- listens (it died: its connection closed), are dropped and skipped.
+-- A hand-off the worker never reads is a lease like any other: it expires
+-- and the job is recovered.
+
+local function handoff_channel(who) return NS .. 'jw.handoff.' .. who end
+
+-- The message: '<token> <attempts> <max> <prio> <id length>\n' .. id ..
+-- posting (runtime/src/redis/handoff.rs reads it).
+local function handoff_message(id, posting, token, v)
+  return string.format('%d %d %d %d %d\n', token, tonumber(v[1] or 0), tonumber(v[2] or 1),
+    tonumber(v[3] or 0), #id) .. id .. posting
+end
+
+-- Takes the lease on the best ready job for `who` and sends it; false
+-- (nothing taken, the job kept its place) when there is no ready job or
+-- the best one is not a plain one (a suspect, gone from the listings,
+-- held outside jobworker): claims deal with those.
+local function hand_one(who, lease_ms, s, us, now_ms)
+  local popped = redis.call('ZPOPMIN', K_READY)
+  if #popped == 0 then return false end
+  local id = popped[1]
+  local job = job_key(id)
+  local posting = redis.call('HGET', K_LISTINGS, id)
+  local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
+  if not posting or v[4] or not redis.call('SET', owned_key(id), who, 'PX', lease_ms, 'NX') then
+    redis.call('ZADD', K_READY, popped[2], id)
+    return false
+  end
+  redis.call('SET', modified_key(id), oslo_datetime(s, us))
+  local token = tonumber(v[5] or 0) + 1
+  redis.call('HSET', job, 'token', int(token), 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
+  redis.call('ZADD', K_LEASES, int(now_ms + lease_ms), id)
+  if v[6] then add_stats('wait', {math.max(0, now_ms - tonumber(v[6]))}, now_ms) end
+  if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
+  redis.call('PUBLISH', handoff_channel(who), handoff_message(id, posting, token, v))
+  return true
+end
+
+-- Hands ready jobs to the queue's idle workers, one each, while the queue
+-- hands out work (not paused, under its limit); true when it handed one.
+local function hand_off(s, us, now_ms)
+  local idle = redis.call('HGETALL', K_IDLE)
+  if #idle == 0 then return false end
+  local settings = redis.call('HMGET', K_QUEUE, 'paused', 'limit')
+  if settings[1] == '1' then return false end
+  local handed = false
+  local room = #idle / 2
+  local limit = tonumber(settings[2] or 0)
+  if limit > 0 then room = math.min(room, limit - redis.call('ZCARD', K_LEASES)) end
+  for i = 1, #idle, 2 do
+    if room <= 0 then break end
+    local who = idle[i]
+    local until_ms, lease_ms = idle[i + 1]:match('^(%d+) (%d+)$')
+    if tonumber(until_ms or 0) <= now_ms or redis.call('PUBSUB', 'NUMSUB', handoff_channel(who))[2] == 0 then
+      redis.call('HDEL', K_IDLE, who)
+    elseif hand_one(who, tonumber(lease_ms), s, us, now_ms) then
+      redis.call('HDEL', K_IDLE, who)
+      room = room - 1
+      handed = true
+    else
+      break
+    end
+  end
+  return handed
+end

@@ -1,0 +1,97 @@
+//! Hand-offs: jobs a post took the lease on for an idle worker and sent on
+//! its channel (`lua/lib/handoff.lua`), read back into claimed jobs; and
+//! ending a worker's registrations.
+
+use crate::error::{Error, Result};
+use crate::job::Claimed;
+use crate::redis::board::RedisBoard;
+use crate::redis::claim::LeaseFields;
+use crate::redis::keys::QueueKeys;
+
+/// One hand-off message: `'<token> <attempts> <max> <prio> <id length>\n'`,
+/// the job id, then its posting.
+struct Message<'a> {
+    id: String,
+    posting: &'a [u8],
+    fields: LeaseFields,
+}
+
+fn parse(bytes: &[u8]) -> Option<Message<'_>> {
+    let end = bytes.iter().position(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&bytes[..end]).ok()?;
+    let n: Vec<i64> = head.split(' ').map(str::parse).collect::<Result<_, _>>().ok()?;
+    let [token, attempts, max, prio, id_len] = n[..] else {
+        return None;
+    };
+    let rest = &bytes[end + 1..];
+    let id_len = usize::try_from(id_len).ok().filter(|&l| l <= rest.len())?;
+    Some(Message {
+        id: String::from_utf8(rest[..id_len].to_vec()).ok()?,
+        posting: &rest[id_len..],
+        fields: LeaseFields {
+            token: u64::try_from(token).ok()?,
+            attempts: u32::try_from(attempts).ok()?,
+            max_attempts: u32::try_from(max).ok()?,
+            priority: i32::try_from(prio).ok()?,
+            suspect: false,
+        },
+    })
+}
+
+impl RedisBoard {
+    /// The job a hand-off message on `keys`' queue carries for `who`;
+    /// `None` when its posting cannot be decoded (it was quarantined).
+    pub(super) async fn handed(&self, keys: &QueueKeys, who: &str, bytes: &[u8]) -> Result<Option<Claimed>> {
+        let m = parse(bytes).ok_or_else(|| {
+            Error::codec(format!(
+                "queue {}: unreadable hand-off message ({} bytes)",
+                keys.queue,
+                bytes.len()
+            ))
+        })?;
+        self.claimed(keys, who, m.id, m.posting, m.fields).await
+    }
+
+    /// Drops `who`'s hand-off registrations on `keys`' queues: no post
+    /// hands it a job after this returns. One call per queue (each queue
+    /// is its own cluster slot).
+    pub(super) async fn unregister_idle(&self, keys: &[QueueKeys], who: &str) -> Result<()> {
+        for k in keys {
+            self.conn
+                .query::<()>(redis::cmd("HDEL").arg(k.idle()).arg(who))
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_reads_back() {
+        let m = parse(b"7 2 5 -3 4\nabcd\x82posting\nwith newline").unwrap();
+        assert_eq!(m.id, "abcd");
+        assert_eq!(m.posting, b"\x82posting\nwith newline");
+        let f = m.fields;
+        assert_eq!(
+            (f.token, f.attempts, f.max_attempts, f.priority, f.suspect),
+            (7, 2, 5, -3, false)
+        );
+    }
+
+    #[test]
+    fn broken_messages_are_refused() {
+        for bad in [
+            &b""[..],
+            b"7 2 5 -3\nabcd",
+            b"7 2 5 -3 9\nabcd",
+            b"x 2 5 -3 4\nabcd",
+            b"-7 2 5 -3 4\nabcd",
+            b"7 2 5 -3 4 abcd",
+        ] {
+            assert!(parse(bad).is_none(), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Hand-offs on a real redis-server: a claimer whose claim came up empty
+//! is handed the next job posted to its queue, lease taken by the post, so
+//! that its pickup costs no claim round trip; and nothing is lost or held
+//! twice when the claimer is gone, late, paused or stops taking work.
+
+use std::time::Duration;
+
+use jobworker::board::{ClaimRequest, Woken};
+use jobworker::redis::RedisBoard;
+use jobworker::{Board, Claimed, JobState, NewJob, Priority};
+use jobworker_tests::{shared_redis, unique_queue};
+use redis::AsyncCommands;
+
+const LONG: Duration = Duration::from_secs(300);
+
+async fn setup(prefix: &str) -> (RedisBoard, String) {
+    let board = RedisBoard::connect(shared_redis().url()).await.unwrap();
+    (board, unique_queue(prefix))
+}
+
+/// An empty claim by `who` on `queues` that registers it for hand-offs
+/// for `register`, with leases of `expiry`.
+async fn register(board: &RedisBoard, queues: &[&str], who: &str, register: Duration, expiry: Duration) {
+    let request = ClaimRequest {
+        queues,
+        who,
+        expiry,
+        count: 5,
+        holding: 0,
+        hand_off: Some(register),
+    };
+    assert!(board.claim_with(&request).await.unwrap().is_empty());
+}
+
+/// Workers registered for hand-offs on `q` (the idle hash).
+async fn registered(board: &RedisBoard, q: &str) -> Vec<String> {
+    let mut con = board.connection();
+    let idle: std::collections::HashMap<String, String> =
+        con.hgetall(board.keys(q).unwrap().idle()).await.unwrap();
+    let mut who: Vec<String> = idle.into_keys().collect();
+    who.sort();
+    who
+}
+
+/// Waits as `who` (subscribing its hand-off channel) until something comes.
+async fn wait_as(board: &RedisBoard, q: &str, who: &str, timeout: Duration) -> Woken {
+    board.wait_as(&[q], Some(who), timeout).await.unwrap()
+}
+
+/// Waits as `who` until a hand-off comes (a wait also returns at once
+/// while the queue holds ready jobs, before the hand-off may be read).
+async fn handed(board: &RedisBoard, q: &str, who: &str) -> Vec<Claimed> {
+    for _ in 0..200 {
+        let woken = wait_as(board, q, who, Duration::from_secs(10)).await;
+        assert!(woken.work);
+        if !woken.handed.is_empty() {
+            return woken.handed;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no hand-off for {who}");
+}
+
+#[tokio::test]
+async fn an_idle_claimer_is_handed_the_next_post_with_its_lease() {
+    let (board, q) = setup("handoff").await;
+    // Subscribe first (a wait that times out), then register.
+    assert!(wait_as(&board, &q, "w1", Duration::from_millis(50))
+        .await
+        .handed
+        .is_empty());
+    register(&board, &[&q], "w1", LONG, LONG).await;
+    assert_eq!(registered(&board, &q).await, ["w1"]);
+
+    let id = board
+        .post(
+            &q,
+            NewJob::new("greet").args(&"hi").unwrap().priority(Priority(3)),
+        )
+        .await
+        .unwrap();
+    let mut handed = handed(&board, &q, "w1").await;
+    assert_eq!(handed.len(), 1, "{handed:?}");
+    let job = handed.remove(0);
+    assert_eq!(*job.lease.job(), id);
+    assert_eq!(job.lease.owner(), "w1");
+    assert_eq!(
+        (job.name.as_str(), job.attempt, job.priority),
+        ("greet", 1, Priority(3))
+    );
+    assert_eq!(job.args, rmpv::Value::from("hi"));
+    assert_eq!(board.show(&q, &id).await.unwrap().state, JobState::Claimed);
+    // One hand-off per registration; the lease is a real one.
+    assert!(registered(&board, &q).await.is_empty());
+    assert!(board.claim(&[&q], "w2", LONG, 5).await.unwrap().is_empty());
+    board.extend(&job.lease, LONG).await.unwrap();
+    board.consume(job.lease).await.unwrap();
+    assert_eq!(board.show(&q, &id).await.unwrap().state, JobState::Completed);
+    let stats = board.stats(&q, None).await.unwrap();
+    assert_eq!(stats.wait.count, 1, "the hand-off counts its wait like a claim");
+}
+
+#[tokio::test]
+async fn one_job_per_registration_and_the_best_one_first() {
+    let (board, q) = setup("handoff-one").await;
+    wait_as(&board, &q, "w1", Duration::from_millis(50)).await;
+    register(&board, &[&q], "w1", LONG, LONG).await;
+    let jobs = [
+        NewJob::new("low"),
+        NewJob::new("high").priority(Priority(9)),
+        NewJob::new("mid").priority(Priority(5)),
+    ];
+    let ids: Vec<_> = board
+        .post_many(&q, &jobs)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let handed = handed(&board, &q, "w1").await;
+    assert_eq!(handed.len(), 1);
+    assert_eq!(*handed[0].lease.job(), ids[1], "the highest priority goes first");
+    let rest = board.claim(&[&q], "w2", LONG, 5).await.unwrap();
+    let rest: Vec<_> = rest.iter().map(|c| c.lease.job().clone()).collect();
+    assert_eq!(rest, [ids[2].clone(), ids[0].clone()]);
+    // A claim that got jobs, with a registration asked, drops it.
+    register(&board, &[&q], "w3", LONG, LONG).await;
+    board.post(&q, NewJob::new("x")).await.unwrap();
+    assert!(registered(&board, &q).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_claimer_that_does_not_listen_or_is_late_is_skipped() {
+    let (board, q) = setup("handoff-gone").await;
+    // Registered but never subscribed (or dead: its connection closed).
+    register(&board, &[&q], "ghost", LONG, LONG).await;
+    // Subscribed, but its registration ran out.
+    wait_as(&board, &q, "late", Duration::from_millis(50)).await;
+    register(&board, &[&q], "late", Duration::from_millis(1), LONG).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let id = board.post(&q, NewJob::new("x")).await.unwrap();
+    assert_eq!(board.show(&q, &id).await.unwrap().state, JobState::Ready);
+    assert!(
+        registered(&board, &q).await.is_empty(),
+        "stale registrations are dropped"
+    );
+    let woken = wait_as(&board, &q, "late", Duration::from_millis(100)).await;
+    assert!(woken.handed.is_empty());
+    assert_eq!(
+        *board.claim(&[&q], "w", LONG, 1).await.unwrap()[0].lease.job(),
+        id
+    );
+}
+
+#[tokio::test]
+async fn a_paused_queue_or_one_at_its_limit_hands_nothing_over() {
+    let (board, q) = setup("handoff-closed").await;
+    wait_as(&board, &q, "w1", Duration::from_millis(50)).await;
+    register(&board, &[&q], "w1", LONG, LONG).await;
+    board.pause(&q).await.unwrap();
+    let paused = board.post(&q, NewJob::new("x")).await.unwrap();
+    board.resume(&q).await.unwrap();
+    assert_eq!(board.show(&q, &paused).await.unwrap().state, JobState::Ready);
+    assert_eq!(registered(&board, &q).await, ["w1"]);
+    // Limit 1, held by someone else.
+    board.set_limit(&q, Some(1)).await.unwrap();
+    assert_eq!(board.claim(&[&q], "holder", LONG, 1).await.unwrap().len(), 1);
+    let limited = board.post(&q, NewJob::new("y")).await.unwrap();
+    assert_eq!(board.show(&q, &limited).await.unwrap().state, JobState::Ready);
+    assert!(wait_as(&board, &q, "w1", Duration::from_millis(100))
+        .await
+        .handed
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_claim_from_several_queues_does_not_register() {
+    let (board, q) = setup("handoff-multi").await;
+    let q2 = unique_queue("handoff-multi-b");
+    register(&board, &[&q, &q2], "w1", LONG, LONG).await;
+    assert!(registered(&board, &q).await.is_empty());
+    assert!(registered(&board, &q2).await.is_empty());
+    // Nor does a worker's settle-and-claim step over both.
+    board.post(&q, NewJob::new("x")).await.unwrap();
+    let done = board.claim(&[&q], "w1", LONG, 1).await.unwrap().remove(0).lease;
+    let request = ClaimRequest {
+        queues: &[&q, &q2],
+        who: "w1",
+        expiry: LONG,
+        count: 5,
+        holding: 0,
+        hand_off: Some(LONG),
+    };
+    let (consumed, claimed) = board.consume_then_claim(vec![done], &request).await;
+    assert!(consumed[0].is_ok() && claimed.unwrap().is_empty());
+    assert!(registered(&board, &q).await.is_empty());
+    assert!(registered(&board, &q2).await.is_empty());
+}
+
+#[tokio::test]
+async fn withdrawing_returns_what_was_handed_and_ends_the_registration() {
+    let (board, q) = setup("handoff-withdraw").await;
+    wait_as(&board, &q, "w1", Duration::from_millis(50)).await;
+    register(&board, &[&q], "w1", LONG, LONG).await;
+    let id = board.post(&q, NewJob::new("x")).await.unwrap();
+    // Handed, not read: the worker stops taking work.
+    register(&board, &[&q], "w1", LONG, LONG).await;
+    let mut handed = board.withdraw(&[&q], "w1").await.unwrap();
+    assert_eq!(handed.len(), 1);
+    assert_eq!(*handed[0].lease.job(), id);
+    assert!(registered(&board, &q).await.is_empty());
+    let after = board.post(&q, NewJob::new("y")).await.unwrap();
+    assert_eq!(board.show(&q, &after).await.unwrap().state, JobState::Ready);
+    // Given back, the handed job is claimable again.
+    board
+        .abandon(handed.remove(0).lease, jobworker::Abandon::Release)
+        .await
+        .unwrap();
+    let claimed = board.claim(&[&q], "w2", LONG, 5).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+}
+
+#[tokio::test]
+async fn a_hand_off_never_read_expires_and_the_job_is_recovered() {
+    let (board, q) = setup("handoff-lost").await;
+    wait_as(&board, &q, "frozen", Duration::from_millis(50)).await;
+    register(&board, &[&q], "frozen", LONG, Duration::from_millis(300)).await;
+    let id = board.post(&q, NewJob::new("x").max_attempts(5)).await.unwrap();
+    assert_eq!(board.show(&q, &id).await.unwrap().state, JobState::Claimed);
+    // "frozen" never reads its hand-off; the lease runs out.
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = board.claim(&[&q], "w2", LONG, 1).await.unwrap();
+        if !got.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(got.len(), 1, "the job came back after the lease expired");
+    assert_eq!(*got[0].lease.job(), id);
+    assert_eq!(got[0].attempt, 2, "the expired hand-off counts as an attempt");
+    // Read late, the stale hand-off's lease is refused.
+    let mut late = handed(&board, &q, "frozen").await;
+    assert_eq!(late.len(), 1);
+    let err = board.consume(late.remove(0).lease).await.unwrap_err();
+    assert!(err.is_not_owner(), "{err}");
+    board.consume(got.remove(0).lease).await.unwrap();
+}
