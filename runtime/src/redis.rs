@@ -10,6 +10,7 @@ mod config;
 mod connect;
 mod consume;
 mod deps;
+mod durability;
 mod extend;
 mod failed;
 mod handoff;
@@ -31,6 +32,7 @@ mod recover;
 mod recurring;
 mod reply;
 mod scripts;
+mod sentinel;
 mod settings;
 mod stats;
 mod sync;
@@ -44,7 +46,8 @@ pub use board::{
     DEFAULT_TRASH_COUNT,
 };
 pub use config::CONFIG_KEYS;
-pub use connect::MIN_REDIS_VERSION;
+pub use connect::{RedisConnection, MIN_REDIS_VERSION};
+pub use durability::Durability;
 pub use keys::{QueueKeys, DEFAULT_PREFIX};
 pub use recover::POISON_CRASHES;
 pub use sync::SyncBoard;

@@ -7,6 +7,7 @@
 //!   condition with a deadline, never a bare sleep.
 //! - [`copy_of`], [`with_owner`]: a lease rebuilt from its parts, to use a
 //!   claim twice on purpose.
+//! - [`Sentinels`]: a master, a replica and three sentinels for one test.
 //! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
@@ -35,6 +36,7 @@ mod support {
     pub mod names;
     pub mod python;
     pub mod redis;
+    pub mod sentinel;
     pub mod wait;
     pub mod zookeeper;
 }
@@ -47,5 +49,6 @@ pub use support::python::{
     TASKFLOW_VERSION,
 };
 pub use support::redis::{shared_redis, SharedRedis};
+pub use support::sentinel::{Sentinels, MASTER_NAME};
 pub use support::wait::{wait_for, wait_for_blocking, wait_until, POLL_INTERVAL};
 pub use support::zookeeper::{shared_zookeeper, ZooKeeperOptions, ZooKeeperServer};

@@ -77,7 +77,7 @@ async fn config_is_validated_stored_and_picked_up_by_new_boards() {
     assert!((3..=4).contains(&kept), "history holds {kept} jobs, configured 3");
 }
 
-async fn used_memory(con: &mut redis::aio::ConnectionManager) -> u64 {
+async fn used_memory(con: &mut jobworker::redis::RedisConnection) -> u64 {
     let info: String = redis::cmd("INFO").arg("memory").query_async(con).await.unwrap();
     info.lines()
         .find_map(|l| l.strip_prefix("used_memory:"))
@@ -85,7 +85,7 @@ async fn used_memory(con: &mut redis::aio::ConnectionManager) -> u64 {
         .unwrap_or_else(|| panic!("no used_memory in INFO memory: {info}"))
 }
 
-async fn dbsize(con: &mut redis::aio::ConnectionManager) -> usize {
+async fn dbsize(con: &mut jobworker::redis::RedisConnection) -> usize {
     redis::cmd("DBSIZE").query_async(con).await.unwrap()
 }
 

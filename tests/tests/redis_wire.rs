@@ -20,12 +20,12 @@ async fn board_on(q: &str, ns: &str) -> RedisBoard {
         .unwrap()
 }
 
-async fn server_micros(con: &mut redis::aio::ConnectionManager) -> i64 {
+async fn server_micros(con: &mut jobworker::redis::RedisConnection) -> i64 {
     let (s, us): (i64, i64) = redis::cmd("TIME").query_async(con).await.unwrap();
     s * 1_000_000 + us
 }
 
-async fn keys_of(con: &mut redis::aio::ConnectionManager, ns: &str) -> BTreeSet<String> {
+async fn keys_of(con: &mut jobworker::redis::RedisConnection, ns: &str) -> BTreeSet<String> {
     con.keys::<_, Vec<String>>(format!("{ns}:*"))
         .await
         .unwrap()

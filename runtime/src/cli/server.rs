@@ -16,9 +16,12 @@ use crate::zookeeper::ZooKeeperOptions;
 /// Where the board is.
 #[derive(Debug, Args)]
 pub struct BoardArgs {
-    /// Redis URL (redis://, rediss://, unix://; user:password@ allowed).
-    /// Without it: a Redis on 127.0.0.1:6379 if one answers, otherwise a
-    /// private redis-server started for this command.
+    /// Redis URL (redis://, rediss://, unix://; user:password@ allowed),
+    /// or a master behind sentinels:
+    /// redis+sentinel://[user:password@]host:port[,host:port…]/MASTER[/db]
+    /// (rediss+sentinel:// for TLS). Without it: a Redis on
+    /// 127.0.0.1:6379 if one answers, otherwise a private redis-server
+    /// started for this command.
     #[arg(long, global = true, env = "JOBWORKER_REDIS_URL")]
     pub redis: Option<String>,
     /// Use the ZooKeeper board at `host:port[,host:port]/root` instead of
@@ -41,6 +44,12 @@ pub struct BoardArgs {
         value_delimiter = ','
     )]
     pub namespaces: Vec<String>,
+    /// Acknowledge each write only once N replicas hold it (Redis WAIT),
+    /// waiting at most MS milliseconds (default 1000): `wait:N[:MS]`. An
+    /// acknowledged post or consume then survives a failover; each call
+    /// costs one more round trip.
+    #[arg(long, global = true, value_name = "wait:N[:MS]", env = "JOBWORKER_DURABILITY")]
+    pub durability: Option<String>,
 }
 
 /// The private board a command without a URL uses: `--data-dir`'s, else
@@ -90,6 +99,7 @@ pub(crate) fn options(url: String, args: &BoardArgs) -> Result<RedisOptions> {
         };
         opts = opts.namespace(queue, ns);
     }
+    opts.durability = args.durability.as_deref().map(str::parse).transpose()?;
     Ok(opts)
 }
 
@@ -99,6 +109,11 @@ pub(crate) fn spec(args: &BoardArgs) -> Result<BoardSpec> {
         if !args.namespaces.is_empty() {
             return Err(crate::Error::invalid(
                 "--namespace applies to Redis, not to --zookeeper",
+            ));
+        }
+        if args.durability.is_some() {
+            return Err(crate::Error::invalid(
+                "--durability applies to Redis, not to --zookeeper (ZooKeeper acknowledges a write once a quorum holds it)",
             ));
         }
         return Ok(BoardSpec::ZooKeeper(ZooKeeperOptions::new(connect.clone())));

@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::job::{
     Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, DEFAULT_MAX_ATTEMPTS,
 };
-use crate::redis::connect::{connect, Connection};
+use crate::redis::connect::{connect, Connection, RedisConnection};
+use crate::redis::durability::Durability;
 use crate::redis::keys::{QueueKeys, DEFAULT_PREFIX};
 use crate::redis::post_group::PostGroups;
 use crate::redis::read;
@@ -31,7 +32,9 @@ pub const DEFAULT_TRASH_AGE: Duration = Duration::from_secs(180 * 24 * 3600);
 #[derive(Debug, Clone, PartialEq)]
 pub struct RedisOptions {
     /// Server URL: `redis://`, `rediss://` or `unix://`, with optional
-    /// `user:password@`.
+    /// `user:password@`; or the sentinels of a master,
+    /// `redis+sentinel://[user:password@]host:port[,host:port…]/MASTER[/db]`
+    /// (`rediss+sentinel://` for TLS).
     pub url: String,
     /// Prefix of default namespaces: queue `Q` is `<prefix>:{Q}`.
     pub prefix: String,
@@ -48,6 +51,9 @@ pub struct RedisOptions {
     pub trash_age: Duration,
     /// Tries allowed for jobs posted by taskflow (which has no such field).
     pub default_max_attempts: u32,
+    /// Acknowledge each call only once this many replicas hold its writes
+    /// (`--durability wait:N[:ms]`); none by default.
+    pub durability: Option<Durability>,
 }
 
 impl RedisOptions {
@@ -62,6 +68,7 @@ impl RedisOptions {
             trash_count: DEFAULT_TRASH_COUNT,
             trash_age: DEFAULT_TRASH_AGE,
             default_max_attempts: DEFAULT_MAX_ATTEMPTS,
+            durability: None,
         }
     }
 
@@ -137,7 +144,7 @@ impl RedisBoard {
                 return Err(Error::invalid("a queue namespace must not be empty"));
             }
         }
-        let conn = connect(&opts.url).await?;
+        let conn = connect(&opts.url, opts.durability).await?;
         scripts::load_all(&conn).await?;
         let stored: (Option<usize>, Option<f64>, Option<usize>, Option<f64>) = conn
             .query(
@@ -172,8 +179,8 @@ impl RedisBoard {
     }
 
     /// A command connection (reconnecting), for tests and tools.
-    pub fn connection(&self) -> redis::aio::ConnectionManager {
-        self.conn.manager.clone()
+    pub fn connection(&self) -> RedisConnection {
+        self.conn.link.clone()
     }
 
     /// Logs a failed side task of a claim or consume; the jobs it took or

@@ -275,7 +275,7 @@ pub(super) fn claim_invocation<'s>(keys: &QueueKeys, a: &ClaimArgs<'_>) -> Scrip
 /// whose reply was lost must not take more jobs (its leases expire).
 pub(crate) async fn claim(conn: &Connection, keys: &QueueKeys, a: &ClaimArgs<'_>) -> Result<Reply> {
     let value = claim_invocation(keys, a)
-        .invoke_async::<redis::Value>(&mut conn.manager.clone())
+        .invoke_async::<redis::Value>(&mut conn.link.clone())
         .await?;
     Reply::from_value(value)
 }

@@ -1,13 +1,17 @@
-//! Connecting to Redis: URLs (`redis://`, `rediss://`, `unix://`, with
-//! user/password), TLS, the version check and reconnects.
+//! Connecting to Redis: URLs (`redis://`, `rediss://`, `unix://`,
+//! `redis+sentinel://`, with user/password), TLS, the version check and
+//! reconnects.
 
 use std::future::Future;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use crate::error::{Error, Result};
+use crate::redis::durability::Durability;
+use crate::redis::sentinel::{self, FollowMaster, Master};
 
 /// Oldest Redis the board runs on (ZPOPMIN with a count, effects
 /// replication of scripts that read TIME, `SET … PX`).
@@ -20,6 +24,8 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Reconnect attempts of the connection manager before a call fails.
 const RECONNECT_RETRIES: usize = 8;
+/// Reconnect attempts behind sentinels, before the sentinels are asked.
+const SENTINEL_RECONNECT_RETRIES: usize = 1;
 /// Longest pause between reconnect attempts.
 const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(2);
 
@@ -27,29 +33,155 @@ const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(2);
 /// server's certificate (for `rediss://` with a private CA).
 pub(super) const CA_ENV: &str = "JOBWORKER_REDIS_CA";
 
-/// A connected client: the client (to open pub/sub connections) and a
-/// reconnecting command connection.
+/// A connected board: its reconnecting command connection, and where
+/// pub/sub connections are opened.
 #[derive(Clone)]
 pub(crate) struct Connection {
-    pub client: redis::Client,
-    pub manager: ConnectionManager,
+    pub link: RedisConnection,
     pub url: String,
+}
+
+/// A board's command connection (cheap to clone, shared by all clones):
+/// it reconnects after a dropped connection, behind sentinels follows the
+/// master through a failover (see `redis/sentinel.rs`), and with a
+/// [`Durability`] acknowledges a call only once replicas hold its writes.
+#[derive(Clone)]
+pub struct RedisConnection {
+    link: Link,
+    durability: Option<Durability>,
+}
+
+/// Behind sentinels: the follower and the master a call went to.
+type Following = (Arc<FollowMaster>, Arc<Master>);
+
+#[derive(Clone)]
+enum Link {
+    Direct {
+        client: Box<redis::Client>,
+        manager: ConnectionManager,
+    },
+    Sentinel(Arc<FollowMaster>),
+}
+
+impl RedisConnection {
+    /// The client of the server commands go to now (the master, behind
+    /// sentinels): pub/sub connections are opened from it.
+    pub(crate) fn client(&self) -> redis::Client {
+        match &self.link {
+            Link::Direct { client, .. } => (**client).clone(),
+            Link::Sentinel(f) => f.current().client.clone(),
+        }
+    }
+
+    /// The connection to send on now, and the master it goes to (behind
+    /// sentinels).
+    fn target(&self) -> (ConnectionManager, Option<Following>) {
+        match &self.link {
+            Link::Direct { manager, .. } => (manager.clone(), None),
+            Link::Sentinel(f) => {
+                let master = f.current();
+                (master.manager.clone(), Some((Arc::clone(f), master)))
+            }
+        }
+    }
+
+    /// After a call on `manager`: a failure may mean the master moved
+    /// (behind sentinels); a success waits for the durability's replicas.
+    async fn settle(
+        &self,
+        manager: &mut ConnectionManager,
+        master: Option<&Following>,
+        failed: Option<redis::RedisError>,
+    ) -> redis::RedisResult<()> {
+        let failed = match (failed, self.durability) {
+            (Some(e), _) => Some(e),
+            (None, Some(d)) => match d.wait_cmd().query_async::<i64>(manager).await {
+                Ok(acked) if acked >= i64::from(d.replicas) => None,
+                Ok(acked) => return Err(d.short(acked)),
+                Err(e) => {
+                    if let Some((f, m)) = master {
+                        f.check(m, &e).await;
+                    }
+                    return Err(e);
+                }
+            },
+            (None, None) => None,
+        };
+        if let (Some(e), Some((f, m))) = (&failed, master) {
+            f.check(m, e).await;
+        }
+        Ok(())
+    }
+}
+
+impl ConnectionLike for RedisConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let (mut manager, master) = self.target();
+        if master.is_none() && self.durability.is_none() {
+            return Box::pin(async move { manager.req_packed_command(cmd).await });
+        }
+        let this = self.clone();
+        Box::pin(async move {
+            let result = manager.req_packed_command(cmd).await;
+            let failed = result.as_ref().err().cloned();
+            this.settle(&mut manager, master.as_ref(), failed).await?;
+            result
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let (mut manager, master) = self.target();
+        if master.is_none() && self.durability.is_none() {
+            return Box::pin(async move { manager.req_packed_commands(pipeline, offset, count).await });
+        }
+        let this = self.clone();
+        Box::pin(async move {
+            let result = manager.req_packed_commands(pipeline, offset, count).await;
+            // A pipeline's replies carry their own errors.
+            let failed = match &result {
+                Err(e) => Some(e.clone()),
+                Ok(values) => values.iter().find_map(|v| match v {
+                    Value::ServerError(e) if master.is_some() => Some(redis::RedisError::from(e.clone())),
+                    _ => None,
+                }),
+            };
+            this.settle(&mut manager, master.as_ref(), failed).await?;
+            result
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.link {
+            Link::Direct { manager, .. } => manager.get_db(),
+            Link::Sentinel(f) => f.current().manager.get_db(),
+        }
+    }
 }
 
 impl Connection {
     /// Runs one command, retrying once after a dropped connection.
     pub(crate) async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
         retry_once(|| {
-            let mut con = self.manager.clone();
+            let mut con = self.link.clone();
             async move { cmd.query_async(&mut con).await }
         })
         .await
     }
 
+    /// Opens a pub/sub connection to the server commands go to now.
+    pub(crate) async fn pubsub(&self) -> Result<redis::aio::PubSub> {
+        Ok(self.link.client().get_async_pubsub().await?)
+    }
+
     /// Runs a pipeline, retrying once after a dropped connection.
     pub(crate) async fn query_pipe<T: redis::FromRedisValue>(&self, pipe: &redis::Pipeline) -> Result<T> {
         retry_once(|| {
-            let mut con = self.manager.clone();
+            let mut con = self.link.clone();
             async move { pipe.query_async(&mut con).await }
         })
         .await
@@ -70,35 +202,70 @@ pub(super) fn redact(url: &str) -> String {
     }
 }
 
-pub(crate) fn client(url: &str) -> Result<redis::Client> {
+/// The private CA named by [`CA_ENV`], if set.
+pub(crate) fn private_ca() -> Result<Option<redis::TlsCertificates>> {
     static PROVIDER: Once = Once::new();
     PROVIDER.call_once(|| {
         // Several crates may race to install one; whichever wins is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-    let bad = |e: redis::RedisError| Error::invalid(format!("bad redis url {}: {e}", redact(url)));
-    if url.starts_with("rediss://") {
-        if let Ok(path) = std::env::var(CA_ENV) {
-            let ca =
-                std::fs::read(&path).map_err(|e| Error::io(&format!("cannot read {CA_ENV}={path}"), e))?;
-            let certs = redis::TlsCertificates {
-                client_tls: None,
-                root_cert: Some(ca),
-            };
-            return redis::Client::build_with_tls(url, certs).map_err(bad);
-        }
-    }
-    redis::Client::open(url).map_err(bad)
+    let Ok(path) = std::env::var(CA_ENV) else {
+        return Ok(None);
+    };
+    let ca = std::fs::read(&path).map_err(|e| Error::io(&format!("cannot read {CA_ENV}={path}"), e))?;
+    Ok(Some(redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(ca),
+    }))
 }
 
-/// Connects, checks the server version and returns the connection.
-pub(crate) async fn connect(url: &str) -> Result<Connection> {
-    let client = client(url)?;
+/// The client of a one-server URL (not a sentinel URL).
+pub(crate) fn client(url: &str) -> Result<redis::Client> {
+    let bad = |e: redis::RedisError| Error::invalid(format!("bad redis url {}: {e}", redact(url)));
+    match private_ca()? {
+        Some(certs) if url.starts_with("rediss://") => redis::Client::build_with_tls(url, certs).map_err(bad),
+        _ => redis::Client::open(url).map_err(bad),
+    }
+}
+
+/// Connects, checks the server version and returns the connection; with
+/// `durability`, every call waits for that many replicas.
+pub(crate) async fn connect(url: &str, durability: Option<Durability>) -> Result<Connection> {
+    let mut conn = connect_to(url).await?;
+    conn.link.durability = durability;
+    Ok(conn)
+}
+
+async fn connect_to(url: &str) -> Result<Connection> {
     let config = ConnectionManagerConfig::new()
         .set_response_timeout(Some(RESPONSE_TIMEOUT))
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        .set_number_of_retries(RECONNECT_RETRIES)
         .set_max_delay(RECONNECT_MAX_DELAY);
+    let Some(spec) = sentinel::parse(url) else {
+        return connect_direct(url, config.set_number_of_retries(RECONNECT_RETRIES)).await;
+    };
+    // Behind sentinels a dead master is left after a few tries: the next
+    // call asks the sentinels where the master is now.
+    let config = config.set_number_of_retries(SENTINEL_RECONNECT_RETRIES);
+    let follow = FollowMaster::connect(&spec?, config).await?;
+    let mut con = follow.current().manager.clone();
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut con)
+        .await
+        .map_err(|e| refused(&e, url))?;
+    check_version(&info, url)?;
+    Ok(Connection {
+        link: RedisConnection {
+            link: Link::Sentinel(Arc::new(follow)),
+            durability: None,
+        },
+        url: url.to_owned(),
+    })
+}
+
+async fn connect_direct(url: &str, config: ConnectionManagerConfig) -> Result<Connection> {
+    let client = client(url)?;
     // One plain attempt first, so an unreachable server fails at once
     // instead of after the manager's reconnect schedule.
     let probe = redis::AsyncConnectionConfig::new()
@@ -118,8 +285,13 @@ pub(crate) async fn connect(url: &str) -> Result<Connection> {
         .map_err(|e| Error::unavailable(format!("cannot reach redis at {}: {e}", redact(url))))?;
     check_version(&info, url)?;
     Ok(Connection {
-        client,
-        manager,
+        link: RedisConnection {
+            link: Link::Direct {
+                client: Box::new(client),
+                manager,
+            },
+            durability: None,
+        },
         url: url.to_owned(),
     })
 }
@@ -188,7 +360,12 @@ where
 {
     match call().await {
         Ok(v) => Ok(v),
-        Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() => {
+        Err(e)
+            if e.is_io_error()
+                || e.is_connection_dropped()
+                || e.is_unrecoverable_error()
+                || e.code() == Some("READONLY") =>
+        {
             tracing::warn!(error = %e, "redis connection lost; retrying once");
             Ok(call().await?)
         }

@@ -164,8 +164,7 @@ pub(crate) async fn consume_then_claim(
         pipe.invoke_script(&consume_invocation(keys, leases, keep));
     }
     pipe.invoke_script(&claim_invocation(claim_keys, claim));
-    let mut results: Vec<redis::RedisResult<redis::Value>> =
-        pipe.query_async(&mut conn.manager.clone()).await?;
+    let mut results: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.link.clone()).await?;
     // A script the server lost (restart, SCRIPT FLUSH) did not run: load
     // them all and run just that one again. Everything else ran once.
     let claimed = match results.pop() {
@@ -173,7 +172,7 @@ pub(crate) async fn consume_then_claim(
         Some(Err(e)) if is_noscript(&e) => {
             load_all(conn).await?;
             claim_invocation(claim_keys, claim)
-                .invoke_async(&mut conn.manager.clone())
+                .invoke_async(&mut conn.link.clone())
                 .await?
         }
         Some(Err(e)) => return Err(e.into()),

@@ -215,7 +215,7 @@ impl RedisBoard {
     /// than at its next heartbeat).
     pub async fn cancels_of(&self, owner: &str) -> Result<impl futures_util::Stream<Item = String> + Unpin> {
         use futures_util::StreamExt;
-        let mut pubsub = self.conn.client.get_async_pubsub().await?;
+        let mut pubsub = self.conn.pubsub().await?;
         pubsub
             .subscribe(format!("{}:cancel:{owner}", self.options().prefix))
             .await?;

@@ -221,7 +221,7 @@ pub(crate) async fn post_batches(
     }
     // Not retried after a dropped connection: batches that ran would
     // report their own jobs as already existing.
-    let results: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.manager.clone()).await?;
+    let results: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.link.clone()).await?;
     let mut replies = Vec::with_capacity(batches.len());
     for (result, batch) in results.into_iter().zip(batches) {
         let value = match result {
@@ -229,7 +229,7 @@ pub(crate) async fn post_batches(
             Err(e) if is_noscript(&e) => {
                 load_all(conn).await?;
                 post_invocation(keys, batch)
-                    .invoke_async(&mut conn.manager.clone())
+                    .invoke_async(&mut conn.link.clone())
                     .await?
             }
             Err(e) => return Err(e.into()),

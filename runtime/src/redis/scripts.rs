@@ -166,7 +166,7 @@ pub(crate) async fn run_on_lease(
 /// Runs an invocation, retried once after a dropped connection.
 pub(crate) async fn run(conn: &Connection, inv: &ScriptInvocation<'_>) -> Result<Reply> {
     let value = retry_once(|| {
-        let mut con = conn.manager.clone();
+        let mut con = conn.link.clone();
         async move { inv.invoke_async::<redis::Value>(&mut con).await }
     })
     .await?;

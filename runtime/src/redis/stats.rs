@@ -81,7 +81,7 @@ impl RedisBoard {
     /// Each item is the event's JSON object (`event`, `queue`, `job`, `at`
     /// and details).
     pub async fn events(&self, tracked_only: bool) -> Result<impl Stream<Item = serde_json::Value>> {
-        let mut pubsub = self.conn.client.get_async_pubsub().await?;
+        let mut pubsub = self.conn.pubsub().await?;
         let prefix = &self.options().prefix;
         if tracked_only {
             pubsub.psubscribe(format!("{prefix}:ev:*")).await?;

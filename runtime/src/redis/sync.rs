@@ -6,7 +6,9 @@ use redis::Connection;
 use crate::board::{QueueCounts, Recovered};
 use crate::error::{Error, Result};
 use crate::redis::connect::{check_version, client, redact};
+use crate::redis::durability::Durability;
 use crate::redis::recover::{add_counts, counts_pipe, recover_invocation, recovered};
+use crate::redis::sentinel::{self, SentinelClient};
 use crate::redis::RedisOptions;
 
 /// Timeout of the supervisor's calls: short, so that it never blocks its
@@ -15,17 +17,27 @@ const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A blocking connection with the board's options (no threads, no runtime).
 pub struct SyncBoard {
-    client: redis::Client,
+    server: Server,
     con: Option<Connection>,
     opts: RedisOptions,
+}
+
+/// Where the connection goes: one server, or the master the sentinels name
+/// (asked again at each reconnect).
+enum Server {
+    Direct(Box<redis::Client>),
+    Sentinel(Box<SentinelClient>),
 }
 
 impl SyncBoard {
     /// Connects and checks the server version.
     pub fn connect(opts: RedisOptions) -> Result<SyncBoard> {
-        let client = client(&opts.url)?;
+        let server = match sentinel::parse(&opts.url) {
+            Some(url) => Server::Sentinel(Box::new(sentinel::client(&url?)?)),
+            None => Server::Direct(Box::new(client(&opts.url)?)),
+        };
         let mut board = SyncBoard {
-            client,
+            server,
             con: None,
             opts,
         };
@@ -40,10 +52,14 @@ impl SyncBoard {
         self.retrying(|con| redis::cmd("HGETALL").arg(&key).query(con))
     }
 
-    fn open(&self) -> Result<Connection> {
-        let unreachable = |e: redis::RedisError| crate::redis::connect::refused(&e, &self.opts.url);
-        let con = self
-            .client
+    fn open(&mut self) -> Result<Connection> {
+        let url = &self.opts.url;
+        let unreachable = |e: redis::RedisError| crate::redis::connect::refused(&e, url);
+        let client = match &mut self.server {
+            Server::Direct(client) => (**client).clone(),
+            Server::Sentinel(sentinel) => sentinel.get_client().map_err(unreachable)?,
+        };
+        let con = client
             .get_connection_with_timeout(SYNC_TIMEOUT)
             .map_err(unreachable)?;
         con.set_read_timeout(Some(SYNC_TIMEOUT)).map_err(unreachable)?;
@@ -59,10 +75,15 @@ impl SyncBoard {
                 self.con = Some(self.open()?);
             }
             let Some(con) = self.con.as_mut() else { continue };
-            match call(con) {
+            match call(con).and_then(|v| durable(con, self.opts.durability).map(|()| v)) {
                 Ok(v) => return Ok(v),
+                // READONLY: behind sentinels, the master became a replica.
                 Err(e)
-                    if attempt == 0 && (e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) =>
+                    if attempt == 0
+                        && (e.is_io_error()
+                            || e.is_connection_dropped()
+                            || e.is_timeout()
+                            || e.code() == Some("READONLY")) =>
                 {
                     self.con = None;
                 }
@@ -99,4 +120,14 @@ impl SyncBoard {
         let key = self.opts.workers_key();
         self.retrying(|con| redis::cmd("HDEL").arg(&key).arg(owner).query::<()>(con))
     }
+}
+
+/// With a durability, waits until its replicas hold what `con` wrote.
+fn durable(con: &mut Connection, durability: Option<Durability>) -> redis::RedisResult<()> {
+    let Some(d) = durability else { return Ok(()) };
+    let acked: i64 = d.wait_cmd().query(con)?;
+    if acked < i64::from(d.replicas) {
+        return Err(d.short(acked));
+    }
+    Ok(())
 }

@@ -105,7 +105,7 @@ impl Waiter {
     /// Opens the pub/sub connection.
     pub(super) async fn open(conn: &Connection) -> Result<Waiter> {
         Ok(Waiter {
-            pubsub: conn.client.get_async_pubsub().await?,
+            pubsub: conn.pubsub().await?,
             channels: HashSet::new(),
             handoffs: HashMap::new(),
         })

@@ -1,0 +1,98 @@
+//! Write durability (`--durability wait:N[:ms]`): every call to the board
+//! is followed by `WAIT N ms`, and a call is acknowledged only once N
+//! replicas hold everything the connection wrote, so that an acknowledged
+//! post or consume survives a failover to one of them. A call whose writes
+//! did not reach N replicas in time fails with [`Error::is_unavailable`]
+//! (its writes are on the master and may or may not survive).
+//!
+//! The cost is one more round trip per call, plus the replicas' lag: see
+//! `docs/scaling.md`.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// How long a call waits for its replicas when `wait:N` gives no time.
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(1);
+
+/// How many replicas must hold a call's writes before it is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Durability {
+    /// Replicas that must acknowledge (WAIT's numreplicas, at least 1).
+    pub replicas: u32,
+    /// How long to wait for them (WAIT's timeout; above zero).
+    pub timeout: Duration,
+}
+
+impl FromStr for Durability {
+    type Err = Error;
+
+    /// Parses `wait:N` or `wait:N:MS`.
+    fn from_str(s: &str) -> Result<Durability> {
+        let bad = || {
+            Error::invalid(format!(
+                "--durability {s:?} must look like wait:N or wait:N:MS (N replicas, at least 1, \
+                 acknowledge each write within MS milliseconds, default {})",
+                DEFAULT_WAIT.as_millis()
+            ))
+        };
+        let mut parts = s.strip_prefix("wait:").ok_or_else(bad)?.split(':');
+        let replicas: u32 = parts.next().and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+        let timeout = match parts.next() {
+            Some(ms) => Duration::from_millis(ms.parse().map_err(|_| bad())?),
+            None => DEFAULT_WAIT,
+        };
+        if replicas == 0 || timeout.is_zero() || parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(Durability { replicas, timeout })
+    }
+}
+
+impl fmt::Display for Durability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "wait:{}:{}", self.replicas, self.timeout.as_millis())
+    }
+}
+
+impl Durability {
+    /// The `WAIT` command of this durability.
+    pub(crate) fn wait_cmd(&self) -> redis::Cmd {
+        let mut cmd = redis::cmd("WAIT");
+        cmd.arg(self.replicas).arg(self.timeout.as_millis() as u64);
+        cmd
+    }
+
+    /// The error of a call whose writes reached only `acked` replicas.
+    pub(crate) fn short(&self, acked: i64) -> redis::RedisError {
+        redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "write not acknowledged by enough replicas",
+            format!(
+                "{acked} of {} replicas within {} ms; the write is on the master and may be lost in a failover",
+                self.replicas,
+                self.timeout.as_millis()
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durability_reads_back() {
+        let d: Durability = "wait:2:250".parse().unwrap();
+        assert_eq!((d.replicas, d.timeout), (2, Duration::from_millis(250)));
+        assert_eq!(d.to_string(), "wait:2:250");
+        let d: Durability = "wait:1".parse().unwrap();
+        assert_eq!(d.timeout, DEFAULT_WAIT);
+        for bad in ["wait:0", "wait:1:0", "wait:x", "1", "wait:1:5:9", "wait:"] {
+            let e = bad.parse::<Durability>().unwrap_err();
+            assert!(e.is_invalid() && e.to_string().contains("wait:N"), "{bad}: {e}");
+        }
+    }
+}

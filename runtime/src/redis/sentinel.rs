@@ -1,0 +1,266 @@
+//! Redis Sentinel: the `redis+sentinel://` URL, and a command connection
+//! that follows the master the sentinels name through a failover.
+//!
+//! redis-rs resolves a master through the sentinels but does not follow a
+//! failover: its reconnecting connection keeps the address it started
+//! with. So a [`FollowMaster`] holds the master's client and connection,
+//! and asks the sentinels again when a call fails in a way that says the
+//! master is gone or no longer master (a dropped or refused connection, a
+//! timeout, `READONLY`, `MASTERDOWN`). The call itself fails; callers retry
+//! as they do after any dropped connection (`connect::retry_once`), and
+//! then reach the new master.
+
+use std::sync::{Arc, Mutex};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+pub(crate) use redis::sentinel::SentinelClient;
+use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
+use redis::{ConnectionAddr, RedisError, TlsMode};
+
+use crate::error::{Error, Result};
+
+/// URL schemes of a board behind sentinels (plain and TLS).
+const SCHEMES: [(&str, bool); 2] = [("redis+sentinel://", false), ("rediss+sentinel://", true)];
+
+/// A parsed `redis+sentinel://[user:password@]host:port[,host:port…]/MASTER[/db]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SentinelUrl {
+    /// The sentinels' addresses.
+    pub sentinels: Vec<(String, u16)>,
+    /// The master's name in the sentinels' configuration.
+    pub master: String,
+    pub db: i64,
+    /// Credentials for the master (the sentinels are asked without).
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// TLS to the master and the sentinels (`rediss+sentinel://`).
+    pub tls: bool,
+}
+
+/// Parses a sentinel URL; `None` when `url` is not one.
+pub(crate) fn parse(url: &str) -> Option<Result<SentinelUrl>> {
+    let (scheme, tls) = SCHEMES.into_iter().find(|(s, _)| url.starts_with(s))?;
+    Some(parse_rest(&url[scheme.len()..], tls).map_err(|why| {
+        Error::invalid(format!(
+            "bad sentinel url {}: {why} (expected {scheme}[user:password@]host:port[,host:port…]/MASTER_NAME[/db])",
+            super::connect::redact(url)
+        ))
+    }))
+}
+
+fn parse_rest(rest: &str, tls: bool) -> std::result::Result<SentinelUrl, String> {
+    let (auth, rest) = match rest.rfind('@') {
+        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+        None => (None, rest),
+    };
+    let (hosts, path) = rest.split_once('/').ok_or("no master name")?;
+    let mut path = path.trim_end_matches('/').split('/');
+    let master = path.next().filter(|m| !m.is_empty()).ok_or("no master name")?;
+    let db = match path.next() {
+        Some(db) => db.parse().map_err(|_| format!("bad database {db:?}"))?,
+        None => 0,
+    };
+    if path.next().is_some() {
+        return Err("too many path parts".into());
+    }
+    let sentinels = hosts
+        .split(',')
+        .map(|h| {
+            let (host, port) = h.rsplit_once(':').ok_or(format!("{h:?} has no port"))?;
+            let port = port.parse().map_err(|_| format!("bad port in {h:?}"))?;
+            Ok((host.trim_matches(['[', ']']).to_owned(), port))
+        })
+        .collect::<std::result::Result<Vec<_>, String>>()?;
+    let decode = |s: &str| percent_decode(s).ok_or(format!("bad escape in {s:?}"));
+    let (user, password) = match auth.map(|a| a.split_once(':').unwrap_or((a, ""))) {
+        Some((u, p)) => (
+            Some(decode(u)?).filter(|u| !u.is_empty()),
+            Some(decode(p)?).filter(|p| !p.is_empty()),
+        ),
+        None => (None, None),
+    };
+    Ok(SentinelUrl {
+        sentinels,
+        master: decode(master)?,
+        db,
+        user,
+        password,
+        tls,
+    })
+}
+
+/// Decodes `%XX` escapes (as in any URL's user and password).
+fn percent_decode(s: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex = [bytes.next()?, bytes.next()?];
+            out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The master a [`FollowMaster`] talks to now.
+pub(crate) struct Master {
+    /// Its client (pub/sub connections are opened from it).
+    pub client: redis::Client,
+    pub manager: ConnectionManager,
+}
+
+/// A connection to whichever server the sentinels name master.
+pub(crate) struct FollowMaster {
+    sentinel: tokio::sync::Mutex<SentinelClient>,
+    current: Mutex<Arc<Master>>,
+    config: ConnectionManagerConfig,
+}
+
+impl FollowMaster {
+    /// Asks the sentinels for the master and connects to it.
+    pub(crate) async fn connect(url: &SentinelUrl, config: ConnectionManagerConfig) -> Result<FollowMaster> {
+        let mut sentinel = client(url)?;
+        let master = resolve(&mut sentinel, &config).await?;
+        Ok(FollowMaster {
+            sentinel: tokio::sync::Mutex::new(sentinel),
+            current: Mutex::new(Arc::new(master)),
+            config,
+        })
+    }
+
+    /// The master as last resolved.
+    pub(crate) fn current(&self) -> Arc<Master> {
+        Arc::clone(&self.current.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// After `error` on a call to `seen`: when it says the master may have
+    /// moved, asks the sentinels again (once for all the calls that saw
+    /// `seen` fail) and switches to the master they name.
+    pub(crate) async fn check(&self, seen: &Arc<Master>, error: &RedisError) {
+        if !master_may_have_moved(error) {
+            return;
+        }
+        let mut sentinel = self.sentinel.lock().await;
+        if !Arc::ptr_eq(&self.current(), seen) {
+            return;
+        }
+        match resolve(&mut sentinel, &self.config).await {
+            Ok(master) => {
+                tracing::warn!(error = %error, master = %master.client.get_connection_info().addr(), "following the master the sentinels name");
+                *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(master);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot ask the sentinels for the master"),
+        }
+    }
+}
+
+/// Whether a failed call may mean the master moved: a connection that
+/// dropped, was refused or timed out, or a server that is no longer (or not
+/// yet) a writable master.
+pub(crate) fn master_may_have_moved(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || e.is_unrecoverable_error()
+        || matches!(e.code(), Some("READONLY" | "MASTERDOWN" | "LOADING"))
+}
+
+/// A client asking `url`'s sentinels for its master (blocking or async).
+pub(crate) fn client(url: &SentinelUrl) -> Result<SentinelClient> {
+    builder(url)?
+        .build()
+        .map_err(|e| Error::invalid(format!("bad sentinel settings: {e}")))
+}
+
+fn builder(url: &SentinelUrl) -> Result<SentinelClientBuilder> {
+    let addrs = url.sentinels.iter().map(|(host, port)| {
+        if url.tls {
+            ConnectionAddr::TcpTls {
+                host: host.clone(),
+                port: *port,
+                insecure: false,
+                tls_params: None,
+            }
+        } else {
+            ConnectionAddr::Tcp(host.clone(), *port)
+        }
+    });
+    let mut b = SentinelClientBuilder::new(addrs, &url.master, SentinelServerType::Master)
+        .map_err(|e| Error::invalid(format!("bad sentinel settings: {e}")))?
+        .set_client_to_redis_db(url.db);
+    if let Some(user) = &url.user {
+        b = b.set_client_to_redis_username(user);
+    }
+    if let Some(password) = &url.password {
+        b = b.set_client_to_redis_password(password);
+    }
+    if url.tls {
+        b = b.set_client_to_redis_tls_mode(TlsMode::Secure);
+        if let Some(certs) = super::connect::private_ca()? {
+            b = b.set_client_to_redis_certificates(certs.clone());
+            b = b.set_client_to_sentinel_certificates(certs);
+        }
+    }
+    Ok(b)
+}
+
+async fn resolve(sentinel: &mut SentinelClient, config: &ConnectionManagerConfig) -> Result<Master> {
+    let client = sentinel
+        .async_get_client()
+        .await
+        .map_err(|e| Error::unavailable(format!("the sentinels name no reachable master: {e}")))?;
+    let manager = ConnectionManager::new_with_config(client.clone(), config.clone())
+        .await
+        .map_err(|e| Error::unavailable(format!("cannot reach the master the sentinels name: {e}")))?;
+    Ok(Master { client, manager })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sentinel_url_reads_back() {
+        let u = parse("redis+sentinel://app:p%40ss@10.0.0.1:26379,[::1]:26380/mymaster/3")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            u,
+            SentinelUrl {
+                sentinels: vec![("10.0.0.1".into(), 26379), ("::1".into(), 26380)],
+                master: "mymaster".into(),
+                db: 3,
+                user: Some("app".into()),
+                password: Some("p@ss".into()),
+                tls: false,
+            }
+        );
+        let t = parse("rediss+sentinel://:pw@h:1/m").unwrap().unwrap();
+        assert_eq!(
+            (t.tls, t.user, t.password, t.db),
+            (true, None, Some("pw".into()), 0)
+        );
+        assert!(parse("redis://h:1/0").is_none());
+    }
+
+    #[test]
+    fn bad_sentinel_urls_are_refused_with_the_expected_form() {
+        for bad in [
+            "redis+sentinel://h:1",
+            "redis+sentinel://h:1/",
+            "redis+sentinel://h/m",
+            "redis+sentinel://h:x/m",
+            "redis+sentinel://h:1/m/x",
+            "redis+sentinel://h:1/m/0/extra",
+        ] {
+            let e = parse(bad).unwrap().unwrap_err();
+            assert!(
+                e.is_invalid() && e.to_string().contains("MASTER_NAME"),
+                "{bad}: {e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! A board behind Redis Sentinel (`redis+sentinel://`), on real servers: a
+//! master, a replica and three sentinels on loopback ports. After the
+//! master is killed and the sentinels promote the replica, the async and
+//! the blocking boards reach the new master, and what was replicated
+//! before the kill is there.
+
+use std::time::{Duration, Instant};
+
+use jobworker::redis::{RedisBoard, RedisOptions, SyncBoard};
+use jobworker::{Board, JobState, NewJob};
+use jobworker_tests::{unique_queue, Sentinels};
+
+const LONG: Duration = Duration::from_secs(300);
+
+/// Retries `call` until it succeeds (the first calls after a failover
+/// fail while the board finds the new master); panics after 30 s.
+async fn eventually<T, F, Fut>(what: &str, mut call: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = jobworker::Result<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match call().await {
+            Ok(v) => return v,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "{what}: still failing after 30 s: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_board_behind_sentinels_follows_the_master_through_a_failover() {
+    let mut setup = Sentinels::start();
+    let url = setup.url();
+    let board = RedisBoard::connect(&url).await.unwrap();
+    let mut sync = SyncBoard::connect(RedisOptions::new(&url)).unwrap();
+    let q = unique_queue("sentinel");
+    let kept = board.post(&q, NewJob::new("before")).await.unwrap();
+    let held = board.post(&q, NewJob::new("held")).await.unwrap();
+    let lease = board.claim(&[&q], "w1", LONG, 1).await.unwrap().remove(0).lease;
+    // Everything so far is on the replica before the master dies.
+    let mut con = board.connection();
+    let replicas: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(replicas, 1);
+
+    setup.kill_master();
+    setup.wait_failover(Duration::from_secs(30));
+
+    let after = eventually("a post after the failover", || {
+        board.post(&q, NewJob::new("after"))
+    })
+    .await;
+    assert_eq!(board.state(&q, &kept).await.unwrap(), JobState::Claimed);
+    assert_eq!(board.state(&q, &after).await.unwrap(), JobState::Ready);
+    // The lease taken before the failover still holds on the new master.
+    assert_eq!(*lease.job(), kept);
+    board.extend(&lease, LONG).await.unwrap();
+    board.consume(lease).await.unwrap();
+    assert_eq!(board.state(&q, &held).await.unwrap(), JobState::Ready);
+    // The supervisor's blocking board follows too.
+    let counts = sync.counts(std::slice::from_ref(&q)).unwrap();
+    assert_eq!((counts.listed, counts.claimed), (2, 0), "{counts:?}");
+}
+
+#[tokio::test]
+async fn a_sentinel_url_without_a_master_name_is_a_config_error() {
+    let e = RedisBoard::connect("redis+sentinel://127.0.0.1:1")
+        .await
+        .unwrap_err();
+    assert!(e.is_invalid(), "{e}");
+    assert!(e.to_string().contains("MASTER_NAME"), "{e}");
+}
