@@ -2,6 +2,8 @@
 
 Usage: taskflow_board.py HOST PORT NAMESPACE COMMAND [ARGS...]
 Prints one JSON line (the last line of stdout) with the result.
+HOST may be `sentinel=MASTER@H:P,H:P`: then PORT is the first sentinel's (on
+127.0.0.1), and the rest are taskflow's `sentinel_fallbacks`.
 
 Commands:
   post NAME PRIORITY DETAILS_JSON [BOOK_NAME BOOK_UUID]  -> {"uuid": ...}
@@ -19,9 +21,11 @@ from taskflow.persistence import models
 
 
 def connect(host, port, namespace):
-    board = impl_redis.RedisJobBoard(
-        "interop", {"host": host, "port": int(port), "namespace": namespace}
-    )
+    conf = {"host": host, "port": int(port), "namespace": namespace}
+    if host.startswith("sentinel="):
+        master, fallbacks = host[len("sentinel="):].split("@")
+        conf.update(host="127.0.0.1", sentinel=master, sentinel_fallbacks=fallbacks.split(","))
+    board = impl_redis.RedisJobBoard("interop", conf)
     board.connect()
     return board
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use jobworker::redis::{RedisBoard, RedisOptions, SyncBoard};
 use jobworker::{Board, JobState, NewJob};
-use jobworker_tests::{unique_queue, Sentinels};
+use jobworker_tests::{run_python_async, unique_queue, Sentinels, MASTER_NAME};
 
 const LONG: Duration = Duration::from_secs(300);
 
@@ -77,4 +77,60 @@ async fn a_sentinel_url_without_a_master_name_is_a_config_error() {
         .unwrap_err();
     assert!(e.is_invalid(), "{e}");
     assert!(e.to_string().contains("MASTER_NAME"), "{e}");
+}
+
+/// Runs one command of real taskflow's RedisJobBoard, configured with the
+/// sentinels (its `sentinel` and `sentinel_fallbacks` options), on
+/// namespace `ns`.
+async fn taskflow(setup: &Sentinels, ns: &str, args: &[&str]) -> serde_json::Value {
+    let ports = setup.sentinel_ports();
+    let fallbacks: Vec<String> = ports[1..].iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let host = format!("sentinel={MASTER_NAME}@{}", fallbacks.join(","));
+    let port = ports[0].to_string();
+    let mut all = vec![host.as_str(), port.as_str(), ns];
+    all.extend_from_slice(args);
+    run_python_async(TASKFLOW, &all).await.json()
+}
+
+const TASKFLOW: &str = include_str!("../python/taskflow_board.py");
+
+/// taskflow (through its own sentinel support) and jobworker share one
+/// board behind the sentinels, before and after a failover: each takes
+/// and finishes the other's job.
+#[tokio::test(flavor = "multi_thread")]
+async fn taskflow_and_jobworker_share_a_board_behind_sentinels_across_a_failover() {
+    let mut setup = Sentinels::start();
+    let q = unique_queue("tf-sentinel");
+    let ns = format!("interop-{q}");
+    let opts = RedisOptions::new(setup.url()).namespace(&q, &ns);
+    let board = RedisBoard::with_options(opts).await.unwrap();
+
+    let posted = taskflow(&setup, &ns, &["post", "report", "NORMAL", "{}"]).await;
+    let uuid = posted["uuid"].as_str().unwrap().to_owned();
+    let c = board.claim(&[&q], "jw-1", LONG, 1).await.unwrap().remove(0);
+    assert_eq!(
+        (c.lease.job().as_str(), c.name.as_str()),
+        (uuid.as_str(), "report")
+    );
+    board.consume(c.lease).await.unwrap();
+    let ours = board.post(&q, NewJob::new("resize")).await.unwrap();
+    let mut con = board.connection();
+    let _: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+
+    setup.kill_master();
+    setup.wait_failover(Duration::from_secs(30));
+
+    let claimed = taskflow(&setup, &ns, &["claim", ours.as_str(), "tf-1"]).await;
+    assert_eq!(claimed["ok"], true, "{claimed}");
+    let consumed = taskflow(&setup, &ns, &["consume", ours.as_str(), "tf-1"]).await;
+    assert_eq!(consumed["ok"], true, "{consumed}");
+    let gone = eventually("jobworker on the new master", || board.state(&q, &ours)).await;
+    assert_eq!(gone, JobState::Completed);
+    let listed = taskflow(&setup, &ns, &["list"]).await;
+    assert_eq!(listed, serde_json::json!([]));
 }

@@ -79,6 +79,11 @@ impl Sentinels {
         format!("redis+sentinel://{}/{MASTER_NAME}", hosts.join(","))
     }
 
+    /// The sentinels' ports.
+    pub fn sentinel_ports(&self) -> &[u16] {
+        &self.ports
+    }
+
     /// The port the sentinels name as master now.
     pub fn master_port(&self) -> Option<u16> {
         for port in &self.ports {
