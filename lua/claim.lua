@@ -12,7 +12,8 @@
 --        (> 0), 6 count (1..1000), 7 '1' when the claimer holds no job now
 --        (may take a suspect), 8 history count limit, 9 history age limit
 --        ms, 10 trash count limit, 11 trash age limit ms, 12 hand-off
---        registration ms (0: none; see lib/handoff.lua).
+--        registration ms (0: none; see lib/handoff.lua), 13 the claimer's
+--        clock (ms) when it sent this claim, echoed in its hand-off.
 -- Effects per claimed job: SET NS:<id>.owned owner PX expiry NX (the NX is
 --        the check that nobody, e.g. taskflow, holds it), SET
 --        NS:<id>.last_modified = datetime(TIME), fencing token + 1, lease
@@ -119,7 +120,7 @@ out[3] = n
 add_stats('wait', waits, now_ms)
 local register_ms = tonumber(ARGV[12])
 if register_ms > 0 and n == 0 then
-  redis.call('HSET', K_IDLE, who, int(now_ms + register_ms) .. ' ' .. int(expiry_ms))
+  redis.call('HSET', K_IDLE, who, int(now_ms + register_ms) .. ' ' .. int(expiry_ms) .. ' ' .. ARGV[13])
 elseif register_ms > 0 then
   redis.call('HDEL', K_IDLE, who)
 end

@@ -3,28 +3,32 @@
 -- include: keys, time, msgpack, events, stats
 --
 -- A worker whose claim came up empty is registered in K_IDLE (claim.lua:
--- who → '<until ms> <lease ms>'). post.lua then takes the lease a claim
+-- who → '<until ms> <lease ms> <tag>', the tag being the worker's own
+-- clock when it sent that claim). post.lua then takes the lease a claim
 -- would take, on the best ready job, and sends it on the worker's own
 -- channel (NS:jw.handoff.<who>). One hand-off per registration: the entry
 -- goes with it. Entries past their time, or whose worker no longer
 -- listens (it died: its connection closed), are dropped and skipped.
 -- A hand-off the worker never reads is a lease like any other: it expires
--- and the job is recovered.
+-- and the job is recovered. The message echoes the tag: the lease began
+-- after the worker sent its claim, so the worker knows, by its own clock,
+-- a lower bound of the lease's time left, and gives back a hand-off it
+-- reads too late.
 
 local function handoff_channel(who) return NS .. 'jw.handoff.' .. who end
 
--- The message: '<token> <attempts> <max> <prio> <id length>\n' .. id ..
--- posting (runtime/src/redis/handoff.rs reads it).
-local function handoff_message(id, posting, token, v)
-  return string.format('%d %d %d %d %d\n', token, tonumber(v[1] or 0), tonumber(v[2] or 1),
-    tonumber(v[3] or 0), #id) .. id .. posting
+-- The message: '<token> <attempts> <max> <prio> <lease ms> <tag> <id
+-- length>\n' .. id .. posting (runtime/src/redis/handoff.rs reads it).
+local function handoff_message(id, posting, token, v, lease_ms, tag)
+  return string.format('%d %d %d %d %d %s %d\n', token, tonumber(v[1] or 0), tonumber(v[2] or 1),
+    tonumber(v[3] or 0), lease_ms, tag, #id) .. id .. posting
 end
 
 -- Takes the lease on the best ready job for `who` and sends it; false
 -- (nothing taken, the job kept its place) when there is no ready job or
 -- the best one is not a plain one (a suspect, gone from the listings,
 -- held outside jobworker): claims deal with those.
-local function hand_one(who, lease_ms, s, us, now_ms)
+local function hand_one(who, lease_ms, tag, s, us, now_ms)
   local popped = redis.call('ZPOPMIN', K_READY)
   if #popped == 0 then return false end
   local id = popped[1]
@@ -41,7 +45,7 @@ local function hand_one(who, lease_ms, s, us, now_ms)
   redis.call('ZADD', K_LEASES, int(now_ms + lease_ms), id)
   if v[6] then add_stats('wait', {math.max(0, now_ms - tonumber(v[6]))}, now_ms) end
   if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
-  redis.call('PUBLISH', handoff_channel(who), handoff_message(id, posting, token, v))
+  redis.call('PUBLISH', handoff_channel(who), handoff_message(id, posting, token, v, lease_ms, tag))
   return true
 end
 
@@ -59,10 +63,10 @@ local function hand_off(s, us, now_ms)
   for i = 1, #idle, 2 do
     if room <= 0 then break end
     local who = idle[i]
-    local until_ms, lease_ms = idle[i + 1]:match('^(%d+) (%d+)$')
+    local until_ms, lease_ms, tag = idle[i + 1]:match('^(%d+) (%d+) (%d+)$')
     if tonumber(until_ms or 0) <= now_ms or redis.call('PUBSUB', 'NUMSUB', handoff_channel(who))[2] == 0 then
       redis.call('HDEL', K_IDLE, who)
-    elseif hand_one(who, tonumber(lease_ms), s, us, now_ms) then
+    elseif hand_one(who, tonumber(lease_ms), tag, s, us, now_ms) then
       redis.call('HDEL', K_IDLE, who)
       room = room - 1
       handed = true

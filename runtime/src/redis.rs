@@ -19,6 +19,7 @@ mod index;
 mod inspect;
 mod keys;
 mod leader;
+mod link;
 mod locate;
 #[doc(hidden)]
 pub mod lua;

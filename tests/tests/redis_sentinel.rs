@@ -53,11 +53,24 @@ async fn a_board_behind_sentinels_follows_the_master_through_a_failover() {
 
     setup.kill_master();
     setup.wait_failover(Duration::from_secs(30));
+    // The old master back on its address (empty, a master until the
+    // sentinels demote it) must not take the board's writes.
+    setup.restart_old_master();
 
     let after = eventually("a post after the failover", || {
         board.post(&q, NewJob::new("after"))
     })
     .await;
+    let on_new: bool = redis::Client::open(setup.replica.url())
+        .unwrap()
+        .get_connection()
+        .and_then(|mut c| {
+            redis::cmd("EXISTS")
+                .arg(board.keys(&q).unwrap().job(after.as_str()))
+                .query(&mut c)
+        })
+        .unwrap();
+    assert!(on_new, "the post after the failover went to the new master");
     assert_eq!(board.state(&q, &kept).await.unwrap(), JobState::Claimed);
     assert_eq!(board.state(&q, &after).await.unwrap(), JobState::Ready);
     // The lease taken before the failover still holds on the new master.

@@ -67,12 +67,14 @@ fn stopped(pid: i32) -> bool {
 
 /// A worker stopped (SIGSTOP) while registered is handed a job it cannot
 /// read; its lease runs out while it is stopped. Continued, the worker
-/// does not start that stale hand-off: the job runs once, on a second
-/// lease.
+/// does not start that stale hand-off (it reads it too late to trust its
+/// lease, and SIGCONT gives back what was handed): the job runs once, on a
+/// second lease.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_job_handed_to_a_stopped_worker_runs_once_after_its_lease_runs_out() {
     let (_serial, board, q, key) = setup("e2e-handoff-stop").await;
-    let mut sup = Supervisor::start(&q, &["--workers", "1", "--expiry", "1"]);
+    // A long interval: the registration (two intervals) outlasts the stop.
+    let mut sup = Supervisor::start(&q, &["--workers", "1", "--expiry", "1", "--interval", "60"]);
     let pid = idle_worker(&sup, &board, &q).await;
     signal(pid, libc::SIGSTOP);
     wait_until("the worker to stop", Duration::from_secs(10), || async {

@@ -132,16 +132,20 @@ async fn drain_through_a_failover(durability: Option<&str>) -> Outcome {
     setup.wait_failover(Duration::from_secs(60));
     // Back as a replica of the new master: `wait:1` can be met again.
     setup.restart_old_master();
-    // Without durability some jobs may be gone for good: stop once no run
-    // was added for twenty seconds.
+    // Without durability some jobs may be gone for good: then stop once
+    // no run was added for a minute. With it, every job must run.
+    let patience = match durability {
+        Some(_) => Duration::MAX,
+        None => Duration::from_secs(60),
+    };
     let (mut seen, mut progress) = (0, std::time::Instant::now());
-    wait_until(sup.and_log("every job to run"), Duration::from_secs(180), || {
+    wait_until(sup.and_log("every job to run"), Duration::from_secs(300), || {
         runs.poll().unwrap();
         let done = runs.ok_jobs();
         if done > seen {
             (seen, progress) = (done, std::time::Instant::now());
         }
-        let stalled = progress.elapsed() > Duration::from_secs(20);
+        let stalled = progress.elapsed() > patience;
         async move { done == JOBS || stalled }
     })
     .await;

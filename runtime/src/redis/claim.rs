@@ -268,6 +268,7 @@ pub(super) fn claim_invocation<'s>(keys: &QueueKeys, a: &ClaimArgs<'_>) -> Scrip
     inv.arg(a.history.0).arg(millis(a.history.1));
     inv.arg(a.trash.0).arg(millis(a.trash.1));
     inv.arg(a.hand_off.map_or(0, millis));
+    inv.arg(crate::redis::handoff::clock_ms());
     inv
 }
 

@@ -6,12 +6,12 @@ use std::future::Future;
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::error::{Error, Result};
 use crate::redis::durability::Durability;
-use crate::redis::sentinel::{self, FollowMaster, Master};
+pub use crate::redis::link::RedisConnection;
+use crate::redis::sentinel::{self, FollowMaster};
 
 /// Oldest Redis the board runs on (ZPOPMIN with a count, effects
 /// replication of scripts that read TIME, `SET … PX`).
@@ -39,128 +39,6 @@ pub(super) const CA_ENV: &str = "JOBWORKER_REDIS_CA";
 pub(crate) struct Connection {
     pub link: RedisConnection,
     pub url: String,
-}
-
-/// A board's command connection (cheap to clone, shared by all clones):
-/// it reconnects after a dropped connection, behind sentinels follows the
-/// master through a failover (see `redis/sentinel.rs`), and with a
-/// [`Durability`] acknowledges a call only once replicas hold its writes.
-#[derive(Clone)]
-pub struct RedisConnection {
-    link: Link,
-    durability: Option<Durability>,
-}
-
-/// Behind sentinels: the follower and the master a call went to.
-type Following = (Arc<FollowMaster>, Arc<Master>);
-
-#[derive(Clone)]
-enum Link {
-    Direct {
-        client: Box<redis::Client>,
-        manager: ConnectionManager,
-    },
-    Sentinel(Arc<FollowMaster>),
-}
-
-impl RedisConnection {
-    /// The client of the server commands go to now (the master, behind
-    /// sentinels): pub/sub connections are opened from it.
-    pub(crate) fn client(&self) -> redis::Client {
-        match &self.link {
-            Link::Direct { client, .. } => (**client).clone(),
-            Link::Sentinel(f) => f.current().client.clone(),
-        }
-    }
-
-    /// The connection to send on now, and the master it goes to (behind
-    /// sentinels).
-    fn target(&self) -> (ConnectionManager, Option<Following>) {
-        match &self.link {
-            Link::Direct { manager, .. } => (manager.clone(), None),
-            Link::Sentinel(f) => {
-                let master = f.current();
-                (master.manager.clone(), Some((Arc::clone(f), master)))
-            }
-        }
-    }
-
-    /// After a call on `manager`: a failure may mean the master moved
-    /// (behind sentinels); a success waits for the durability's replicas.
-    async fn settle(
-        &self,
-        manager: &mut ConnectionManager,
-        master: Option<&Following>,
-        failed: Option<redis::RedisError>,
-    ) -> redis::RedisResult<()> {
-        let failed = match (failed, self.durability) {
-            (Some(e), _) => Some(e),
-            (None, Some(d)) => match d.wait_cmd().query_async::<i64>(manager).await {
-                Ok(acked) if acked >= i64::from(d.replicas) => None,
-                Ok(acked) => return Err(d.short(acked)),
-                Err(e) => {
-                    if let Some((f, m)) = master {
-                        f.check(m, &e).await;
-                    }
-                    return Err(e);
-                }
-            },
-            (None, None) => None,
-        };
-        if let (Some(e), Some((f, m))) = (&failed, master) {
-            f.check(m, e).await;
-        }
-        Ok(())
-    }
-}
-
-impl ConnectionLike for RedisConnection {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let (mut manager, master) = self.target();
-        if master.is_none() && self.durability.is_none() {
-            return Box::pin(async move { manager.req_packed_command(cmd).await });
-        }
-        let this = self.clone();
-        Box::pin(async move {
-            let result = manager.req_packed_command(cmd).await;
-            let failed = result.as_ref().err().cloned();
-            this.settle(&mut manager, master.as_ref(), failed).await?;
-            result
-        })
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        let (mut manager, master) = self.target();
-        if master.is_none() && self.durability.is_none() {
-            return Box::pin(async move { manager.req_packed_commands(pipeline, offset, count).await });
-        }
-        let this = self.clone();
-        Box::pin(async move {
-            let result = manager.req_packed_commands(pipeline, offset, count).await;
-            // A pipeline's replies carry their own errors.
-            let failed = match &result {
-                Err(e) => Some(e.clone()),
-                Ok(values) => values.iter().find_map(|v| match v {
-                    Value::ServerError(e) if master.is_some() => Some(redis::RedisError::from(e.clone())),
-                    _ => None,
-                }),
-            };
-            this.settle(&mut manager, master.as_ref(), failed).await?;
-            result
-        })
-    }
-
-    fn get_db(&self) -> i64 {
-        match &self.link {
-            Link::Direct { manager, .. } => manager.get_db(),
-            Link::Sentinel(f) => f.current().manager.get_db(),
-        }
-    }
 }
 
 impl Connection {
@@ -232,7 +110,7 @@ pub(crate) fn client(url: &str) -> Result<redis::Client> {
 /// `durability`, every call waits for that many replicas.
 pub(crate) async fn connect(url: &str, durability: Option<Durability>) -> Result<Connection> {
     let mut conn = connect_to(url).await?;
-    conn.link.durability = durability;
+    conn.link.set_durability(durability);
     Ok(conn)
 }
 
@@ -256,10 +134,7 @@ async fn connect_to(url: &str) -> Result<Connection> {
         .map_err(|e| refused(&e, url))?;
     check_version(&info, url)?;
     Ok(Connection {
-        link: RedisConnection {
-            link: Link::Sentinel(Arc::new(follow)),
-            durability: None,
-        },
+        link: RedisConnection::sentinel(Arc::new(follow)),
         url: url.to_owned(),
     })
 }
@@ -285,13 +160,7 @@ async fn connect_direct(url: &str, config: ConnectionManagerConfig) -> Result<Co
         .map_err(|e| Error::unavailable(format!("cannot reach redis at {}: {e}", redact(url))))?;
     check_version(&info, url)?;
     Ok(Connection {
-        link: RedisConnection {
-            link: Link::Direct {
-                client: Box::new(client),
-                manager,
-            },
-            durability: None,
-        },
+        link: RedisConnection::direct(client, manager),
         url: url.to_owned(),
     })
 }

@@ -16,6 +16,8 @@ use crate::error::{Error, Result};
 
 /// How long a call waits for its replicas when `wait:N` gives no time.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(1);
+/// The longest wait allowed (well within a call's 10 s response timeout).
+pub(crate) const MAX_WAIT: Duration = Duration::from_secs(5);
 
 /// How many replicas must hold a call's writes before it is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +36,8 @@ impl FromStr for Durability {
         let bad = || {
             Error::invalid(format!(
                 "--durability {s:?} must look like wait:N or wait:N:MS (N replicas, at least 1, \
-                 acknowledge each write within MS milliseconds, default {})",
+                 acknowledge each write within MS milliseconds, 1 to {}, default {})",
+                MAX_WAIT.as_millis(),
                 DEFAULT_WAIT.as_millis()
             ))
         };
@@ -44,7 +47,7 @@ impl FromStr for Durability {
             Some(ms) => Duration::from_millis(ms.parse().map_err(|_| bad())?),
             None => DEFAULT_WAIT,
         };
-        if replicas == 0 || timeout.is_zero() || parts.next().is_some() {
+        if replicas == 0 || timeout.is_zero() || timeout > MAX_WAIT || parts.next().is_some() {
             return Err(bad());
         }
         Ok(Durability { replicas, timeout })
@@ -65,8 +68,26 @@ impl Durability {
         cmd
     }
 
-    /// The error of a call whose writes reached only `acked` replicas.
-    pub(crate) fn short(&self, acked: i64) -> redis::RedisError {
+    /// Reads WAIT's reply (`None`: it is missing): an error unless enough
+    /// replicas acknowledged.
+    pub(crate) fn acknowledged(&self, reply: Option<redis::Value>) -> redis::RedisResult<()> {
+        let acked = match reply {
+            Some(redis::Value::Int(n)) => n,
+            Some(other) => {
+                other.extract_error()?;
+                return Err(self.short(-1));
+            }
+            None => return Err(self.short(-1)),
+        };
+        if acked < i64::from(self.replicas) {
+            return Err(self.short(acked));
+        }
+        Ok(())
+    }
+
+    /// The error of a call whose writes reached only `acked` replicas (-1:
+    /// WAIT gave no count).
+    fn short(&self, acked: i64) -> redis::RedisError {
         redis::RedisError::from((
             redis::ErrorKind::Client,
             "write not acknowledged by enough replicas",
@@ -90,7 +111,15 @@ mod tests {
         assert_eq!(d.to_string(), "wait:2:250");
         let d: Durability = "wait:1".parse().unwrap();
         assert_eq!(d.timeout, DEFAULT_WAIT);
-        for bad in ["wait:0", "wait:1:0", "wait:x", "1", "wait:1:5:9", "wait:"] {
+        for bad in [
+            "wait:0",
+            "wait:1:0",
+            "wait:1:5001",
+            "wait:x",
+            "1",
+            "wait:1:5:9",
+            "wait:",
+        ] {
             let e = bad.parse::<Durability>().unwrap_err();
             assert!(e.is_invalid() && e.to_string().contains("wait:N"), "{bad}: {e}");
         }

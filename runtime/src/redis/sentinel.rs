@@ -11,10 +11,10 @@
 //! then reach the new master.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-pub(crate) use redis::sentinel::SentinelClient;
-use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{ConnectionAddr, RedisError, TlsMode};
 
 use crate::error::{Error, Result};
@@ -116,17 +116,37 @@ pub(crate) struct FollowMaster {
     sentinel: tokio::sync::Mutex<SentinelClient>,
     current: Mutex<Arc<Master>>,
     config: ConnectionManagerConfig,
+    asked: Mutex<Asked>,
 }
+
+/// When the sentinels were last asked, and until when every call asks
+/// them first (at most every [`ASK_EVERY`]).
+#[derive(Default)]
+struct Asked {
+    last: Option<Instant>,
+    unsettled_until: Option<Instant>,
+}
+
+/// After a failure that says the master may have moved, calls ask the
+/// sentinels again for this long: an old master restarted on its address
+/// takes writes, and loses them, until the sentinels make it a replica.
+const UNSETTLED_FOR: Duration = Duration::from_secs(30);
+/// How often calls ask the sentinels while unsettled, at most.
+const ASK_EVERY: Duration = Duration::from_millis(500);
+/// Failed calls that arrive together ask once.
+const ASK_AGAIN_AFTER: Duration = Duration::from_millis(200);
 
 impl FollowMaster {
     /// Asks the sentinels for the master and connects to it.
     pub(crate) async fn connect(url: &SentinelUrl, config: ConnectionManagerConfig) -> Result<FollowMaster> {
         let mut sentinel = client(url)?;
-        let master = resolve(&mut sentinel, &config).await?;
+        let client = ask(&mut sentinel).await?;
+        let master = open(client, &config).await?;
         Ok(FollowMaster {
             sentinel: tokio::sync::Mutex::new(sentinel),
             current: Mutex::new(Arc::new(master)),
             config,
+            asked: Mutex::new(Asked::default()),
         })
     }
 
@@ -135,23 +155,67 @@ impl FollowMaster {
         Arc::clone(&self.current.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// The master to send a call to: while a failover may be under way,
+    /// asked of the sentinels first (every [`ASK_EVERY`] at most).
+    pub(crate) async fn current_checked(&self) -> Arc<Master> {
+        let seen = self.current();
+        let due = {
+            let asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            asked.unsettled_until.is_some_and(|t| now < t) && asked.last.is_none_or(|l| now - l >= ASK_EVERY)
+        };
+        if due {
+            self.follow(&seen).await;
+        }
+        self.current()
+    }
+
     /// After `error` on a call to `seen`: when it says the master may have
-    /// moved, asks the sentinels again (once for all the calls that saw
-    /// `seen` fail) and switches to the master they name.
+    /// moved, asks the sentinels again and switches to the master they
+    /// name, and keeps asking for a while ([`UNSETTLED_FOR`]).
     pub(crate) async fn check(&self, seen: &Arc<Master>, error: &RedisError) {
         if !master_may_have_moved(error) {
             return;
         }
+        self.asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unsettled_until = Some(Instant::now() + UNSETTLED_FOR);
+        tracing::warn!(error = %error, "redis call failed; asking the sentinels for the master");
+        self.follow(seen).await;
+    }
+
+    /// Asks the sentinels and switches when they name another master than
+    /// `seen` (once for the calls that saw `seen`, and not again within
+    /// [`ASK_AGAIN_AFTER`]).
+    async fn follow(&self, seen: &Arc<Master>) {
         let mut sentinel = self.sentinel.lock().await;
         if !Arc::ptr_eq(&self.current(), seen) {
             return;
         }
-        match resolve(&mut sentinel, &self.config).await {
+        {
+            let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+            if asked.last.is_some_and(|l| l.elapsed() < ASK_AGAIN_AFTER) {
+                return;
+            }
+            asked.last = Some(Instant::now());
+        }
+        let named = match ask(&mut sentinel).await {
+            Ok(client) => client,
+            Err(e) => return tracing::warn!(error = %e, "cannot ask the sentinels for the master"),
+        };
+        let addr = named.get_connection_info().addr().clone();
+        if addr == *seen.client.get_connection_info().addr() {
+            return;
+        }
+        match open(named, &self.config).await {
             Ok(master) => {
-                tracing::warn!(error = %error, master = %master.client.get_connection_info().addr(), "following the master the sentinels name");
+                tracing::warn!(master = %addr, "following the master the sentinels name");
                 *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(master);
             }
-            Err(e) => tracing::warn!(error = %e, "cannot ask the sentinels for the master"),
+            Err(e) => {
+                tracing::warn!(master = %addr, error = %e, "cannot reach the master the sentinels name")
+            }
         }
     }
 }
@@ -207,11 +271,90 @@ fn builder(url: &SentinelUrl) -> Result<SentinelClientBuilder> {
     Ok(b)
 }
 
-async fn resolve(sentinel: &mut SentinelClient, config: &ConnectionManagerConfig) -> Result<Master> {
-    let client = sentinel
+/// The client of the master the sentinels name, asked the blocking way
+/// with `timeout` on every connect and read (the supervisor's board:
+/// redis-rs' blocking lookup sets no timeouts, and the supervisor must not
+/// hang on a silent sentinel).
+pub(crate) fn master_blocking(url: &SentinelUrl, timeout: Duration) -> Result<redis::Client> {
+    let mut why = String::new();
+    for (host, port) in &url.sentinels {
+        match master_from(url, host, *port, timeout) {
+            Ok(client) => return Ok(client),
+            Err(e) => why = format!("sentinel {host}:{port}: {e}"),
+        }
+    }
+    Err(Error::unavailable(format!(
+        "no sentinel names a reachable master {:?} ({why})",
+        url.master
+    )))
+}
+
+fn master_from(url: &SentinelUrl, host: &str, port: u16, timeout: Duration) -> Result<redis::Client> {
+    let scheme = if url.tls { "rediss" } else { "redis" };
+    let at = |host: &str, port: u16| match host.contains(':') {
+        true => format!("[{host}]:{port}"),
+        false => format!("{host}:{port}"),
+    };
+    let sentinel = super::connect::client(&format!("{scheme}://{}/", at(host, port)))?;
+    let (master_host, master_port): (String, u16) = query_blocking(
+        &sentinel,
+        redis::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg(&url.master),
+        timeout,
+    )?;
+    let auth = match (&url.user, &url.password) {
+        (None, None) => String::new(),
+        (user, password) => format!(
+            "{}:{}@",
+            percent_encode(user.as_deref().unwrap_or("")),
+            percent_encode(password.as_deref().unwrap_or(""))
+        ),
+    };
+    let master = super::connect::client(&format!(
+        "{scheme}://{auth}{}/{}",
+        at(&master_host, master_port),
+        url.db
+    ))?;
+    let role: Vec<redis::Value> = query_blocking(&master, &redis::cmd("ROLE"), timeout)?;
+    match role.first() {
+        Some(redis::Value::BulkString(r)) if r == b"master" => Ok(master),
+        _ => Err(Error::unavailable(format!(
+            "{master_host}:{master_port} is not a master (yet)"
+        ))),
+    }
+}
+
+fn query_blocking<T: redis::FromRedisValue>(
+    client: &redis::Client,
+    cmd: &redis::Cmd,
+    timeout: Duration,
+) -> Result<T> {
+    let mut con = client.get_connection_with_timeout(timeout)?;
+    con.set_read_timeout(Some(timeout))?;
+    con.set_write_timeout(Some(timeout))?;
+    Ok(cmd.query(&mut con)?)
+}
+
+/// `%XX`-escapes all but URL-unreserved characters (a user or password).
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The client of the master the sentinels name now (they check its ROLE).
+async fn ask(sentinel: &mut SentinelClient) -> Result<redis::Client> {
+    sentinel
         .async_get_client()
         .await
-        .map_err(|e| Error::unavailable(format!("the sentinels name no reachable master: {e}")))?;
+        .map_err(|e| Error::unavailable(format!("the sentinels name no reachable master: {e}")))
+}
+
+async fn open(client: redis::Client, config: &ConnectionManagerConfig) -> Result<Master> {
     let manager = ConnectionManager::new_with_config(client.clone(), config.clone())
         .await
         .map_err(|e| Error::unavailable(format!("cannot reach the master the sentinels name: {e}")))?;
@@ -244,6 +387,12 @@ mod tests {
             (true, None, Some("pw".into()), 0)
         );
         assert!(parse("redis://h:1/0").is_none());
+    }
+
+    #[test]
+    fn credentials_are_escaped_both_ways() {
+        let raw = "p@ss:wörd/%";
+        assert_eq!(percent_decode(&percent_encode(raw)).as_deref(), Some(raw));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::redis::connect::{check_version, client, redact};
 use crate::redis::durability::Durability;
 use crate::redis::recover::{add_counts, counts_pipe, recover_invocation, recovered};
-use crate::redis::sentinel::{self, SentinelClient};
+use crate::redis::sentinel::{self, SentinelUrl};
 use crate::redis::RedisOptions;
 
 /// Timeout of the supervisor's calls: short, so that it never blocks its
@@ -26,14 +26,14 @@ pub struct SyncBoard {
 /// (asked again at each reconnect).
 enum Server {
     Direct(Box<redis::Client>),
-    Sentinel(Box<SentinelClient>),
+    Sentinel(Box<SentinelUrl>),
 }
 
 impl SyncBoard {
     /// Connects and checks the server version.
     pub fn connect(opts: RedisOptions) -> Result<SyncBoard> {
         let server = match sentinel::parse(&opts.url) {
-            Some(url) => Server::Sentinel(Box::new(sentinel::client(&url?)?)),
+            Some(url) => Server::Sentinel(Box::new(url?)),
             None => Server::Direct(Box::new(client(&opts.url)?)),
         };
         let mut board = SyncBoard {
@@ -52,12 +52,12 @@ impl SyncBoard {
         self.retrying(|con| redis::cmd("HGETALL").arg(&key).query(con))
     }
 
-    fn open(&mut self) -> Result<Connection> {
+    fn open(&self) -> Result<Connection> {
         let url = &self.opts.url;
         let unreachable = |e: redis::RedisError| crate::redis::connect::refused(&e, url);
-        let client = match &mut self.server {
+        let client = match &self.server {
             Server::Direct(client) => (**client).clone(),
-            Server::Sentinel(sentinel) => sentinel.get_client().map_err(unreachable)?,
+            Server::Sentinel(sentinel) => sentinel::master_blocking(sentinel, SYNC_TIMEOUT)?,
         };
         let con = client
             .get_connection_with_timeout(SYNC_TIMEOUT)
@@ -122,12 +122,12 @@ impl SyncBoard {
     }
 }
 
-/// With a durability, waits until its replicas hold what `con` wrote.
+/// With a durability, waits until its replicas hold what `con` wrote (the
+/// read timeout stretched to the wait's).
 fn durable(con: &mut Connection, durability: Option<Durability>) -> redis::RedisResult<()> {
     let Some(d) = durability else { return Ok(()) };
-    let acked: i64 = d.wait_cmd().query(con)?;
-    if acked < i64::from(d.replicas) {
-        return Err(d.short(acked));
-    }
-    Ok(())
+    con.set_read_timeout(Some(SYNC_TIMEOUT + d.timeout))?;
+    let acked = d.wait_cmd().query::<redis::Value>(con);
+    con.set_read_timeout(Some(SYNC_TIMEOUT))?;
+    d.acknowledged(Some(acked?))
 }

@@ -1,0 +1,170 @@
+//! The board's command connection: to one server, or to the master the
+//! sentinels name (`redis/sentinel.rs`), with an optional write durability
+//! (`redis/durability.rs`).
+
+use std::sync::Arc;
+
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+
+use crate::redis::durability::Durability;
+use crate::redis::sentinel::{FollowMaster, Master};
+
+/// A board's command connection (cheap to clone, shared by all clones):
+/// it reconnects after a dropped connection, behind sentinels follows the
+/// master through a failover, and with a [`Durability`] acknowledges a
+/// call only once replicas hold its writes.
+#[derive(Clone)]
+pub struct RedisConnection {
+    link: Link,
+    durability: Option<Durability>,
+}
+
+/// Behind sentinels: the follower and the master a call went to.
+type Following = (Arc<FollowMaster>, Arc<Master>);
+
+#[derive(Clone)]
+enum Link {
+    Direct {
+        client: Box<redis::Client>,
+        manager: ConnectionManager,
+    },
+    Sentinel(Arc<FollowMaster>),
+}
+
+impl RedisConnection {
+    /// A connection to one server.
+    pub(crate) fn direct(client: redis::Client, manager: ConnectionManager) -> RedisConnection {
+        RedisConnection {
+            link: Link::Direct {
+                client: Box::new(client),
+                manager,
+            },
+            durability: None,
+        }
+    }
+
+    /// A connection to the master `follow` follows.
+    pub(crate) fn sentinel(follow: Arc<FollowMaster>) -> RedisConnection {
+        RedisConnection {
+            link: Link::Sentinel(follow),
+            durability: None,
+        }
+    }
+
+    /// Every call from now on waits for `durability`'s replicas.
+    pub(crate) fn set_durability(&mut self, durability: Option<Durability>) {
+        self.durability = durability;
+    }
+
+    /// The client of the server commands go to now (the master, behind
+    /// sentinels): pub/sub connections are opened from it.
+    pub(crate) fn client(&self) -> redis::Client {
+        match &self.link {
+            Link::Direct { client, .. } => (**client).clone(),
+            Link::Sentinel(f) => f.current().client.clone(),
+        }
+    }
+
+    /// The connection to send on now, and the master it goes to (behind
+    /// sentinels).
+    async fn target(&self) -> (ConnectionManager, Option<Following>) {
+        match &self.link {
+            Link::Direct { manager, .. } => (manager.clone(), None),
+            Link::Sentinel(f) => {
+                let master = f.current_checked().await;
+                (master.manager.clone(), Some((Arc::clone(f), master)))
+            }
+        }
+    }
+
+    /// Sends `cmd`, and with a durability its WAIT in the same write (so
+    /// that both go on one connection).
+    async fn send_one(&self, manager: &mut ConnectionManager, cmd: &Cmd) -> RedisResult<Value> {
+        let Some(d) = self.durability else {
+            return manager.req_packed_command(cmd).await;
+        };
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd.clone()).add_command(d.wait_cmd());
+        let mut values = manager.req_packed_commands(&pipe, 0, 2).await?;
+        let acked = values.pop();
+        d.acknowledged(acked)?;
+        values.pop().unwrap_or(Value::Nil).extract_error()
+    }
+
+    /// Sends `pipeline`, and with a durability its WAIT: in the same write,
+    /// or (a MULTI/EXEC transaction, which cannot hold one) right after.
+    async fn send_many(
+        &self,
+        manager: &mut ConnectionManager,
+        pipeline: &Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        let Some(d) = self.durability else {
+            return manager.req_packed_commands(pipeline, offset, count).await;
+        };
+        if pipeline.is_transaction() {
+            let values = manager.req_packed_commands(pipeline, offset, count).await?;
+            d.acknowledged(Some(manager.req_packed_command(&d.wait_cmd()).await?))?;
+            return Ok(values);
+        }
+        let mut with_wait = pipeline.clone();
+        with_wait.add_command(d.wait_cmd());
+        let mut values = manager.req_packed_commands(&with_wait, offset, count + 1).await?;
+        d.acknowledged(values.pop())?;
+        Ok(values)
+    }
+}
+
+/// The error a call's replies carry, if any (a pipeline's are inside).
+fn reply_error(values: &[Value]) -> Option<RedisError> {
+    values.iter().find_map(|v| match v {
+        Value::ServerError(e) => Some(RedisError::from(e.clone())),
+        _ => None,
+    })
+}
+
+impl ConnectionLike for RedisConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let this = self.clone();
+        Box::pin(async move {
+            let (mut manager, master) = this.target().await;
+            let result = this.send_one(&mut manager, cmd).await;
+            if let (Err(e), Some((f, m))) = (&result, &master) {
+                f.check(m, e).await;
+            }
+            result
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let (mut manager, master) = this.target().await;
+            let result = this.send_many(&mut manager, pipeline, offset, count).await;
+            if let Some((f, m)) = &master {
+                let failed = match &result {
+                    Err(e) => Some(e.clone()),
+                    Ok(values) => reply_error(values),
+                };
+                if let Some(e) = failed {
+                    f.check(m, &e).await;
+                }
+            }
+            result
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.link {
+            Link::Direct { manager, .. } => manager.get_db(),
+            Link::Sentinel(f) => f.current().manager.get_db(),
+        }
+    }
+}
