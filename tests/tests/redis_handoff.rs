@@ -61,6 +61,18 @@ async fn handed(board: &RedisBoard, q: &str, who: &str) -> Vec<Claimed> {
     panic!("no hand-off for {who}");
 }
 
+/// Claims for `who` until a job comes back to the queue (given back, or
+/// recovered once its lease ran out); panics after 20 s.
+async fn claim_when_back(board: &RedisBoard, q: &str, who: &str) -> Claimed {
+    for _ in 0..400 {
+        if let Some(c) = board.claim(&[q], who, LONG, 1).await.unwrap().pop() {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no job came back to {q}");
+}
+
 #[tokio::test]
 async fn an_idle_claimer_is_handed_the_next_post_with_its_lease() {
     let (board, q) = setup("handoff").await;
@@ -228,22 +240,14 @@ async fn a_hand_off_never_read_expires_and_the_job_is_recovered() {
     let id = board.post(&q, NewJob::new("x").max_attempts(5)).await.unwrap();
     assert_eq!(board.show(&q, &id).await.unwrap().state, JobState::Claimed);
     // "frozen" never reads its hand-off; the lease runs out.
-    let mut got = Vec::new();
-    for _ in 0..100 {
-        got = board.claim(&[&q], "w2", LONG, 1).await.unwrap();
-        if !got.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(got.len(), 1, "the job came back after the lease expired");
-    assert_eq!(*got[0].lease.job(), id);
-    assert_eq!(got[0].attempt, 2, "the expired hand-off counts as an attempt");
+    let got = claim_when_back(&board, &q, "w2").await;
+    assert_eq!(*got.lease.job(), id);
+    assert_eq!(got.attempt, 2, "the expired hand-off counts as an attempt");
     // Read late, the stale hand-off is not handed on, and giving it back
     // does not disturb the job's new holder.
     let late = wait_as(&board, &q, "frozen", Duration::from_secs(1)).await;
     assert!(late.handed.is_empty(), "{late:?}");
-    board.consume(got.remove(0).lease).await.unwrap();
+    board.consume(got.lease).await.unwrap();
 }
 
 /// A hand-off read when its lease may have less than half its time left
@@ -260,15 +264,7 @@ async fn a_hand_off_read_late_is_given_back_not_started() {
     assert!(late.handed.is_empty(), "{late:?}");
     // Given back at once (not counted), or, on a slow machine, recovered
     // once its lease ran out: either way another claimer gets it.
-    let mut got = Vec::new();
-    for _ in 0..200 {
-        got = board.claim(&[&q], "w2", LONG, 1).await.unwrap();
-        if !got.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(got.len(), 1);
-    assert_eq!(*got[0].lease.job(), id);
-    board.consume(got.remove(0).lease).await.unwrap();
+    let got = claim_when_back(&board, &q, "w2").await;
+    assert_eq!(*got.lease.job(), id);
+    board.consume(got.lease).await.unwrap();
 }

@@ -26,7 +26,7 @@ type Following = (Arc<FollowMaster>, Arc<Master>);
 #[derive(Clone)]
 enum Link {
     Direct {
-        client: Box<redis::Client>,
+        client: Arc<redis::Client>,
         manager: ConnectionManager,
     },
     Sentinel(Arc<FollowMaster>),
@@ -37,7 +37,7 @@ impl RedisConnection {
     pub(crate) fn direct(client: redis::Client, manager: ConnectionManager) -> RedisConnection {
         RedisConnection {
             link: Link::Direct {
-                client: Box::new(client),
+                client: Arc::new(client),
                 manager,
             },
             durability: None,
@@ -75,6 +75,15 @@ impl RedisConnection {
                 let master = f.current_checked().await;
                 (master.manager.clone(), Some((Arc::clone(f), master)))
             }
+        }
+    }
+
+    /// The plain connection to one server, when a call needs nothing else
+    /// (the hot path: no sentinels to follow, no replicas to wait for).
+    fn plain(&self) -> Option<ConnectionManager> {
+        match (&self.link, self.durability) {
+            (Link::Direct { manager, .. }, None) => Some(manager.clone()),
+            _ => None,
         }
     }
 
@@ -127,6 +136,9 @@ fn reply_error(values: &[Value]) -> Option<RedisError> {
 
 impl ConnectionLike for RedisConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        if let Some(mut manager) = self.plain() {
+            return Box::pin(async move { manager.req_packed_command(cmd).await });
+        }
         let this = self.clone();
         Box::pin(async move {
             let (mut manager, master) = this.target().await;
@@ -144,6 +156,9 @@ impl ConnectionLike for RedisConnection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
+        if let Some(mut manager) = self.plain() {
+            return Box::pin(async move { manager.req_packed_commands(pipeline, offset, count).await });
+        }
         let this = self.clone();
         Box::pin(async move {
             let (mut manager, master) = this.target().await;
