@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::cli::Cli;
 use common::*;
 use jobworker::redis::{RedisBoard, RedisOptions};
-use jobworker::{JobId, NewJob};
+use jobworker::{JobId, JobState, NewJob};
 use jobworker_examples::scripted::run_log::RunOutcome;
 use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::chaos::runs::{Run, Runs};
@@ -196,4 +196,48 @@ fn durability_without_enough_replicas_acknowledges_nothing() {
     );
     let err = cli.fails(2, &["--durability", "wait:0", "post", "x", "-q", &q]);
     assert!(err.contains("wait:N"), "{err}");
+}
+
+/// A cancel made after a failover still stops the running handler: the
+/// worker's cancel listener subscribes again on the new master (and its
+/// heartbeat, refused for a cancelled job, would stop it too). The job ends
+/// cancelled, ran once, and its slot runs the next job.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_after_a_failover_stops_the_running_handler() {
+    let _serial = serial().await;
+    let mut setup = Sentinels::start();
+    let url = setup.url();
+    let board = RedisBoard::connect(&url).await.unwrap();
+    let q = unique_queue("e2e-sentinel-cancel");
+    let key = format!("runs:{q}");
+    let sup = Supervisor::start_on(&["--redis", &url], &q, &["--workers", "1", "--expiry", "6"], None);
+    let id = post(&board, &q, &script(Action::Sleep, 300_000, &key), 3).await;
+    wait_until(
+        sup.and_log("the handler to start"),
+        Duration::from_secs(30),
+        || async { runs(&board, &key).await.contains_key(id.as_str()) },
+    )
+    .await;
+    let mut con = board.connection();
+    let _: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+
+    setup.kill_master();
+    setup.wait_failover(Duration::from_secs(60));
+    setup.restart_old_master();
+
+    let ids = std::slice::from_ref(&id);
+    wait_until("a cancel on the new master", Duration::from_secs(60), || async {
+        board.cancel(&q, ids, false).await.is_ok()
+    })
+    .await;
+    let next = post(&board, &q, &script(Action::Ok, 0, &key), 3).await;
+    wait_state(&board, &q, &next, JobState::Completed, 120).await;
+    assert_eq!(state(&board, &q, &id).await, JobState::Cancelled, "{}", sup.log());
+    assert_eq!(runs(&board, &key).await.get(id.as_str()), Some(&1));
+    drop(sup);
 }
