@@ -153,3 +153,32 @@ async fn a_quieted_worker_is_handed_nothing() {
     );
     sup.stop_cleanly(Duration::from_secs(30));
 }
+
+/// A worker with no room reads a hand-off that reaches it anyway (one sent
+/// just before a claim filled it up) and gives it back at once: the job
+/// does not sit unread, held, until its lease ends.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_worker_gives_a_hand_off_back_at_once() {
+    let (_serial, board, q, key) = setup("e2e-handoff-full").await;
+    let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "1", "--expiry", "30"]);
+    idle_worker(&sup, &board, &q).await;
+    let who = registered(&board, &q).await.remove(0).0;
+    let long = post(&board, &q, &script(Action::Sleep, 60_000, &key), 3).await;
+    wait_until(
+        sup.and_log("the long job to start"),
+        Duration::from_secs(30),
+        || async { runs(&board, &key).await.contains_key(long.as_str()) },
+    )
+    .await;
+    // As if the worker had registered just before it filled up.
+    let mut con = board.connection();
+    let _: () = con
+        .hset(board.keys(&q).unwrap().idle(), &who, "99999999999999 30000 0")
+        .await
+        .unwrap();
+    let id = post(&board, &q, &script(Action::Ok, 0, &key), 3).await;
+    wait_state(&board, &q, &id, JobState::Ready, 10).await;
+    assert!(!runs(&board, &key).await.contains_key(id.as_str()));
+    sup.signal(libc::SIGQUIT);
+    sup.wait_exit(Duration::from_secs(30));
+}

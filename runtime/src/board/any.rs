@@ -118,6 +118,9 @@ impl Board for AnyBoard {
     async fn wait_as(&self, queues: &[&str], who: Option<&str>, timeout: Duration) -> Result<Woken> {
         dispatch!(self, b => b.wait_as(queues, who, timeout))
     }
+    async fn handed_to(&self, queues: &[&str], who: &str, timeout: Duration) -> Result<Vec<Claimed>> {
+        dispatch!(self, b => b.handed_to(queues, who, timeout))
+    }
     async fn withdraw(&self, queues: &[&str], who: &str) -> Result<Vec<Claimed>> {
         dispatch!(self, b => b.withdraw(queues, who))
     }

@@ -303,6 +303,20 @@ impl Board for RedisBoard {
         result
     }
 
+    async fn handed_to(&self, queues: &[&str], who: &str, timeout: Duration) -> Result<Vec<Claimed>> {
+        let keys = queues.iter().map(|q| self.keys(q)).collect::<Result<Vec<_>>>()?;
+        let mut waiter = self.waiter.lock().await;
+        let w = match waiter.as_mut() {
+            Some(w) => w,
+            None => waiter.insert(Waiter::open(&self.conn).await?),
+        };
+        let result = w.wait_handoffs(self, &keys, who, timeout).await;
+        if result.is_err() {
+            *waiter = None;
+        }
+        result
+    }
+
     async fn withdraw(&self, queues: &[&str], who: &str) -> Result<Vec<Claimed>> {
         let keys = queues.iter().map(|q| self.keys(q)).collect::<Result<Vec<_>>>()?;
         let mut waiter = self.waiter.lock().await;

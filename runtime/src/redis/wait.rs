@@ -122,6 +122,49 @@ impl Waiter {
         Ok(())
     }
 
+    /// Subscribes to the queues' notify channels and, for `who`, to its
+    /// hand-off channels.
+    async fn subscribe_all(&mut self, queues: &[QueueKeys], who: Option<&str>) -> Result<()> {
+        for keys in queues {
+            self.subscribe(&keys.notify).await?;
+            if let Some(who) = who {
+                let channel = keys.handoff(who);
+                if !self.handoffs.contains_key(&channel) {
+                    self.subscribe(&channel).await?;
+                    self.handoffs.insert(channel, keys.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits only for hand-offs to `who` (notices are dropped): a worker
+    /// with no room reads what was handed to it before it filled up, to
+    /// give it back at once rather than hold it unread until its lease
+    /// ends.
+    pub(super) async fn wait_handoffs(
+        &mut self,
+        board: &RedisBoard,
+        queues: &[QueueKeys],
+        who: &str,
+        timeout: Duration,
+    ) -> Result<Vec<Claimed>> {
+        self.subscribe_all(queues, Some(who)).await?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut handed = Vec::new();
+        loop {
+            self.read_ready(&mut handed);
+            if !handed.is_empty() {
+                return Ok(self.woken(board, Some(who), handed).await.handed);
+            }
+            match tokio::time::timeout_at(deadline, self.pubsub.on_message().next()).await {
+                Ok(Some(msg)) => keep_handoff(&self.handoffs, msg, &mut handed),
+                Ok(None) => return Err(crate::Error::unavailable("redis pub/sub connection closed")),
+                Err(_) => return Ok(Vec::new()),
+            }
+        }
+    }
+
     /// Reads the messages already here: hand-offs are kept in `handed`,
     /// notices dropped (the caller looks at the queues next, or has just
     /// been woken).
@@ -141,16 +184,7 @@ impl Waiter {
         who: Option<&str>,
         timeout: Duration,
     ) -> Result<Woken> {
-        for keys in queues {
-            self.subscribe(&keys.notify).await?;
-            if let Some(who) = who {
-                let channel = keys.handoff(who);
-                if !self.handoffs.contains_key(&channel) {
-                    self.subscribe(&channel).await?;
-                    self.handoffs.insert(channel, keys.clone());
-                }
-            }
-        }
+        self.subscribe_all(queues, who).await?;
         let mut handed = Vec::new();
         self.read_ready(&mut handed);
         if !handed.is_empty() {

@@ -6,7 +6,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::board::Board;
 use crate::error::Error;
 use crate::job::Claimed;
-use crate::worker::run::{Event, Sig, Signals, Worker, CLAIM_ERROR_PAUSE};
+use crate::worker::run::{Event, Mode, Sig, Signals, Worker, CLAIM_ERROR_PAUSE};
 
 /// Why the worker loop woke.
 pub(super) enum Wake {
@@ -38,6 +38,11 @@ impl Worker {
             _ = tokio::time::sleep_until(timer.into()) => Wake::Timer,
             r = self.board.wait_as(&q, Some(&self.cfg.owner), self.cfg.interval), if want_work => match r {
                 Ok(woken) => Wake::Work(woken.handed),
+                Err(e) => Wake::WaitFailed(e),
+            },
+            // Full: what was handed over before it filled up goes back.
+            r = self.board.handed_to(&q, &self.cfg.owner, self.cfg.interval), if !want_work && !claim_failed && self.mode == Mode::Run => match r {
+                Ok(handed) => Wake::Work(handed),
                 Err(e) => Wake::WaitFailed(e),
             },
             _ = tokio::time::sleep(CLAIM_ERROR_PAUSE), if claim_failed => Wake::Work(Vec::new()),
