@@ -53,24 +53,26 @@ async fn a_board_behind_sentinels_follows_the_master_through_a_failover() {
 
     setup.kill_master();
     setup.wait_failover(Duration::from_secs(30));
-    // The old master back on its address (empty, a master until the
-    // sentinels demote it) must not take the board's writes.
-    setup.restart_old_master();
-
     let after = eventually("a post after the failover", || {
         board.post(&q, NewJob::new("after"))
     })
     .await;
-    let on_new: bool = redis::Client::open(setup.replica.url())
+    // Once the board follows the new master, the old one back on its
+    // address (empty, a master until the sentinels demote it) does not take
+    // its writes.
+    setup.restart_old_master();
+    let later = board.post(&q, NewJob::new("later")).await.unwrap();
+    let on_new: i64 = redis::Client::open(setup.replica.url())
         .unwrap()
         .get_connection()
         .and_then(|mut c| {
             redis::cmd("EXISTS")
                 .arg(board.keys(&q).unwrap().job(after.as_str()))
+                .arg(board.keys(&q).unwrap().job(later.as_str()))
                 .query(&mut c)
         })
         .unwrap();
-    assert!(on_new, "the post after the failover went to the new master");
+    assert_eq!(on_new, 2, "the posts after the failover went to the new master");
     assert_eq!(board.state(&q, &kept).await.unwrap(), JobState::Claimed);
     assert_eq!(board.state(&q, &after).await.unwrap(), JobState::Ready);
     // The lease taken before the failover still holds on the new master.
@@ -80,7 +82,7 @@ async fn a_board_behind_sentinels_follows_the_master_through_a_failover() {
     assert_eq!(board.state(&q, &held).await.unwrap(), JobState::Ready);
     // The supervisor's blocking board follows too.
     let counts = sync.counts(std::slice::from_ref(&q)).unwrap();
-    assert_eq!((counts.listed, counts.claimed), (2, 0), "{counts:?}");
+    assert_eq!((counts.listed, counts.claimed), (3, 0), "{counts:?}");
 }
 
 #[tokio::test]
