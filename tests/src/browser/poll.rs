@@ -73,17 +73,50 @@ impl Browser {
 /// A WebDriver error that may go away while the page loads or changes
 /// (not there yet, replaced, covered, no dialog yet). Others (a bad
 /// selector, a lost session or connection) will not, and panic at once.
+///
+/// Chromedriver reports an element whose page was replaced between finding
+/// and reading it either as a stale element or, when the navigation lands
+/// mid-command, as an "unknown error" from the inspector saying the node
+/// "does not belong to the document" (seen in CI); both mean "not yet".
 fn retryable(e: &CmdError) -> bool {
     use fantoccini::error::ErrorStatus::*;
     let CmdError::Standard(e) = e else { return false };
-    matches!(
-        e.error,
+    match e.error {
         NoSuchElement
-            | StaleElementReference
-            | ElementNotInteractable
-            | ElementClickIntercepted
-            | InvalidElementState
-            | NoSuchAlert
-            | UnexpectedAlertOpen
-    )
+        | StaleElementReference
+        | ElementNotInteractable
+        | ElementClickIntercepted
+        | InvalidElementState
+        | NoSuchAlert
+        | UnexpectedAlertOpen => true,
+        UnknownError => e.message.contains(NODE_REPLACED),
+        _ => false,
+    }
+}
+
+/// Chromedriver's words for a node of a page that navigation replaced.
+const NODE_REPLACED: &str = "does not belong to the document";
+
+#[cfg(test)]
+mod tests {
+    use fantoccini::error::{CmdError, ErrorStatus, WebDriver};
+
+    use super::retryable;
+
+    fn error(status: ErrorStatus, message: &'static str) -> CmdError {
+        CmdError::Standard(WebDriver::new(status, message))
+    }
+
+    #[test]
+    fn a_node_replaced_by_navigation_is_retried_and_other_unknown_errors_are_not() {
+        let replaced = "unhandled inspector error: {\"code\":-32000,\"message\":\
+                        \"Node with given id does not belong to the document\"}";
+        assert!(retryable(&error(ErrorStatus::UnknownError, replaced)));
+        assert!(retryable(&error(ErrorStatus::StaleElementReference, "stale")));
+        assert!(!retryable(&error(
+            ErrorStatus::UnknownError,
+            "chrome not reachable"
+        )));
+        assert!(!retryable(&error(ErrorStatus::InvalidSelector, "bad css")));
+    }
 }
