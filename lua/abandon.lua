@@ -30,11 +30,11 @@ if mode == 'retry' then
   if delay > 0 then
     redis.call('ZADD', K_SCHEDULED, now_ms + delay, id)
     redis.call('HSET', job, 'state', 'scheduled', 'run_at', now_ms + delay)
-    redis.call('PUBLISH', ARGV[10], 'scheduled')
+    redis.call(PUBLISH, ARGV[10], 'scheduled')
     return {'ok', 'scheduled'}
   end
 end
 if mode ~= 'retry' then record(id, now_ms, 'abandoned', {worker = who}) end
 make_ready(id, now_ms)
-redis.call('PUBLISH', ARGV[10], 'ready')
+redis.call(PUBLISH, ARGV[10], 'ready')
 return {'ok', 'ready'}

@@ -44,7 +44,7 @@ for i = 7, #ARGV do
   local id = ARGV[i]
   local owner = redis.call('GET', owned_key(id))
   -- Its worker stops the handler at once (see RedisBoard::cancels_of).
-  if owner then redis.call('PUBLISH', EVENTS .. ':cancel:' .. owner, id) end
+  if owner then redis.call(PUBLISH, EVENTS .. ':cancel:' .. owner, id) end
   redis.call('HDEL', K_LISTINGS, id)
   redis.call('DEL', owned_key(id), modified_key(id), dependents_key(id))
   for _, k in ipairs({K_READY, K_SCHEDULED, K_LEASES, K_WAITING}) do redis.call('ZREM', k, id) end

@@ -52,6 +52,6 @@ for i = 5, #ARGV - 8, 9 do
 end
 local handed = ready and hand_off(s, us, now_ms)
 if scheduled or (ready and was_empty and (not handed or redis.call('ZCARD', K_READY) > 0)) then
-  redis.call('PUBLISH', ARGV[4], 'posted')
+  redis.call(PUBLISH, ARGV[4], 'posted')
 end
 return out

@@ -50,5 +50,5 @@ for _, id in ipairs(mine) do
     recovered = recovered + 1
   end
 end
-if recovered > 0 then redis.call('PUBLISH', NS .. 'jw.notify', 'ready') end
+if recovered > 0 then notify() end
 return {'ok', recovered, trashed}

@@ -28,7 +28,9 @@ end
 -- Whether anyone listens to the event channels, read once per script:
 -- publishing is a good part of a job's server time, so nobody listening
 -- means no event is built or sent. (Pattern subscribers count as
--- listening; in Redis Cluster, subscribers must be on the queue's node.)
+-- listening. On a cluster, the log is the queue's own sharded channel
+-- and tracked jobs' events share one, `EVENTS:ev`: there are no sharded
+-- patterns.)
 local listening = nil
 
 -- Whether anyone listens or the job is tracked: an event about job `id`
@@ -36,7 +38,7 @@ local listening = nil
 -- so that a job nobody watches costs no table.
 local function heard(id)
   if listening == nil then
-    listening = redis.call('PUBSUB', 'NUMPAT') > 0 or redis.call('PUBSUB', 'NUMSUB', EVENTS .. ':log')[2] > 0
+    listening = (not CLUSTER and redis.call('PUBSUB', 'NUMPAT') > 0) or subscribers(EVENTS .. ':log') > 0
   end
   if any_tracked == nil then any_tracked = redis.call('ZCARD', K_TRACKED) > 0 end
   return listening or (any_tracked and redis.call('ZSCORE', K_TRACKED, id) ~= false)
@@ -48,6 +50,6 @@ local function publish(id, now_ms, event, fields, msg)
   if not heard(id) then return end
   local tracked = any_tracked and redis.call('ZSCORE', K_TRACKED, id)
   msg = msg or event_json(id, now_ms, event, fields)
-  if listening then redis.call('PUBLISH', EVENTS .. ':log', msg) end
-  if tracked then redis.call('PUBLISH', EVENTS .. ':ev:' .. event, msg) end
+  if listening then redis.call(PUBLISH, EVENTS .. ':log', msg) end
+  if tracked then redis.call(PUBLISH, CLUSTER and EVENTS .. ':ev' or EVENTS .. ':ev:' .. event, msg) end
 end

@@ -45,7 +45,7 @@ local function hand_one(who, lease_ms, tag, s, us, now_ms)
   redis.call('ZADD', K_LEASES, int(now_ms + lease_ms), id)
   if v[6] then add_stats('wait', {math.max(0, now_ms - tonumber(v[6]))}, now_ms) end
   if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
-  redis.call('PUBLISH', handoff_channel(who), handoff_message(id, posting, token, v, lease_ms, tag))
+  redis.call(PUBLISH, handoff_channel(who), handoff_message(id, posting, token, v, lease_ms, tag))
   return true
 end
 
@@ -64,7 +64,7 @@ local function hand_off(s, us, now_ms)
     if room <= 0 then break end
     local who = idle[i]
     local until_ms, lease_ms, tag = idle[i + 1]:match('^(%d+) (%d+) (%d+)$')
-    if tonumber(until_ms or 0) <= now_ms or redis.call('PUBSUB', 'NUMSUB', handoff_channel(who))[2] == 0 then
+    if tonumber(until_ms or 0) <= now_ms or subscribers(handoff_channel(who)) == 0 then
       redis.call('HDEL', K_IDLE, who)
     elseif hand_one(who, tonumber(lease_ms), tag, s, us, now_ms) then
       redis.call('HDEL', K_IDLE, who)

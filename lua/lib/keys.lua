@@ -14,4 +14,11 @@ local function dependents_key(id) return NS .. 'jw.dependents.' .. id end
 local function tag_key(tag) return NS .. 'jw.tag.' .. tag end
 local function failed_key(group) return NS .. 'jw.failed.' .. group end
 local function stats_key(now_ms) return NS .. 'jw.stats.' .. math.floor(now_ms / 86400000) end
-local function notify() redis.call('PUBLISH', NS .. 'jw.notify', 'ready') end
+-- Pub/sub: on a Redis Cluster (CLUSTER, set by the loader) every channel
+-- carries the queue's hash tag (EVENTS is then the queue's namespace) and
+-- is sharded, so it lives on the queue's node.
+local PUBLISH = CLUSTER and 'SPUBLISH' or 'PUBLISH'
+local function subscribers(channel)
+  return redis.call('PUBSUB', CLUSTER and 'SHARDNUMSUB' or 'NUMSUB', channel)[2]
+end
+local function notify() redis.call(PUBLISH, NS .. 'jw.notify', 'ready') end

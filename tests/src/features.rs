@@ -1,5 +1,6 @@
 //! The setup shared by the Redis feature tests (`tests/tests/redis_*.rs`):
-//! a board on the test binary's shared redis-server and a fresh queue,
+//! a board on the test binary's shared redis-server (or, with
+//! `JOBWORKER_TEST_BOARD=cluster`, its shared Redis Cluster) and a fresh queue,
 //! posting, claiming and consuming in one call, the server's clock, and
 //! the listings those tests compare.
 //!
@@ -12,7 +13,22 @@ use std::time::Duration;
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Abandon, Board, Claimed, JobId, JobState, ListFilter, NewJob, Page};
 
-use crate::{shared_redis, unique_queue, wait_for, wait_until};
+use crate::{shared_cluster, shared_redis, unique_queue, wait_for, wait_until};
+
+/// Environment variable choosing the board of the feature tests: `redis`
+/// (the default) or `cluster`.
+pub const TEST_BOARD_ENV: &str = "JOBWORKER_TEST_BOARD";
+
+/// The URL of the board the feature tests run on: the test binary's
+/// shared redis-server, or its shared 3-master cluster when
+/// [`TEST_BOARD_ENV`] is `cluster`.
+pub fn board_url() -> String {
+    match std::env::var(TEST_BOARD_ENV).as_deref() {
+        Ok("cluster") => shared_cluster().url(),
+        Ok("redis") | Err(_) => shared_redis().url().to_owned(),
+        Ok(other) => panic!("{TEST_BOARD_ENV}={other}: expected redis or cluster"),
+    }
+}
 
 /// An expiry no test outlives: leases that must not run out.
 pub const LONG: Duration = Duration::from_secs(60);
@@ -24,11 +40,11 @@ pub const DAY_MS: i64 = 86_400_000;
 /// falling due, a clock passing a point): generous for a busy machine.
 pub const SOON: Duration = Duration::from_secs(10);
 
-/// A board on the test binary's shared redis-server.
+/// A board on the feature tests' server ([`board_url`]).
 pub async fn board() -> RedisBoard {
-    RedisBoard::connect(shared_redis().url())
+    RedisBoard::connect(&board_url())
         .await
-        .expect("connect to the test redis-server")
+        .expect("connect to the test board")
 }
 
 /// The start of most tests: a board and a fresh queue named after `prefix`.
@@ -44,7 +60,7 @@ pub async fn board_and_queues<const N: usize>(prefixes: [&str; N]) -> (RedisBoar
 
 /// A board whose prefix (config key, event channels, namespaces) is its own.
 pub async fn private_prefix_board(prefix: &str) -> RedisBoard {
-    let mut opts = RedisOptions::new(shared_redis().url());
+    let mut opts = RedisOptions::new(board_url());
     opts.prefix = prefix.to_owned();
     RedisBoard::with_options(opts).await.unwrap()
 }

@@ -8,6 +8,8 @@
 //! - [`copy_of`], [`with_owner`]: a lease rebuilt from its parts, to use a
 //!   claim twice on purpose.
 //! - [`Sentinels`]: a master, a replica and three sentinels for one test.
+//! - [`RedisCluster`]: a Redis Cluster of N masters on loopback ports for one
+//!   test, and [`shared_cluster`], one 3-master cluster per test binary.
 //! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
@@ -30,6 +32,7 @@ pub mod lua_bench;
 pub mod shape;
 
 mod support {
+    pub mod cluster;
     pub mod exit;
     pub mod fixtures;
     pub mod lease;
@@ -41,6 +44,7 @@ mod support {
     pub mod zookeeper;
 }
 
+pub use support::cluster::{shared_cluster, RedisCluster};
 pub use support::fixtures::{fixtures_dir, workspace_dir};
 pub use support::lease::{copy_of, with_owner};
 pub use support::names::unique_queue;

@@ -63,7 +63,7 @@ impl Way {
             Way::Today => {
                 let all: Vec<&str> = lua::MODULES.iter().map(|(_, t)| *t).collect();
                 let keys = lua::bindings(&Way::Today.keys(verb));
-                Some(format!("{keys}{}\n{text}", all.join("\n")))
+                Some(format!("local CLUSTER = false\n{keys}{}\n{text}", all.join("\n")))
             }
             Way::Includes => Some(lua::compose(text)),
             Way::Library => None,

@@ -52,6 +52,14 @@ async fn events_within(events: &mut Events, q: &str, quiet: Duration) -> Vec<Val
     got
 }
 
+/// Makes `q` a queue the board knows (one job posted and done) before a
+/// stream starts: on a cluster a stream subscribes queue by queue, to the
+/// queues known when it starts and to new ones within seconds.
+async fn known(b: &RedisBoard, q: &str) {
+    b.post(q, NewJob::new("first")).await.unwrap();
+    claim_and_consume(b, q).await;
+}
+
 fn kinds_of<'a>(events: &'a [Value], job: &JobId) -> Vec<&'a str> {
     events
         .iter()
@@ -70,6 +78,7 @@ fn assert_in_time_order(events: &[Value]) {
 async fn the_log_channel_carries_every_event() {
     let b = private_prefix_board(&unique_queue("ev")).await;
     let q = unique_queue("events");
+    known(&b, &q).await;
     let mut log = subscribe(&b, false).await;
     let id = b.post(&q, NewJob::new("e")).await.unwrap();
     let c = b.claim(&[&q], "w-events", LONG, 1).await.unwrap().remove(0);
@@ -86,6 +95,7 @@ async fn the_log_channel_carries_every_event() {
 async fn the_tracked_stream_carries_only_tracked_jobs() {
     let b = private_prefix_board(&unique_queue("evt")).await;
     let q = unique_queue("tracked");
+    known(&b, &q).await;
     let mut tracked = subscribe(&b, true).await;
     let mut log = subscribe(&b, false).await;
     let a = b.post(&q, NewJob::new("a").track()).await.unwrap();
@@ -122,6 +132,28 @@ async fn the_tracked_stream_carries_only_tracked_jobs() {
         .await
         .unwrap_err()
         .is_not_found());
+}
+
+/// A queue first posted to after the stream started is heard too (at
+/// once on one server; on a cluster once the stream subscribed to it).
+#[tokio::test]
+async fn a_queue_new_after_the_stream_started_is_heard() {
+    let b = private_prefix_board(&unique_queue("evn")).await;
+    let mut log = subscribe(&b, false).await;
+    let q = unique_queue("new");
+    let deadline = Instant::now() + SOON;
+    let heard = loop {
+        b.post(&q, NewJob::new("n")).await.unwrap();
+        let got = events_within(&mut log, &q, Duration::from_millis(200)).await;
+        if let Some(e) = got.into_iter().find(|e| e["event"] == "posted") {
+            break e;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no event of the new queue within {SOON:?}"
+        );
+    };
+    assert_eq!(heard["name"], "n");
 }
 
 #[tokio::test]

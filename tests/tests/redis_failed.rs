@@ -8,7 +8,7 @@ use std::time::Duration;
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, JobId, JobState, NewJob, Page};
 use jobworker_tests::features::*;
-use jobworker_tests::{copy_of, shared_redis, unique_queue, wait_until};
+use jobworker_tests::{copy_of, unique_queue, wait_until};
 use redis::AsyncCommands;
 
 #[tokio::test]
@@ -109,7 +109,7 @@ async fn trashed(b: &RedisBoard, q: &str, name: &str, n: usize, reason: &str) ->
 /// A board on the shared server with the trash kept to `count` jobs and
 /// `age`.
 async fn trash_bound_board(count: usize, age: Duration) -> RedisBoard {
-    let mut opts = RedisOptions::new(shared_redis().url());
+    let mut opts = RedisOptions::new(board_url());
     opts.trash_count = count;
     opts.trash_age = age;
     RedisBoard::with_options(opts).await.unwrap()

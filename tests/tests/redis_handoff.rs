@@ -8,13 +8,14 @@ use std::time::Duration;
 use jobworker::board::{ClaimRequest, Woken};
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, Claimed, JobState, NewJob, Priority};
-use jobworker_tests::{shared_redis, unique_queue};
+use jobworker_tests::features::board_url;
+use jobworker_tests::unique_queue;
 use redis::AsyncCommands;
 
 const LONG: Duration = Duration::from_secs(300);
 
 async fn setup(prefix: &str) -> (RedisBoard, String) {
-    let board = RedisBoard::connect(shared_redis().url()).await.unwrap();
+    let board = RedisBoard::connect(&board_url()).await.unwrap();
     (board, unique_queue(prefix))
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, JobState, ListFilter, NewJob, Page, Priority};
 use jobworker_tests::features::*;
-use jobworker_tests::{shared_redis, unique_queue};
+use jobworker_tests::unique_queue;
 use redis::AsyncCommands;
 
 #[tokio::test]
@@ -145,7 +145,7 @@ async fn throughput_counts_this_minute_and_dependencies_read_both_ways() {
 
 #[tokio::test]
 async fn cancelled_jobs_are_kept_apart_from_completed_ones_and_bounded_like_the_history() {
-    let mut opts = RedisOptions::new(shared_redis().url());
+    let mut opts = RedisOptions::new(board_url());
     opts.history_count = 2;
     let b = RedisBoard::with_options(opts).await.unwrap();
     let q = unique_queue("inspect-cancel");

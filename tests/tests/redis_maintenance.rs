@@ -12,7 +12,8 @@ use jobworker::recurring::RecurringJob;
 use jobworker::redis::RedisBoard;
 use jobworker::schedule::Rule;
 use jobworker::{Board, JobState, NewJob, Priority};
-use jobworker_tests::{shared_redis, unique_queue, wait_until};
+use jobworker_tests::features::board_url;
+use jobworker_tests::{unique_queue, wait_until};
 use redis::AsyncCommands;
 
 /// Generous: the services run every 250 ms or less, elections every
@@ -22,7 +23,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 const TTL: Duration = Duration::from_secs(2);
 
 async fn board() -> RedisBoard {
-    RedisBoard::connect(shared_redis().url())
+    RedisBoard::connect(&board_url())
         .await
         .expect("connect to the test redis-server")
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use jobworker::board::{ClaimRequest, Recovered, Recovery};
 use jobworker::redis::{RedisBoard, RedisOptions, SyncBoard};
 use jobworker::{Board, JobState, NewJob};
-use jobworker_tests::{shared_redis, unique_queue};
+use jobworker_tests::features::board_url;
+use jobworker_tests::unique_queue;
 use redis::AsyncCommands;
 
 const LONG: Duration = Duration::from_secs(300);
@@ -26,8 +27,8 @@ fn request<'a>(queues: &'a [&'a str], who: &'a str, holding: usize) -> ClaimRequ
 }
 
 async fn setup(prefix: &str) -> (RedisBoard, SyncBoard, String) {
-    let board = RedisBoard::connect(shared_redis().url()).await.unwrap();
-    let sync = SyncBoard::connect(RedisOptions::new(shared_redis().url())).unwrap();
+    let board = RedisBoard::connect(&board_url()).await.unwrap();
+    let sync = SyncBoard::connect(RedisOptions::new(board_url())).unwrap();
     (board, sync, unique_queue(prefix))
 }
 

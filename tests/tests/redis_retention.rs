@@ -8,7 +8,7 @@ use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, JobState, ListFilter, NewJob};
 use jobworker_tests::features::*;
-use jobworker_tests::{shared_redis, unique_queue};
+use jobworker_tests::unique_queue;
 
 #[tokio::test]
 async fn config_is_validated_stored_and_picked_up_by_new_boards() {
@@ -54,7 +54,7 @@ async fn config_is_validated_stored_and_picked_up_by_new_boards() {
     assert_eq!(fresh.options().history_count, 3);
     assert_eq!(fresh.options().history_age, Duration::from_secs(3600));
     // ...unless the caller chose its own.
-    let mut opts = RedisOptions::new(shared_redis().url());
+    let mut opts = RedisOptions::new(board_url());
     opts.prefix = prefix.clone();
     opts.history_count = 10;
     let own = RedisBoard::with_options(opts).await.unwrap();

@@ -9,77 +9,18 @@
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use common::cli::Cli;
+use common::runs::{outcome, unrecorded, Outcome};
 use common::*;
 use jobworker::redis::{RedisBoard, RedisOptions};
-use jobworker::{JobId, JobState, NewJob};
-use jobworker_examples::scripted::run_log::RunOutcome;
+use jobworker::{JobState, NewJob};
 use jobworker_examples::scripted::{Action, Script};
-use jobworker_tests::chaos::runs::{Run, Runs};
+use jobworker_tests::chaos::runs::Runs;
 use jobworker_tests::{unique_queue, wait_until, Sentinels};
 
 const JOBS: usize = 20_000;
-
-/// What a drain through a failover did, per job.
-#[derive(Debug, Default)]
-struct Outcome {
-    /// Acknowledged posts whose job never ran to success.
-    never_ran: usize,
-    /// Jobs run again after a run that ended ok whose consume was
-    /// acknowledged (the worker logged no failure to record it): an
-    /// acknowledged consume was lost.
-    ran_again: usize,
-    /// Jobs run again after a run that ended ok whose consume failed (the
-    /// worker said so; at least once, as promised).
-    ran_again_unacknowledged: usize,
-    /// Jobs with two runs at the same time.
-    concurrent: usize,
-}
-
-/// Jobs whose result the worker could not record, from its log.
-fn unrecorded(log: &str) -> HashSet<String> {
-    log.lines()
-        .filter(|l| l.contains("cannot record the result") || l.contains("before the result was recorded"))
-        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("job=")))
-        .map(str::to_owned)
-        .collect()
-}
-
-fn outcome(ids: &[JobId], runs: &[Run], unrecorded: &HashSet<String>) -> Outcome {
-    let mut by_id: HashMap<&str, Vec<&Run>> = HashMap::new();
-    for r in runs {
-        by_id.entry(r.id.as_str()).or_default().push(r);
-    }
-    let mut out = Outcome::default();
-    for id in ids {
-        let mut runs = by_id.remove(id.as_str()).unwrap_or_default();
-        runs.sort_by_key(|r| r.start_us);
-        let ok = |r: &&Run| matches!(r.end, Some((_, RunOutcome::Ok)));
-        if !runs.iter().any(ok) {
-            out.never_ran += 1;
-        }
-        if runs
-            .iter()
-            .position(ok)
-            .is_some_and(|first| first + 1 < runs.len())
-        {
-            if unrecorded.contains(id.as_str()) {
-                out.ran_again_unacknowledged += 1;
-            } else {
-                out.ran_again += 1;
-            }
-        }
-        let overlap = runs.windows(2).any(|w| match w[0].end {
-            Some((end, _)) => w[1].start_us < end,
-            None => false,
-        });
-        out.concurrent += usize::from(overlap);
-    }
-    out
-}
 
 /// Posts [`JOBS`] jobs behind the sentinels, drains them with a supervisor
 /// of two workers, kills the master a quarter of the way and waits until
@@ -128,10 +69,19 @@ async fn drain_through_a_failover(durability: Option<&str>) -> Outcome {
         },
     )
     .await;
+    eprintln!(
+        "master on {:?}, replica on {:?}; killing the master",
+        setup.master.port(),
+        setup.replica.port()
+    );
     setup.kill_master();
     setup.wait_failover(Duration::from_secs(60));
     // Back as a replica of the new master: `wait:1` can be met again.
     setup.restart_old_master();
+    eprintln!(
+        "failed over; the old master restarted; sentinels name {:?}",
+        setup.master_port()
+    );
     // Without durability some jobs may be gone for good: then stop once
     // no run was added for a minute. With it, every job must run.
     let patience = match durability {

@@ -19,7 +19,9 @@ pub struct BoardArgs {
     /// Redis URL (redis://, rediss://, unix://; user:password@ allowed),
     /// or a master behind sentinels:
     /// redis+sentinel://[user:password@]host:port[,host:port…]/MASTER[/db]
-    /// (rediss+sentinel:// for TLS). Without it: a Redis on
+    /// (rediss+sentinel:// for TLS), or a Redis Cluster:
+    /// redis+cluster://[user:password@]host:port[,host:port…]
+    /// (rediss+cluster:// for TLS). Without it: a Redis on
     /// 127.0.0.1:6379 if one answers, otherwise a private redis-server
     /// started for this command.
     #[arg(long, global = true, env = "JOBWORKER_REDIS_URL")]

@@ -34,7 +34,9 @@ pub struct RedisOptions {
     /// Server URL: `redis://`, `rediss://` or `unix://`, with optional
     /// `user:password@`; or the sentinels of a master,
     /// `redis+sentinel://[user:password@]host:port[,host:port…]/MASTER[/db]`
-    /// (`rediss+sentinel://` for TLS).
+    /// (`rediss+sentinel://` for TLS); or a cluster's seed nodes,
+    /// `redis+cluster://[user:password@]host:port[,host:port…]`
+    /// (`rediss+cluster://` for TLS).
     pub url: String,
     /// Prefix of default namespaces: queue `Q` is `<prefix>:{Q}`.
     pub prefix: String,
@@ -78,7 +80,15 @@ impl RedisOptions {
             Some(ns) => ns.clone(),
             None => QueueKeys::default_namespace(&self.prefix, queue)?,
         };
+        if self.on_cluster() {
+            return QueueKeys::on_cluster(queue, &namespace);
+        }
         Ok(QueueKeys::new(queue, &namespace, &self.prefix))
+    }
+
+    /// Whether the URL names a Redis Cluster.
+    pub fn on_cluster(&self) -> bool {
+        crate::redis::cluster::parse(&self.url).is_some()
     }
 
     /// The hash of live workers (`<prefix>:workers`).
@@ -144,6 +154,12 @@ impl RedisBoard {
                 return Err(Error::invalid("a queue namespace must not be empty"));
             }
         }
+        if opts.on_cluster() && opts.prefix.contains(['{', '}']) {
+            return Err(Error::invalid(format!(
+                "prefix {:?} has braces: on a redis cluster they would make every queue's hash tag the same",
+                opts.prefix
+            )));
+        }
         let conn = connect(&opts.url, opts.durability).await?;
         scripts::load_all(&conn).await?;
         let stored: (Option<usize>, Option<f64>, Option<usize>, Option<f64>) = conn
@@ -176,6 +192,26 @@ impl RedisBoard {
     /// The keys of `queue`.
     pub fn keys(&self, queue: &str) -> Result<QueueKeys> {
         self.opts.keys(queue)
+    }
+
+    /// The keys of each of `queues`.
+    fn keys_of(&self, queues: &[&str]) -> Result<Vec<QueueKeys>> {
+        queues.iter().map(|q| self.keys(q)).collect()
+    }
+
+    /// Runs `call` on the kept pub/sub waiter, opened on first use; a
+    /// failed call drops it, so the next one opens a new connection.
+    async fn with_waiter<T>(&self, call: impl AsyncFnOnce(&mut Waiter) -> Result<T>) -> Result<T> {
+        let mut waiter = self.waiter.lock().await;
+        let w = match waiter.as_mut() {
+            Some(w) => w,
+            None => waiter.insert(Waiter::open(&self.conn).await?),
+        };
+        let result = call(w).await;
+        if result.is_err() {
+            *waiter = None;
+        }
+        result
     }
 
     /// A command connection (reconnecting), for tests and tools.
@@ -290,46 +326,24 @@ impl Board for RedisBoard {
     }
 
     async fn wait_as(&self, queues: &[&str], who: Option<&str>, timeout: Duration) -> Result<Woken> {
-        let keys = queues.iter().map(|q| self.keys(q)).collect::<Result<Vec<_>>>()?;
-        let mut waiter = self.waiter.lock().await;
-        let w = match waiter.as_mut() {
-            Some(w) => w,
-            None => waiter.insert(Waiter::open(&self.conn).await?),
-        };
-        let result = w.wait(self, &keys, who, timeout).await;
-        if result.is_err() {
-            *waiter = None;
-        }
-        result
+        let keys = self.keys_of(queues)?;
+        self.with_waiter(async |w| w.wait(self, &keys, who, timeout).await)
+            .await
     }
 
     async fn handed_to(&self, queues: &[&str], who: &str, timeout: Duration) -> Result<Vec<Claimed>> {
-        let keys = queues.iter().map(|q| self.keys(q)).collect::<Result<Vec<_>>>()?;
-        let mut waiter = self.waiter.lock().await;
-        let w = match waiter.as_mut() {
-            Some(w) => w,
-            None => waiter.insert(Waiter::open(&self.conn).await?),
-        };
-        let result = w.wait_handoffs(self, &keys, who, timeout).await;
-        if result.is_err() {
-            *waiter = None;
-        }
-        result
+        let keys = self.keys_of(queues)?;
+        self.with_waiter(async |w| w.wait_handoffs(self, &keys, who, timeout).await)
+            .await
     }
 
     async fn withdraw(&self, queues: &[&str], who: &str) -> Result<Vec<Claimed>> {
-        let keys = queues.iter().map(|q| self.keys(q)).collect::<Result<Vec<_>>>()?;
-        let mut waiter = self.waiter.lock().await;
-        match waiter.as_mut() {
-            Some(w) => {
-                let result = w.withdraw(self, &keys, who).await;
-                if result.is_err() {
-                    *waiter = None;
-                }
-                result
-            }
+        let keys = self.keys_of(queues)?;
+        if self.waiter.lock().await.is_none() {
             // Never waited: nothing was handed, no channel to read.
-            None => self.unregister_idle(&keys, who).await.map(|()| Vec::new()),
+            return self.unregister_idle(&keys, who).await.map(|()| Vec::new());
         }
+        self.with_waiter(async |w| w.withdraw(self, &keys, who).await)
+            .await
     }
 }

@@ -1,6 +1,6 @@
 //! Connecting to Redis: URLs (`redis://`, `rediss://`, `unix://`,
-//! `redis+sentinel://`, with user/password), TLS, the version check and
-//! reconnects.
+//! `redis+sentinel://`, `redis+cluster://`, with user/password), TLS, the
+//! version check and reconnects.
 
 use std::future::Future;
 use std::sync::{Arc, Once};
@@ -9,13 +9,17 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::error::{Error, Result};
+use crate::redis::cluster;
 use crate::redis::durability::Durability;
 pub use crate::redis::link::RedisConnection;
 use crate::redis::sentinel::{self, FollowMaster};
+use crate::redis::subscribe::Subscriber;
 
 /// Oldest Redis the board runs on (ZPOPMIN with a count, effects
 /// replication of scripts that read TIME, `SET … PX`).
 pub const MIN_REDIS_VERSION: (u32, u32) = (6, 2);
+/// Oldest Redis a cluster board runs on (sharded pub/sub).
+const MIN_CLUSTER_VERSION: (u32, u32) = (7, 0);
 
 /// How long one command may take before the call fails (scripts are
 /// bounded; this only catches a hung server).
@@ -51,9 +55,22 @@ impl Connection {
         .await
     }
 
-    /// Opens a pub/sub connection to the server commands go to now.
-    pub(crate) async fn pubsub(&self) -> Result<redis::aio::PubSub> {
-        Ok(self.link.client().get_async_pubsub().await?)
+    /// Opens a pub/sub connection (sharded on a cluster).
+    pub(crate) async fn pubsub(&self) -> Result<Subscriber> {
+        self.link.subscriber().await
+    }
+
+    /// Whether the board is a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.link.is_cluster()
+    }
+
+    /// The command that publishes on a channel of a queue: `SPUBLISH` on a
+    /// cluster (sharded, in the queue's slot), `PUBLISH` otherwise.
+    pub(crate) fn publish(&self, channel: &str, message: &str) -> redis::Cmd {
+        let mut cmd = redis::cmd(if self.is_cluster() { "SPUBLISH" } else { "PUBLISH" });
+        cmd.arg(channel).arg(message);
+        cmd
     }
 
     /// Runs a pipeline, retrying once after a dropped connection.
@@ -110,6 +127,11 @@ pub(crate) fn client(url: &str) -> Result<redis::Client> {
 /// `durability`, every call waits for that many replicas.
 pub(crate) async fn connect(url: &str, durability: Option<Durability>) -> Result<Connection> {
     let mut conn = connect_to(url).await?;
+    if conn.is_cluster() && durability.is_some() {
+        return Err(Error::invalid(
+            "--durability is not supported on a redis cluster yet (it is on one server and behind sentinels)",
+        ));
+    }
     conn.link.set_durability(durability);
     Ok(conn)
 }
@@ -119,6 +141,9 @@ async fn connect_to(url: &str) -> Result<Connection> {
         .set_response_timeout(Some(RESPONSE_TIMEOUT))
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         .set_max_delay(RECONNECT_MAX_DELAY);
+    if let Some(spec) = cluster::parse(url) {
+        return connect_cluster(spec?, url).await;
+    }
     let Some(spec) = sentinel::parse(url) else {
         return connect_direct(url, config.set_number_of_retries(RECONNECT_RETRIES)).await;
     };
@@ -139,22 +164,48 @@ async fn connect_to(url: &str) -> Result<Connection> {
     })
 }
 
-async fn connect_direct(url: &str, config: ConnectionManagerConfig) -> Result<Connection> {
-    let client = client(url)?;
-    // One plain attempt first, so an unreachable server fails at once
-    // instead of after the manager's reconnect schedule.
+async fn connect_cluster(spec: cluster::ClusterUrl, url: &str) -> Result<Connection> {
+    // The version of one seed node (a cluster's INFO replies per node).
+    let info = server_info(&spec.nodes[0]).await?;
+    check_version(&info, url)?;
+    if version_of(&info) < MIN_CLUSTER_VERSION {
+        return Err(Error::unavailable(format!(
+            "the redis cluster at {} runs {}; a cluster board needs {}.{} or newer (sharded pub/sub)",
+            redact(url),
+            version_text(&info),
+            MIN_CLUSTER_VERSION.0,
+            MIN_CLUSTER_VERSION.1
+        )));
+    }
+    let con = spec.connect().await?;
+    Ok(Connection {
+        link: RedisConnection::cluster(spec, con),
+        url: url.to_owned(),
+    })
+}
+
+/// `INFO server` of the one server `url` names, failing at once when it
+/// cannot be reached.
+async fn server_info(url: &str) -> Result<String> {
     let probe = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         .set_response_timeout(Some(RESPONSE_TIMEOUT));
-    let mut first = client
+    let mut first = client(url)?
         .get_multiplexed_async_connection_with_config(&probe)
         .await
         .map_err(|e| refused(&e, url))?;
-    let info: String = redis::cmd("INFO")
+    redis::cmd("INFO")
         .arg("server")
         .query_async(&mut first)
         .await
-        .map_err(|e| refused(&e, url))?;
+        .map_err(|e| refused(&e, url))
+}
+
+async fn connect_direct(url: &str, config: ConnectionManagerConfig) -> Result<Connection> {
+    // One plain attempt first, so an unreachable server fails at once
+    // instead of after the manager's reconnect schedule.
+    let info = server_info(url).await?;
+    let client = client(url)?;
     let manager = ConnectionManager::new_with_config(client.clone(), config)
         .await
         .map_err(|e| Error::unavailable(format!("cannot reach redis at {}: {e}", redact(url))))?;
@@ -198,15 +249,25 @@ pub(crate) fn refused(e: &redis::RedisError, url: &str) -> Error {
     }
 }
 
-pub(crate) fn check_version(info: &str, url: &str) -> Result<()> {
-    let version = info
-        .lines()
+/// `redis_version` of an `INFO server` reply.
+fn version_text(info: &str) -> &str {
+    info.lines()
         .find_map(|l| l.strip_prefix("redis_version:"))
         .map(str::trim)
-        .unwrap_or("unknown");
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    if found < MIN_REDIS_VERSION {
+        .unwrap_or("unknown")
+}
+
+/// Major and minor version of an `INFO server` reply.
+fn version_of(info: &str) -> (u32, u32) {
+    let mut parts = version_text(info)
+        .split('.')
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+pub(crate) fn check_version(info: &str, url: &str) -> Result<()> {
+    let version = version_text(info);
+    if version_of(info) < MIN_REDIS_VERSION {
         return Err(Error::unavailable(format!(
             "redis at {} is version {version}; jobworker needs {}.{} or newer",
             redact(url),

@@ -20,6 +20,7 @@ use crate::job::{JobId, NewJob};
 use crate::redis::board::RedisBoard;
 use crate::redis::keys::QueueKeys;
 use crate::redis::scripts::{self, SCRIPTS};
+use crate::redis::subscribe::every_queue;
 
 /// Outbox entries settled per call.
 const OUTBOX_BATCH: usize = 500;
@@ -212,15 +213,21 @@ impl RedisBoard {
 
     /// The ids of jobs held by `owner` that get cancelled, as `cancel`
     /// announces them (so a worker can stop their handlers at once rather
-    /// than at its next heartbeat).
+    /// than at its next heartbeat); on a cluster, on every queue's channel.
     pub async fn cancels_of(&self, owner: &str) -> Result<impl futures_util::Stream<Item = String> + Unpin> {
         use futures_util::StreamExt;
-        let mut pubsub = self.conn.pubsub().await?;
-        pubsub
-            .subscribe(format!("{}:cancel:{owner}", self.options().prefix))
-            .await?;
-        Ok(pubsub
-            .into_on_message()
-            .filter_map(|msg| std::future::ready(msg.get_payload::<String>().ok())))
+        let messages = if self.conn.is_cluster() {
+            let owner = owner.to_owned();
+            every_queue(self, move |keys| format!("{}:cancel:{owner}", keys.events))
+                .await?
+                .boxed()
+        } else {
+            let mut pubsub = self.conn.pubsub().await?;
+            pubsub
+                .subscribe(&format!("{}:cancel:{owner}", self.options().prefix))
+                .await?;
+            pubsub.into_stream().boxed()
+        };
+        Ok(messages.filter_map(|msg| std::future::ready(msg.get_payload::<String>().ok())))
     }
 }

@@ -17,8 +17,11 @@ pub struct QueueKeys {
     pub keys: [String; 19],
     /// The pub/sub channel that announces new work.
     pub notify: String,
-    /// Prefix of the event channels (`<prefix>:log`, `<prefix>:ev:<event>`).
+    /// Prefix of the event channels (`<prefix>:log`, `<prefix>:ev:<event>`;
+    /// on a cluster the namespace, so they sit in the queue's slot).
     pub events: String,
+    /// On a cluster: the queue's channels are sharded (`SPUBLISH`).
+    pub sharded: bool,
 }
 
 impl QueueKeys {
@@ -52,7 +55,27 @@ impl QueueKeys {
             ],
             notify: k("jw.notify"),
             events: events.to_owned(),
+            sharded: false,
         }
+    }
+
+    /// The keys of `queue` on a cluster: every channel in its slot
+    /// (events under the namespace) and sharded. Refuses a namespace
+    /// without a hash tag (`{…}`), whose keys would spread over slots.
+    pub fn on_cluster(queue: &str, namespace: &str) -> Result<Self> {
+        let tagged = namespace
+            .find('{')
+            .is_some_and(|open| namespace[open + 1..].find('}').is_some_and(|len| len > 0));
+        if !tagged {
+            return Err(Error::invalid(format!(
+                "queue {queue:?} is stored under namespace {namespace:?}, which has no hash tag: on a redis \
+                 cluster a queue's keys must share one slot (use a namespace like \"{{{queue}}}\")"
+            )));
+        }
+        Ok(QueueKeys {
+            sharded: true,
+            ..QueueKeys::new(queue, namespace, namespace)
+        })
     }
 
     /// The default namespace of a queue: `<prefix>:{<queue>}` (the braces
@@ -143,6 +166,13 @@ impl QueueKeys {
     /// The channel on which posts hand `who` its jobs (`NS:jw.handoff.<who>`).
     pub fn handoff(&self, who: &str) -> String {
         format!("{}:jw.handoff.{who}", self.namespace)
+    }
+
+    /// `NS:jw.fence`: a key that never exists, declared by every script
+    /// call on a cluster so that none runs while the queue's slot migrates
+    /// (see `redis/cluster.rs`).
+    pub fn fence(&self) -> String {
+        format!("{}:jw.fence", self.namespace)
     }
 
     /// `NS:jw.tracked`: tracked job → time tracking began.

@@ -1,19 +1,26 @@
-//! The board's command connection: to one server, or to the master the
-//! sentinels name (`redis/sentinel.rs`), with an optional write durability
+//! The board's command connection: to one server, to the master the
+//! sentinels name (`redis/sentinel.rs`) or to a cluster
+//! (`redis/cluster.rs`), with an optional write durability
 //! (`redis/durability.rs`).
 
 use std::sync::Arc;
 
 use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
+use crate::error::Result;
+use crate::redis::cluster::ClusterUrl;
 use crate::redis::durability::Durability;
 use crate::redis::sentinel::{FollowMaster, Master};
+use crate::redis::split;
+use crate::redis::subscribe::Subscriber;
 
 /// A board's command connection (cheap to clone, shared by all clones):
 /// it reconnects after a dropped connection, behind sentinels follows the
-/// master through a failover, and with a [`Durability`] acknowledges a
-/// call only once replicas hold its writes.
+/// master through a failover, on a cluster sends each call to its slot's
+/// master, and with a [`Durability`] acknowledges a call only once
+/// replicas hold its writes.
 #[derive(Clone)]
 pub struct RedisConnection {
     link: Link,
@@ -30,6 +37,10 @@ enum Link {
         manager: ConnectionManager,
     },
     Sentinel(Arc<FollowMaster>),
+    Cluster {
+        url: Arc<ClusterUrl>,
+        con: ClusterConnection,
+    },
 }
 
 impl RedisConnection {
@@ -52,29 +63,48 @@ impl RedisConnection {
         }
     }
 
+    /// A connection to the cluster `url` names.
+    pub(crate) fn cluster(url: ClusterUrl, con: ClusterConnection) -> RedisConnection {
+        RedisConnection {
+            link: Link::Cluster {
+                url: Arc::new(url),
+                con,
+            },
+            durability: None,
+        }
+    }
+
+    /// Whether this is a cluster connection (pub/sub is sharded, calls
+    /// keep to one slot).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.link, Link::Cluster { .. })
+    }
+
     /// Every call from now on waits for `durability`'s replicas.
     pub(crate) fn set_durability(&mut self, durability: Option<Durability>) {
         self.durability = durability;
     }
 
-    /// The client of the server commands go to now (the master, behind
-    /// sentinels): pub/sub connections are opened from it.
-    pub(crate) fn client(&self) -> redis::Client {
+    /// A new pub/sub connection: to the server commands go to now (the
+    /// master, behind sentinels), or sharded on a cluster.
+    pub(crate) async fn subscriber(&self) -> Result<Subscriber> {
         match &self.link {
-            Link::Direct { client, .. } => (**client).clone(),
-            Link::Sentinel(f) => f.current().client.clone(),
+            Link::Direct { client, .. } => Subscriber::plain(client).await,
+            Link::Sentinel(f) => Subscriber::plain(&f.current().client).await,
+            Link::Cluster { url, .. } => Subscriber::cluster(url).await,
         }
     }
 
     /// The connection to send on now, and the master it goes to (behind
     /// sentinels).
-    async fn target(&self) -> (ConnectionManager, Option<Following>) {
+    async fn target(&self) -> (Target, Option<Following>) {
         match &self.link {
-            Link::Direct { manager, .. } => (manager.clone(), None),
+            Link::Direct { manager, .. } => (Target::One(manager.clone()), None),
             Link::Sentinel(f) => {
                 let master = f.current_checked().await;
-                (master.manager.clone(), Some((Arc::clone(f), master)))
+                (Target::One(master.manager.clone()), Some((Arc::clone(f), master)))
             }
+            Link::Cluster { con, .. } => (Target::Cluster(con.clone()), None),
         }
     }
 
@@ -89,7 +119,7 @@ impl RedisConnection {
 
     /// Sends `cmd`, and with a durability its WAIT in the same write (so
     /// that both go on one connection).
-    async fn send_one(&self, manager: &mut ConnectionManager, cmd: &Cmd) -> RedisResult<Value> {
+    async fn send_one(&self, manager: &mut impl ConnectionLike, cmd: &Cmd) -> RedisResult<Value> {
         let Some(d) = self.durability else {
             return manager.req_packed_command(cmd).await;
         };
@@ -105,7 +135,7 @@ impl RedisConnection {
     /// or (a MULTI/EXEC transaction, which cannot hold one) right after.
     async fn send_many(
         &self,
-        manager: &mut ConnectionManager,
+        manager: &mut impl ConnectionLike,
         pipeline: &Pipeline,
         offset: usize,
         count: usize,
@@ -126,6 +156,14 @@ impl RedisConnection {
     }
 }
 
+/// Where a call goes: one server's reconnecting connection, or the
+/// cluster's (which routes by slot; with a durability its WAIT rides in
+/// the call's own pipeline, so it reaches the same master).
+enum Target {
+    One(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
 /// The error a call's replies carry, if any (a pipeline's are inside).
 fn reply_error(values: &[Value]) -> Option<RedisError> {
     values.iter().find_map(|v| match v {
@@ -141,8 +179,11 @@ impl ConnectionLike for RedisConnection {
         }
         let this = self.clone();
         Box::pin(async move {
-            let (mut manager, master) = this.target().await;
-            let result = this.send_one(&mut manager, cmd).await;
+            let (target, master) = this.target().await;
+            let result = match target {
+                Target::One(mut manager) => this.send_one(&mut manager, cmd).await,
+                Target::Cluster(mut con) => this.send_one(&mut con, cmd).await,
+            };
             if let (Err(e), Some((f, m))) = (&result, &master) {
                 f.check(m, e).await;
             }
@@ -161,8 +202,14 @@ impl ConnectionLike for RedisConnection {
         }
         let this = self.clone();
         Box::pin(async move {
-            let (mut manager, master) = this.target().await;
-            let result = this.send_many(&mut manager, pipeline, offset, count).await;
+            let (target, master) = this.target().await;
+            let result = match target {
+                Target::One(mut manager) => this.send_many(&mut manager, pipeline, offset, count).await,
+                Target::Cluster(mut con) => match split::by_slot(pipeline) {
+                    Some(groups) => split::send_split(&mut con, pipeline, groups).await,
+                    None => this.send_many(&mut con, pipeline, offset, count).await,
+                },
+            };
             if let Some((f, m)) = &master {
                 let failed = match &result {
                     Err(e) => Some(e.clone()),
@@ -180,6 +227,7 @@ impl ConnectionLike for RedisConnection {
         match &self.link {
             Link::Direct { manager, .. } => manager.get_db(),
             Link::Sentinel(f) => f.current().manager.get_db(),
+            Link::Cluster { con, .. } => con.get_db(),
         }
     }
 }

@@ -183,10 +183,19 @@ fn visit(name: &str, path: &mut Vec<&'static str>, done: &mut Vec<&'static str>)
     done.push(name);
 }
 
-/// The script Redis runs for `text`: the binding of the keys it takes
-/// ([`keys`]), the modules it includes ([`resolve`]), then `text`.
+/// The script Redis runs for `text` on one server or behind sentinels
+/// (see [`compose_for`]).
 pub fn compose(text: &str) -> String {
-    let mut out = bindings(&keys(text));
+    compose_for(text, false)
+}
+
+/// The script Redis runs for `text`: whether it runs on a cluster
+/// (`local CLUSTER = …`: its channels are then sharded), the binding of
+/// the keys it takes ([`keys`]), the modules it includes ([`resolve`]),
+/// then `text`.
+pub fn compose_for(text: &str, cluster: bool) -> String {
+    let mut out = format!("local CLUSTER = {cluster}\n");
+    out.push_str(&bindings(&keys(text)));
     for name in resolve(text) {
         out.push_str(module(name).unwrap_or_default());
         out.push('\n');

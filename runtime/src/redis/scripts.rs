@@ -4,7 +4,7 @@
 //! own file (`post.rs` for `post.lua`, …); the operator verbs go through
 //! [`call`].
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
 use redis::{Script, ScriptInvocation};
@@ -19,10 +19,26 @@ use crate::redis::reply::Reply;
 /// A verb's script and the queue keys it takes (indexes into
 /// `QueueKeys::keys`, in the order of its header's `-- KEYS:` line).
 pub(crate) struct LuaScript {
-    /// The composed script (see [`lua::compose`]).
-    pub script: Script,
+    /// The verb's file.
+    text: &'static str,
+    /// The composed script for one server (see [`lua::compose_for`]).
+    plain: Script,
+    /// The composed script for a cluster (sharded channels), made when a
+    /// cluster board first needs it.
+    cluster: OnceLock<Script>,
     /// The queue keys it takes, in KEYS order.
     pub keys: Vec<usize>,
+}
+
+impl LuaScript {
+    /// The script for a board on a cluster or not.
+    pub(super) fn script(&self, cluster: bool) -> &Script {
+        if !cluster {
+            return &self.plain;
+        }
+        self.cluster
+            .get_or_init(|| Script::new(&lua::compose_for(self.text, true)))
+    }
 }
 
 /// Every verb's script, each sent as the shared modules it includes
@@ -83,7 +99,9 @@ impl Scripts {
 fn script(verb: &str) -> LuaScript {
     let text = lua::verb(verb).unwrap_or_else(|| panic!("no lua/{verb}.lua"));
     LuaScript {
-        script: Script::new(&lua::compose(text)),
+        text,
+        plain: Script::new(&lua::compose_for(text, false)),
+        cluster: OnceLock::new(),
         keys: lua::keys(text),
     }
 }
@@ -119,18 +137,22 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 pub(crate) async fn load_all(conn: &Connection) -> Result<()> {
     for s in SCRIPTS.all() {
         let mut pipe = redis::pipe();
-        pipe.load_script(&s.script);
+        pipe.load_script(s.script(conn.is_cluster()));
         conn.query_pipe::<Vec<String>>(&pipe).await?;
     }
     Ok(())
 }
 
 /// Starts an invocation of `script` with the queue keys it takes and the
-/// `NS:` prefix.
+/// `NS:` prefix (on a cluster: the cluster's script, and the queue's fence
+/// key after its keys).
 pub(crate) fn invocation<'a>(script: &'a LuaScript, keys: &QueueKeys) -> ScriptInvocation<'a> {
-    let mut inv = script.script.prepare_invoke();
+    let mut inv = script.script(keys.sharded).prepare_invoke();
     for k in &script.keys {
         inv.key(&keys.keys[*k]);
+    }
+    if keys.sharded {
+        inv.key(keys.fence());
     }
     inv.arg(keys.prefix()).arg(&keys.queue).arg(&keys.events);
     inv

@@ -346,12 +346,21 @@ fn percent_encode(s: &str) -> String {
         .collect()
 }
 
+/// How long asking the sentinels may take: redis-rs sets no timeout on
+/// the lookup, and a call that waits on it holds every other call of the
+/// process (they wait for the same answer).
+const ASK_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The client of the master the sentinels name now (they check its ROLE).
 async fn ask(sentinel: &mut SentinelClient) -> Result<redis::Client> {
-    sentinel
-        .async_get_client()
-        .await
-        .map_err(|e| Error::unavailable(format!("the sentinels name no reachable master: {e}")))
+    match tokio::time::timeout(ASK_TIMEOUT, sentinel.async_get_client()).await {
+        Ok(named) => {
+            named.map_err(|e| Error::unavailable(format!("the sentinels name no reachable master: {e}")))
+        }
+        Err(_) => Err(Error::unavailable(format!(
+            "the sentinels did not name a master within {ASK_TIMEOUT:?}"
+        ))),
+    }
 }
 
 async fn open(client: redis::Client, config: &ConnectionManagerConfig) -> Result<Master> {

@@ -22,7 +22,7 @@ impl RedisBoard {
         pipe.atomic()
             .hdel(keys.settings(), "paused")
             .ignore()
-            .publish(&keys.notify, "resumed")
+            .add_command(self.conn.publish(&keys.notify, "resumed"))
             .ignore();
         self.conn.query_pipe::<()>(&pipe).await
     }
@@ -43,7 +43,7 @@ impl RedisBoard {
         self.conn.query::<()>(&cmd).await?;
         if limit.is_none() {
             self.conn
-                .query::<()>(redis::cmd("PUBLISH").arg(&keys.notify).arg("limit"))
+                .query::<()>(&self.conn.publish(&keys.notify, "limit"))
                 .await?;
         }
         Ok(())

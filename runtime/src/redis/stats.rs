@@ -11,6 +11,7 @@ use futures_util::{Stream, StreamExt};
 
 use crate::error::Result;
 use crate::redis::board::RedisBoard;
+use crate::redis::subscribe::every_queue;
 use crate::stats::{day_name, QueueStats, Timing};
 
 /// Bucket order of the histogram.
@@ -77,18 +78,27 @@ impl RedisBoard {
     }
 
     /// The event stream: every event of every queue (`<prefix>:log`), or
-    /// with `tracked_only` only tracked jobs' events (`<prefix>:ev:*`).
-    /// Each item is the event's JSON object (`event`, `queue`, `job`, `at`
-    /// and details).
+    /// with `tracked_only` only tracked jobs' events (`<prefix>:ev:*`). On
+    /// a cluster, every queue's own channels (`<namespace>:log`,
+    /// `<namespace>:ev`), queues posted to later included. Each item is the
+    /// event's JSON object (`event`, `queue`, `job`, `at` and details).
     pub async fn events(&self, tracked_only: bool) -> Result<impl Stream<Item = serde_json::Value>> {
-        let mut pubsub = self.conn.pubsub().await?;
-        let prefix = &self.options().prefix;
-        if tracked_only {
-            pubsub.psubscribe(format!("{prefix}:ev:*")).await?;
+        let messages = if self.conn.is_cluster() {
+            let channel = if tracked_only { ":ev" } else { ":log" };
+            every_queue(self, move |keys| format!("{}{channel}", keys.events))
+                .await?
+                .boxed()
         } else {
-            pubsub.subscribe(format!("{prefix}:log")).await?;
-        }
-        Ok(pubsub.into_on_message().filter_map(|msg| async move {
+            let mut pubsub = self.conn.pubsub().await?;
+            let prefix = &self.options().prefix;
+            if tracked_only {
+                pubsub.psubscribe(&format!("{prefix}:ev:*")).await?;
+            } else {
+                pubsub.subscribe(&format!("{prefix}:log")).await?;
+            }
+            pubsub.into_stream().boxed()
+        };
+        Ok(messages.filter_map(|msg| async move {
             let text: String = msg.get_payload().ok()?;
             serde_json::from_str(&text).ok()
         }))

@@ -6,18 +6,17 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use futures_util::{FutureExt, StreamExt};
-
 use crate::board::Woken;
 use crate::error::Result;
 use crate::job::Claimed;
 use crate::redis::board::RedisBoard;
 use crate::redis::connect::Connection;
 use crate::redis::keys::QueueKeys;
+use crate::redis::subscribe::Subscriber;
 
 /// A subscribed pub/sub connection, kept between waits.
 pub(crate) struct Waiter {
-    pubsub: redis::aio::PubSub,
+    pubsub: Subscriber,
     channels: HashSet<String>,
     /// The hand-off channels subscribed to, with their queue's keys.
     handoffs: HashMap<String, QueueKeys>,
@@ -157,7 +156,7 @@ impl Waiter {
             if !handed.is_empty() {
                 return Ok(self.woken(board, Some(who), handed).await.handed);
             }
-            match tokio::time::timeout_at(deadline, self.pubsub.on_message().next()).await {
+            match tokio::time::timeout_at(deadline, self.pubsub.next()).await {
                 Ok(Some(msg)) => keep_handoff(&self.handoffs, msg, &mut handed),
                 Ok(None) => return Err(crate::Error::unavailable("redis pub/sub connection closed")),
                 Err(_) => return Ok(Vec::new()),
@@ -169,8 +168,7 @@ impl Waiter {
     /// notices dropped (the caller looks at the queues next, or has just
     /// been woken).
     fn read_ready(&mut self, handed: &mut Vec<(String, Vec<u8>)>) {
-        let mut messages = self.pubsub.on_message();
-        while let Some(Some(msg)) = messages.next().now_or_never() {
+        while let Some(msg) = self.pubsub.ready() {
             keep_handoff(&self.handoffs, msg, handed);
         }
     }
@@ -203,7 +201,7 @@ impl Waiter {
                 sleep = sleep.min(Duration::from_millis(ms.max(1) as u64));
             }
         }
-        let next = tokio::time::timeout(sleep, self.pubsub.on_message().next()).await;
+        let next = tokio::time::timeout(sleep, self.pubsub.next()).await;
         match next {
             Ok(Some(msg)) => {
                 keep_handoff(&self.handoffs, msg, &mut handed);
@@ -227,9 +225,15 @@ impl Waiter {
         who: &str,
     ) -> Result<Vec<Claimed>> {
         board.unregister_idle(queues, who).await?;
-        // Messages come in order on the connection: once the PING's reply
-        // is here, so is every hand-off sent before the registrations went.
-        self.pubsub.ping::<redis::Value>().await?;
+        // Messages come in order on a connection: once the PING's reply is
+        // here, so is every hand-off sent before the registrations went
+        // (on a cluster, one PING per queue's node).
+        for keys in queues {
+            self.pubsub.ping(&keys.notify).await?;
+            if !keys.sharded {
+                break;
+            }
+        }
         let mut handed = Vec::new();
         self.read_ready(&mut handed);
         Ok(self.woken(board, Some(who), handed).await.handed)

@@ -19,7 +19,7 @@ pub fn function(verb: &str) -> String {
 /// The library's source: every module once, `bind`, then one registered
 /// function per verb.
 pub fn text() -> String {
-    let mut top = String::new();
+    let mut top = String::from("local CLUSTER = false\n");
     let mut bind = String::new();
     let all_keys: Vec<usize> = (0..lua::KEY_NAMES.len()).collect();
     let keys = lua::bindings(&all_keys);

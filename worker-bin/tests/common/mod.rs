@@ -17,6 +17,7 @@ use jobworker_tests::{shared_redis, unique_queue, wait_until};
 use redis::AsyncCommands;
 
 pub mod cli;
+pub mod runs;
 pub mod web;
 
 /// These tests start several processes each; run them one at a time so

@@ -80,6 +80,12 @@ pub(crate) async fn run(board: &BoardArgs, a: &BenchArgs, json: bool) -> Result<
         return zookeeper(zk, &opts, json, &progress).await;
     }
     let redis = RedisBoard::connect(&url).await?;
+    if redis.options().on_cluster() {
+        return Err(Error::invalid(
+            "jobworker bench measures one redis-server (its INFO and commandstats); for a redis cluster \
+             run scripts/bench-cluster",
+        ));
+    }
     if a.dashboard {
         let queues = a.dashboard_queues.max(1);
         let figures = crate::web::bench::dashboard(&redis, a.dashboard_jobs, queues, &progress).await?;

@@ -161,7 +161,10 @@ fn every_verb_takes_exactly_the_keys_it_uses() {
 fn keys_bind_in_header_order() {
     let text = "-- x.lua\n-- KEYS:  ready listings. Per-job keys …\nreturn 1";
     assert_eq!(keys(text), [3, 0]);
-    assert!(compose(text).starts_with("local K_READY, K_LISTINGS = KEYS[1], KEYS[2]\n"));
+    assert!(
+        compose(text).starts_with("local CLUSTER = false\nlocal K_READY, K_LISTINGS = KEYS[1], KEYS[2]\n")
+    );
+    assert!(compose_for(text, true).starts_with("local CLUSTER = true\n"));
 }
 
 #[test]

@@ -1,0 +1,162 @@
+//! A pub/sub connection: plain channels on one server, or sharded channels
+//! (`SSUBSCRIBE`) on a cluster, where every channel jobworker listens to
+//! carries its queue's hash tag and lives on the node of the queue's slot.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures_util::{FutureExt, Stream, StreamExt};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Msg, PushInfo};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::error::{Error, Result};
+use crate::redis::board::RedisBoard;
+use crate::redis::cluster::ClusterUrl;
+use crate::redis::keys::QueueKeys;
+
+/// A subscribed connection and the messages it receives.
+pub(crate) enum Subscriber {
+    Plain(redis::aio::PubSub),
+    Cluster {
+        con: ClusterConnection,
+        pushes: UnboundedReceiver<PushInfo>,
+    },
+}
+
+impl Subscriber {
+    /// A pub/sub connection to `client`'s server (redis-rs sets no timeout
+    /// on opening one).
+    pub(crate) async fn plain(client: &redis::Client) -> Result<Subscriber> {
+        match tokio::time::timeout(OPEN_TIMEOUT, client.get_async_pubsub()).await {
+            Ok(pubsub) => Ok(Subscriber::Plain(pubsub?)),
+            Err(_) => Err(Error::unavailable(format!(
+                "no pub/sub connection to redis within {OPEN_TIMEOUT:?}"
+            ))),
+        }
+    }
+
+    /// A sharded pub/sub connection to the cluster `url` names.
+    pub(crate) async fn cluster(url: &ClusterUrl) -> Result<Subscriber> {
+        let (con, pushes) = url.subscriber().await?;
+        Ok(Subscriber::Cluster { con, pushes })
+    }
+
+    /// Subscribes to `channel` (sharded on a cluster).
+    pub(crate) async fn subscribe(&mut self, channel: &str) -> Result<()> {
+        match self {
+            Subscriber::Plain(p) => p.subscribe(channel).await?,
+            Subscriber::Cluster { con, .. } => con.ssubscribe(channel).await?,
+        }
+        Ok(())
+    }
+
+    /// Subscribes to a channel pattern; a cluster has no sharded patterns.
+    pub(crate) async fn psubscribe(&mut self, pattern: &str) -> Result<()> {
+        match self {
+            Subscriber::Plain(p) => Ok(p.psubscribe(pattern).await?),
+            Subscriber::Cluster { .. } => {
+                Err(Error::invalid("a redis cluster has no sharded channel patterns"))
+            }
+        }
+    }
+
+    /// A round trip to the server that holds `channel` (its queue's node on
+    /// a cluster): messages come in order on a connection, so once it is
+    /// back every message sent there before is here.
+    pub(crate) async fn ping(&mut self, channel: &str) -> Result<()> {
+        match self {
+            Subscriber::Plain(p) => p.ping::<redis::Value>().await.map(drop)?,
+            Subscriber::Cluster { con, .. } => {
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(
+                    channel,
+                    SlotAddr::Master,
+                )));
+                con.route_command(redis::cmd("PING"), route).await.map(drop)?
+            }
+        }
+        Ok(())
+    }
+
+    /// The next message; `None` once the connection is closed for good.
+    pub(crate) async fn next(&mut self) -> Option<Msg> {
+        match self {
+            Subscriber::Plain(p) => p.on_message().next().await,
+            Subscriber::Cluster { pushes, .. } => loop {
+                if let Some(msg) = Msg::from_push_info(pushes.recv().await?) {
+                    return Some(msg);
+                }
+            },
+        }
+    }
+
+    /// A message already here, if any (never waits).
+    pub(crate) fn ready(&mut self) -> Option<Msg> {
+        self.next().now_or_never().flatten()
+    }
+
+    /// The messages as a stream (for a subscriber kept by its reader).
+    pub(crate) fn into_stream(self) -> impl Stream<Item = Msg> + Send + Unpin {
+        futures_util::stream::unfold(self, |mut s| async move { s.next().await.map(|m| (m, s)) }).boxed()
+    }
+}
+
+/// How long opening a plain pub/sub connection may take.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often a subscription over every queue looks for new queues.
+const NEW_QUEUES_EVERY: Duration = Duration::from_secs(2);
+
+/// On a cluster, where no channel spans queues: the messages of
+/// `channels(queue)` for every queue of the registry, subscribed now and,
+/// for queues that appear later, within [`NEW_QUEUES_EVERY`].
+pub(crate) async fn every_queue<F>(
+    board: &RedisBoard,
+    channels: F,
+) -> Result<impl Stream<Item = Msg> + Send + Unpin>
+where
+    F: Fn(&QueueKeys) -> String + Send + Sync + 'static,
+{
+    let mut sub = board.conn.pubsub().await?;
+    let mut seen = HashSet::new();
+    subscribe_new(board, &mut sub, &mut seen, &channels).await?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let board = board.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(NEW_QUEUES_EVERY);
+        loop {
+            tokio::select! {
+                msg = sub.next() => {
+                    if msg.is_none_or(|m| tx.send(m).is_err()) {
+                        return;
+                    }
+                }
+                _ = tick.tick() => {
+                    if tx.is_closed() {
+                        return;
+                    }
+                    if let Err(e) = subscribe_new(&board, &mut sub, &mut seen, &channels).await {
+                        tracing::warn!(error = %e, "cannot subscribe to new queues' channels; trying again");
+                    }
+                }
+            }
+        }
+    });
+    Ok(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) }).boxed())
+}
+
+async fn subscribe_new<F: Fn(&QueueKeys) -> String>(
+    board: &RedisBoard,
+    sub: &mut Subscriber,
+    seen: &mut HashSet<String>,
+    channels: &F,
+) -> Result<()> {
+    for queue in board.queues().await? {
+        if !seen.contains(&queue) {
+            sub.subscribe(&channels(&board.keys(&queue)?)).await?;
+            seen.insert(queue);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! What a drain did to each job, from the scripted handler's run log (kept
+//! outside Redis): jobs that never ran, ran again, or ran twice at once.
+
+use std::collections::{HashMap, HashSet};
+
+use jobworker::JobId;
+use jobworker_examples::scripted::run_log::RunOutcome;
+use jobworker_tests::chaos::runs::Run;
+
+/// What a drain did, per job.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Acknowledged posts whose job never ran to success.
+    pub never_ran: usize,
+    /// Jobs run again after a run that ended ok whose consume was
+    /// acknowledged (the worker logged no failure to record it): an
+    /// acknowledged consume was lost.
+    pub ran_again: usize,
+    /// Jobs run again after a run that ended ok whose consume failed (the
+    /// worker said so; at least once, as promised).
+    pub ran_again_unacknowledged: usize,
+    /// Jobs with two runs at the same time.
+    pub concurrent: usize,
+}
+
+/// Jobs whose result the worker could not record, from its log.
+pub fn unrecorded(log: &str) -> HashSet<String> {
+    log.lines()
+        .filter(|l| l.contains("cannot record the result") || l.contains("before the result was recorded"))
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("job=")))
+        .map(str::to_owned)
+        .collect()
+}
+
+pub fn outcome(ids: &[JobId], runs: &[Run], unrecorded: &HashSet<String>) -> Outcome {
+    let mut by_id: HashMap<&str, Vec<&Run>> = HashMap::new();
+    for r in runs {
+        by_id.entry(r.id.as_str()).or_default().push(r);
+    }
+    let mut out = Outcome::default();
+    for id in ids {
+        let mut runs = by_id.remove(id.as_str()).unwrap_or_default();
+        runs.sort_by_key(|r| r.start_us);
+        let ok = |r: &&Run| matches!(r.end, Some((_, RunOutcome::Ok)));
+        if !runs.iter().any(ok) {
+            out.never_ran += 1;
+        }
+        if runs
+            .iter()
+            .position(ok)
+            .is_some_and(|first| first + 1 < runs.len())
+        {
+            if unrecorded.contains(id.as_str()) {
+                out.ran_again_unacknowledged += 1;
+            } else {
+                out.ran_again += 1;
+            }
+        }
+        let overlap = runs.windows(2).any(|w| match w[0].end {
+            Some((end, _)) => w[1].start_us < end,
+            None => false,
+        });
+        out.concurrent += usize::from(overlap);
+    }
+    out
+}
