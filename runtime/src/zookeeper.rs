@@ -41,6 +41,13 @@
 //! from the mtime of the znodes the board writes. A claim also ends with
 //! the session that made it, as in taskflow.
 //!
+//! # Access
+//!
+//! Without credentials every znode is `world:anyone` (kazoo's default).
+//! With digest credentials (`user:password@host:port/root`, see
+//! [`ZooKeeperOptions::digest`]) the session authenticates and every znode
+//! it creates is creator-only, plus read for an optional reader identity.
+//!
 //! # Not supported on ZooKeeper
 //!
 //! Dependencies, unique keys and tracking (events) are refused with an
@@ -48,6 +55,7 @@
 //! on the Redis board only.
 
 mod abandon;
+mod access;
 mod board;
 mod cache;
 mod capabilities;
@@ -72,6 +80,7 @@ mod take_back;
 mod trash;
 mod wait;
 
+pub use access::Digest;
 pub use board::ZooKeeperBoard;
 /// Fuzzing entry: a JSON posting decodes, re-encodes and decodes the same.
 ///

@@ -26,10 +26,24 @@ pub struct BoardArgs {
     /// started for this command.
     #[arg(long, global = true, env = "JOBWORKER_REDIS_URL")]
     pub redis: Option<String>,
-    /// Use the ZooKeeper board at `host:port[,host:port]/root` instead of
-    /// Redis (queue Q lives at `<root>/Q/jobs`, taskflow's layout).
+    /// Use the ZooKeeper board at `[user:password@]host:port[,host:port]/root`
+    /// instead of Redis (queue Q lives at `<root>/Q/jobs`, taskflow's
+    /// layout). With `user:password@` the session authenticates with that
+    /// digest and every znode jobworker creates is readable and writable
+    /// by that digest only.
     #[arg(long, global = true, env = "JOBWORKER_ZOOKEEPER", conflicts_with_all = ["redis", "data_dir"])]
     pub zookeeper: Option<String>,
+    /// With ZooKeeper credentials: also give read access to every znode
+    /// jobworker creates to SCHEME:ID (ZooKeeper's ACL syntax, e.g.
+    /// `digest:monitor:BASE64HASH`, `ip:10.0.0.0/8`).
+    #[arg(
+        long,
+        global = true,
+        value_name = "SCHEME:ID",
+        env = "JOBWORKER_ZOOKEEPER_READER",
+        requires = "zookeeper"
+    )]
+    pub zookeeper_reader: Option<String>,
     /// The private board's directory (its redis-server, unix socket and
     /// append-only file). Default: `$XDG_DATA_HOME/jobworker`, else
     /// `~/.local/share/jobworker`, used when no --redis is given and nothing
@@ -118,7 +132,10 @@ pub(crate) fn spec(args: &BoardArgs) -> Result<BoardSpec> {
                 "--durability applies to Redis, not to --zookeeper (ZooKeeper acknowledges a write once a quorum holds it)",
             ));
         }
-        return Ok(BoardSpec::ZooKeeper(ZooKeeperOptions::new(connect.clone())));
+        let mut opts = ZooKeeperOptions::new(connect.clone());
+        opts.reader = args.zookeeper_reader.clone();
+        opts.validate()?;
+        return Ok(BoardSpec::ZooKeeper(opts));
     }
     Ok(BoardSpec::Redis(options(resolve(args)?, args)?))
 }

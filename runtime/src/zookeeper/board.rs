@@ -17,7 +17,7 @@ use crate::zookeeper::cache::Caches;
 use crate::zookeeper::options::ZooKeeperOptions;
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::JobRecord;
-use crate::zookeeper::session::{is_definite, Session, PERSISTENT};
+use crate::zookeeper::session::{is_definite, Session};
 
 /// A job board on ZooKeeper, wire-compatible with taskflow's
 /// `ZookeeperJobBoard` (see the [module docs](crate::zookeeper)).
@@ -61,7 +61,7 @@ impl ZooKeeperBoard {
     pub async fn connect(opts: ZooKeeperOptions) -> Result<ZooKeeperBoard> {
         opts.validate()?;
         let (hosts, root) = opts.split()?;
-        let session = Session::connect(&hosts, opts.session_timeout).await?;
+        let session = Session::connect(&hosts, opts.session_timeout, opts.access()?).await?;
         Ok(ZooKeeperBoard {
             inner: Arc::new(Inner {
                 opts,
@@ -175,8 +175,9 @@ impl ZooKeeperBoard {
             return Ok(());
         }
         let what = format!("cannot create queue {}", paths.queue);
+        let persistent = &self.session().access().persistent();
         for dir in paths.dirs() {
-            self.read(&what, |client| async move { client.mkdir(dir, PERSISTENT).await })
+            self.read(&what, |client| async move { client.mkdir(dir, persistent).await })
                 .await?
                 .map_err(|e| self.session().error(&what, &e))?;
         }

@@ -22,7 +22,7 @@ use crate::zookeeper::cache::Known;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
 use crate::zookeeper::record::{JobRecord, LockBody};
-use crate::zookeeper::session::{failed_op, is_definite, local_ms, source, EPHEMERAL};
+use crate::zookeeper::session::{failed_op, is_definite, local_ms, source};
 use crate::zookeeper::ZooKeeperBoard;
 
 /// How often one board's claims read the locks it has never read, to find
@@ -212,7 +212,7 @@ impl ZooKeeperBoard {
         let sent = local_ms();
         let mut w = client.new_multi_writer();
         w.add_check_version(&paths.job(&k.znode), k.version)
-            .and_then(|_| w.add_create(&lock, &body.to_bytes(), EPHEMERAL))
+            .and_then(|_| w.add_create(&lock, &body.to_bytes(), &self.session().access().ephemeral()))
             .map_err(|e| self.session().error(&what, &e))?;
         let commit = w.commit();
         let lock_read = client.get_data(&lock);

@@ -6,7 +6,6 @@ use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::lease::TRIES;
 use crate::zookeeper::record::Ending;
 use crate::zookeeper::retention::hour_of;
-use crate::zookeeper::session::PERSISTENT;
 use crate::zookeeper::ZooKeeperBoard;
 
 impl ZooKeeperBoard {
@@ -50,7 +49,7 @@ impl ZooKeeperBoard {
                 }
                 Err(Failed::NoBucket) => {
                     let bucket = paths.history_bucket(hour);
-                    if let Err(e) = client.mkdir(&bucket, PERSISTENT).await {
+                    if let Err(e) = client.mkdir(&bucket, &self.session().access().persistent()).await {
                         return Err(self.session().error(&what, &e));
                     }
                 }

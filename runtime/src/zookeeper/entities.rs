@@ -21,7 +21,6 @@ use crate::codec::value_to_json;
 use crate::error::{Error, Result};
 use crate::zookeeper::json;
 use crate::zookeeper::paths::{self, root_entities};
-use crate::zookeeper::session::{EPHEMERAL, PERSISTENT};
 use crate::zookeeper::ZooKeeperBoard;
 
 /// taskflow's entity kind of a worker.
@@ -60,14 +59,16 @@ impl ZooKeeperBoard {
             places.push(self.paths(q)?.entity(owner));
         }
         let what = format!("cannot register worker {owner}");
+        let access = self.session().access();
+        let (persistent, ephemeral) = (&access.persistent(), &access.ephemeral());
         for path in places {
             let parent = paths::parent(&path).to_owned();
             let written = self
                 .read(&what, |client| {
                     let (path, parent, body) = (path.clone(), parent.clone(), body.clone());
                     async move {
-                        client.mkdir(&parent, PERSISTENT).await?;
-                        match client.create(&path, &body, EPHEMERAL).await {
+                        client.mkdir(&parent, persistent).await?;
+                        match client.create(&path, &body, ephemeral).await {
                             Ok(_) => Ok(()),
                             Err(zk::Error::NodeExists) => client.set_data(&path, &body, None).await.map(drop),
                             Err(e) => Err(e),

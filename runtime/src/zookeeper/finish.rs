@@ -7,9 +7,10 @@
 
 use zookeeper_client as zk;
 
+use crate::zookeeper::access::Access;
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::JobRecord;
-use crate::zookeeper::session::{failed_op, is_definite, source, PERSISTENT};
+use crate::zookeeper::session::{failed_op, is_definite, source};
 use crate::zookeeper::ZooKeeperBoard;
 
 /// How a claim ends.
@@ -84,7 +85,7 @@ impl ZooKeeperBoard {
     pub(crate) async fn finish(&self, client: &zk::Client, f: &Finish<'_>, how: &How) -> Result<(), Failed> {
         let mut w = client.new_multi_writer();
         let mut kinds = Vec::new();
-        stage(&mut w, &mut kinds, f, how).map_err(Failed::Refused)?;
+        stage(&mut w, &mut kinds, f, how, self.session().access()).map_err(Failed::Refused)?;
         match w.commit().await {
             Ok(_) => Ok(()),
             Err(e) => Err(match failed_op(&e) {
@@ -121,10 +122,12 @@ fn stage(
     kinds: &mut Vec<Failed>,
     f: &Finish<'_>,
     how: &How,
+    access: &Access,
 ) -> Result<(), zk::Error> {
     let p = f.paths;
+    let persistent = &access.persistent();
     if let How::Trash { posting, trash_name } = how {
-        w.add_create(&p.trashed(trash_name), posting, PERSISTENT)?;
+        w.add_create(&p.trashed(trash_name), posting, persistent)?;
         kinds.push(Failed::TrashTaken);
     }
     w.add_delete(&p.lock(f.znode), Some(f.lock_version))?;
@@ -146,17 +149,17 @@ fn stage(
             kinds.push(Failed::Record);
         }
         (false, None) => {
-            w.add_create(&path, &record, PERSISTENT)?;
+            w.add_create(&path, &record, persistent)?;
             kinds.push(Failed::Record);
         }
     }
     match how {
         How::Release { delayed: Some(at) } => {
-            w.add_create(&p.delayed_entry(f.uuid, *at), b"", PERSISTENT)?;
+            w.add_create(&p.delayed_entry(f.uuid, *at), b"", persistent)?;
             kinds.push(Failed::DelayedTaken);
         }
         How::Consume { history: Some(hour) } => {
-            w.add_create(&p.history_entry(*hour, f.uuid), b"", PERSISTENT)?;
+            w.add_create(&p.history_entry(*hour, f.uuid), b"", persistent)?;
             kinds.push(Failed::HistoryTaken);
         }
         _ => {}

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::job::DEFAULT_MAX_ATTEMPTS;
+use crate::zookeeper::access::{Access, Digest};
 use crate::zookeeper::paths;
 
 /// Default session timeout (kazoo's default too).
@@ -18,7 +19,15 @@ pub const DEFAULT_HISTORY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 pub struct ZooKeeperOptions {
     /// `host:port[,host:port…]/root`: the servers and the root path under
     /// which queue `Q` lives at `<root>/<Q>/jobs` (taskflow's `path`).
+    /// Never holds credentials: [`new`](Self::new) moves them to `digest`.
     pub connect: String,
+    /// Digest credentials: the session authenticates with them and every
+    /// znode the board creates is creator-only (plus read for `reader`).
+    /// `None`: every znode is `world:anyone` (kazoo's default).
+    pub digest: Option<Digest>,
+    /// An identity (`SCHEME:ID`, as in ZooKeeper's `setAcl`) given read
+    /// access to every znode the board creates; needs `digest`.
+    pub reader: Option<String>,
     /// Session timeout. Claims made through a session end with it (as in
     /// taskflow) at the latest; the server clamps it to its
     /// `[min,max]SessionTimeout`.
@@ -36,10 +45,15 @@ pub struct ZooKeeperOptions {
 }
 
 impl ZooKeeperOptions {
-    /// Defaults for `connect`.
+    /// Defaults for `connect`, `[user:password@]host:port[,host:port…]/root`
+    /// (credentials go to [`digest`](Self::digest)).
     pub fn new(connect: impl Into<String>) -> Self {
+        let connect = connect.into();
+        let (digest, connect) = Digest::split_off(&connect);
         ZooKeeperOptions {
-            connect: connect.into(),
+            connect: connect.to_owned(),
+            digest,
+            reader: None,
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             default_max_attempts: DEFAULT_MAX_ATTEMPTS,
             history_count: DEFAULT_HISTORY_COUNT,
@@ -54,9 +68,15 @@ impl ZooKeeperOptions {
         paths::split_connect(&self.connect)
     }
 
+    /// How the session authenticates and which ACLs its znodes get.
+    pub(crate) fn access(&self) -> Result<Access> {
+        Access::new(self.digest.as_ref(), self.reader.as_deref())
+    }
+
     /// Checks the options.
     pub fn validate(&self) -> Result<()> {
         self.split()?;
+        self.access()?;
         if self.session_timeout < Duration::from_millis(100) {
             return Err(Error::invalid(format!(
                 "zookeeper session timeout {:?} is too short (at least 100 ms)",
@@ -89,5 +109,12 @@ mod tests {
         none.default_max_attempts = 0;
         assert!(none.validate().unwrap_err().is_invalid());
         assert!(ZooKeeperOptions::new("").validate().unwrap_err().is_invalid());
+        let authed = ZooKeeperOptions::new("app:pw@127.0.0.1:2181/jw");
+        assert_eq!(authed.connect, "127.0.0.1:2181/jw");
+        assert_eq!(authed.digest.as_ref().map(|d| d.user.as_str()), Some("app"));
+        assert!(authed.validate().is_ok());
+        let mut reader_alone = opts.clone();
+        reader_alone.reader = Some("world:anyone".into());
+        assert!(reader_alone.validate().unwrap_err().is_invalid());
     }
 }

@@ -11,7 +11,7 @@ use crate::zookeeper::cache::Known;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
 use crate::zookeeper::record::JobRecord;
-use crate::zookeeper::session::{failed_op, is_definite, source, PERSISTENT, SEQUENTIAL};
+use crate::zookeeper::session::{failed_op, is_definite, source};
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Tries of one post (a retry only follows a post known not to have landed).
@@ -92,18 +92,20 @@ impl ZooKeeperBoard {
         let what = format!("cannot post job {id} to queue {}", paths.queue);
         let client = self.client(&what).await?;
         let delayed = (record.run_at_ms > 0).then(|| paths.delayed_entry(id, record.run_at_ms));
+        let access = self.session().access();
+        let persistent = &access.persistent();
         let mut w = client.new_multi_writer();
         let staged = w
-            .add_create(&paths.record(id), &record.to_bytes(), PERSISTENT)
+            .add_create(&paths.record(id), &record.to_bytes(), persistent)
             .and_then(|_| match &delayed {
-                Some(entry) => w.add_create(entry, b"", PERSISTENT),
+                Some(entry) => w.add_create(entry, b"", persistent),
                 None => Ok(()),
             })
             .and_then(|_| {
                 w.add_create(
                     &format!("{}/{}", paths.jobs, paths::JOB_PREFIX),
                     bytes,
-                    SEQUENTIAL,
+                    &access.sequential(),
                 )
             });
         staged.map_err(|e| self.session().error(&what, &e))?;

@@ -17,7 +17,6 @@ use crate::error::Result;
 use crate::zookeeper::cache::{Known, Snapshot, READ_BATCH};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::{Ending, JobRecord, LockBody};
-use crate::zookeeper::session::PERSISTENT;
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Leases recovered by one pass.
@@ -214,7 +213,7 @@ impl ZooKeeperBoard {
                     None => {
                         let record = fresh_record(k, self.inner.opts.default_max_attempts);
                         client
-                            .create(&path, &record.to_bytes(), PERSISTENT)
+                            .create(&path, &record.to_bytes(), &self.session().access().persistent())
                             .await
                             .map(|_| 1)
                     }

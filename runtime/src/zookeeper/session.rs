@@ -20,17 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zookeeper_client as zk;
 
 use crate::error::{Error, Result};
-
-/// Persistent znodes readable and writable by anyone (kazoo's default ACL,
-/// so taskflow can delete ours and we can delete taskflow's).
-pub(crate) const PERSISTENT: &zk::CreateOptions<'static> =
-    &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-/// Persistent sequential znodes (job postings).
-pub(crate) const SEQUENTIAL: &zk::CreateOptions<'static> =
-    &zk::CreateMode::PersistentSequential.with_acls(zk::Acls::anyone_all());
-/// Ephemeral znodes (locks, worker entities).
-pub(crate) const EPHEMERAL: &zk::CreateOptions<'static> =
-    &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+use crate::zookeeper::access::Access;
 
 /// How long the session thread waits for a closing session to say goodbye
 /// (so our ephemerals go at once) before it exits.
@@ -82,6 +72,8 @@ struct Current {
 pub(crate) struct Session {
     hosts: String,
     timeout: Duration,
+    /// The credentials and the ACLs of the znodes this session creates.
+    access: Access,
     runtime: tokio::runtime::Handle,
     /// Hands the last client to the session thread on drop, which closes it.
     stop: Mutex<Option<tokio::sync::oneshot::Sender<zk::Client>>>,
@@ -113,8 +105,9 @@ impl Drop for Session {
 }
 
 impl Session {
-    /// Starts the session thread and connects to `hosts`.
-    pub(crate) async fn connect(hosts: &str, timeout: Duration) -> Result<Session> {
+    /// Starts the session thread and connects to `hosts` with `access`'s
+    /// credentials.
+    pub(crate) async fn connect(hosts: &str, timeout: Duration, access: Access) -> Result<Session> {
         let (handle_tx, handle_rx) = tokio::sync::oneshot::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<zk::Client>();
         // The runtime is made and dropped on its own thread (dropping one
@@ -148,10 +141,11 @@ impl Session {
             .await
             .map_err(|_| Error::unavailable("the zookeeper session thread ended at start"))?
             .map_err(|e| Error::io("cannot start the zookeeper session runtime", e))?;
-        let client = connect_on(&handle, hosts, timeout).await?;
+        let client = connect_on(&handle, hosts, timeout, &access).await?;
         Ok(Session {
             hosts: hosts.to_owned(),
             timeout,
+            access,
             runtime: handle,
             stop: Mutex::new(Some(stop_tx)),
             current: Mutex::new(Current {
@@ -168,6 +162,11 @@ impl Session {
     /// The servers, for messages.
     pub(crate) fn hosts(&self) -> &str {
         &self.hosts
+    }
+
+    /// The ACLs of the znodes this session creates.
+    pub(crate) fn access(&self) -> &Access {
+        &self.access
     }
 
     /// The runtime of the session thread (for background requests).
@@ -187,7 +186,7 @@ impl Session {
         }
         let old = self.current.lock().map(|c| c.client.session_id().0).unwrap_or(0);
         tracing::warn!(hosts = %self.hosts, session = %zk::SessionId(old), "zookeeper session ended; connecting a new one");
-        let client = connect_on(&self.runtime, &self.hosts, self.timeout).await?;
+        let client = connect_on(&self.runtime, &self.hosts, self.timeout, &self.access).await?;
         if let Ok(mut lost) = self.lost.lock() {
             lost.insert(old);
         }
@@ -248,8 +247,10 @@ impl Session {
             .map(|e| e.iter().map(|(p, b)| (p.clone(), b.clone())).collect())
             .unwrap_or_default();
         for (path, body) in kept {
-            let _ = client.mkdir(super::paths::parent(&path), PERSISTENT).await;
-            match client.create(&path, &body, EPHEMERAL).await {
+            let _ = client
+                .mkdir(super::paths::parent(&path), &self.access.persistent())
+                .await;
+            match client.create(&path, &body, &self.access.ephemeral()).await {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
                 Err(e) => tracing::warn!(path, error = %e, "cannot register the worker again"),
             }
@@ -276,16 +277,20 @@ impl Session {
 }
 
 /// Connects a new session on the session thread's runtime.
-async fn connect_on(runtime: &tokio::runtime::Handle, hosts: &str, timeout: Duration) -> Result<zk::Client> {
+async fn connect_on(
+    runtime: &tokio::runtime::Handle,
+    hosts: &str,
+    timeout: Duration,
+    access: &Access,
+) -> Result<zk::Client> {
     let connect = hosts.to_owned();
     let started = Instant::now();
-    let task = runtime.spawn(async move {
+    let connector = access.authenticate(
         zk::Client::connector()
             .with_session_timeout(timeout)
-            .with_fail_eagerly()
-            .connect(&connect)
-            .await
-    });
+            .with_fail_eagerly(),
+    );
+    let task = runtime.spawn(async move { connector.connect(&connect).await });
     match task.await {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(e)) => Err(Error::unavailable(format!(

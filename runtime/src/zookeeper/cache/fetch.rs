@@ -13,7 +13,6 @@ use crate::job::Priority;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
 use crate::zookeeper::record::JobRecord;
-use crate::zookeeper::session::PERSISTENT;
 use crate::zookeeper::ZooKeeperBoard;
 
 impl ZooKeeperBoard {
@@ -178,10 +177,11 @@ impl ZooKeeperBoard {
         tracing::warn!(queue = %paths.queue, znode = name, reason, "quarantining an undecodable job znode");
         let what = format!("cannot quarantine znode {name} of queue {}", paths.queue);
         let client = self.client(&what).await?;
-        let _ = client.mkdir(&paths.quarantine, PERSISTENT).await;
+        let persistent = &self.session().access().persistent();
+        let _ = client.mkdir(&paths.quarantine, persistent).await;
         let mut w = client.new_multi_writer();
-        w.add_create(&paths.quarantined(name), data, PERSISTENT)
-            .and_then(|_| w.add_create(&paths.quarantine_reason(name), reason.as_bytes(), PERSISTENT))
+        w.add_create(&paths.quarantined(name), data, persistent)
+            .and_then(|_| w.add_create(&paths.quarantine_reason(name), reason.as_bytes(), persistent))
             .and_then(|_| w.add_delete(&paths.job(name), Some(version)))
             .map_err(|e| self.session().error(&what, &e))?;
         match w.commit().await {
