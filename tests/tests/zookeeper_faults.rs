@@ -68,15 +68,22 @@ async fn an_unreadable_record_costs_only_its_own_job() {
     let jobs = board.jobs_path(&q).unwrap();
     assert_eq!(locks(&client, &jobs).await.len(), 2, "no orphaned lock");
 
+    let failed_at = std::time::Instant::now();
     let e = board.claim(&[&q], "w", LONG, 1).await.unwrap_err();
     assert!(
         e.message().contains(ids[1].as_str()) && e.message().contains(&q),
         "{e}"
     );
     assert_eq!(locks(&client, &jobs).await.len(), 2, "no orphaned lock");
-    // wait does not spin on the job it cannot claim: not work for a while,
-    // then work again (a timer, not a busy loop).
-    assert!(!board.wait(&[&q], Duration::from_millis(300)).await.unwrap());
+    // wait does not spin on the job it cannot claim: not work while its
+    // one-second backoff lasts (a busy machine may have used it up by
+    // now), then work again (a timer, not a busy loop).
+    let woke = board.wait(&[&q], Duration::from_millis(300)).await.unwrap();
+    assert!(
+        !woke || failed_at.elapsed() >= Duration::from_secs(1),
+        "wait woke {:?} after the failed claim, within its backoff",
+        failed_at.elapsed()
+    );
     assert!(board.wait(&[&q], Duration::from_secs(10)).await.unwrap());
     for c in &claimed {
         board.consume(copy_of(&c.lease)).await.unwrap();
