@@ -51,13 +51,14 @@
 //! # Not supported on ZooKeeper
 //!
 //! Dependencies, unique keys and tracking (events) are refused with an
-//! `is_unsupported` error naming ZooKeeper; the other qless features live
-//! on the Redis board only.
+//! `is_unsupported` error naming ZooKeeper; of the other qless features,
+//! cancel is here (`cancel.rs`), the rest live on the Redis board only.
 
 mod abandon;
 mod access;
 mod board;
 mod cache;
+mod cancel;
 mod capabilities;
 mod claim;
 mod consume;

@@ -27,6 +27,7 @@
 pub mod browser;
 pub mod chaos;
 pub mod conformance;
+pub mod feature_suite;
 pub mod features;
 pub mod lua_bench;
 pub mod shape;

@@ -47,8 +47,9 @@ impl Admin for ZooKeeperBoard {
     async fn set_priority(&self, _: &str, _: &JobId, _: Priority) -> Result<JobState> {
         refuse("changing a priority")
     }
-    async fn cancel(&self, _: &str, _: &[JobId], _: bool) -> Result<Vec<(String, JobId)>> {
-        refuse("cancel")
+    /// No dependencies on ZooKeeper, so `with_dependents` changes nothing.
+    async fn cancel(&self, queue: &str, ids: &[JobId], _: bool) -> Result<Vec<(String, JobId)>> {
+        self.cancel_jobs(queue, ids).await
     }
     async fn tag(&self, _: &str, _: &JobId, _: &[&str]) -> Result<Vec<String>> {
         refuse("tagging a posted job")
@@ -114,15 +115,16 @@ impl Events for ZooKeeperBoard {
         refuse("the event stream")
     }
 
-    /// None: a worker hears of a cancel through its refused extends.
-    async fn cancels_of(&self, _: &str) -> Result<Option<CancelStream>> {
-        Ok(None)
+    /// The worker's cancel notes, on a watch (see `zookeeper/cancel.rs`).
+    async fn cancels_of(&self, owner: &str) -> Result<Option<CancelStream>> {
+        self.cancel_notes_of(owner).await.map(Some)
     }
 }
 
 impl Recovery for ZooKeeperBoard {
     async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
         let (back, trashed) = ZooKeeperBoard::recover_owner(self, queue, owner, reason).await?;
+        self.drop_cancel_notes(owner).await;
         Ok(Recovered { back, trashed })
     }
 }
@@ -136,7 +138,9 @@ impl Presence for ZooKeeperBoard {
         self.register_worker_for(&queues, &info.owner, metadata).await
     }
     async fn remove_worker(&self, owner: &str) -> Result<()> {
-        self.unregister_worker(owner).await
+        self.unregister_worker(owner).await?;
+        self.drop_cancel_notes(owner).await;
+        Ok(())
     }
     async fn live_workers(&self) -> Result<Vec<WorkerInfo>> {
         let mut live: Vec<WorkerInfo> = self

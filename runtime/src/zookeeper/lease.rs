@@ -16,7 +16,7 @@ use crate::job::Lease;
 use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::posting;
-use crate::zookeeper::record::{JobRecord, LockBody};
+use crate::zookeeper::record::{Ending, JobRecord, LockBody};
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Tries of a verb whose transaction lost a race (each re-checks the lease).
@@ -65,6 +65,16 @@ impl Held {
     }
 }
 
+/// The error for a lease on a job no longer on the jobs path: cancelled
+/// when its record says so (the worker then drops its result), else not
+/// found.
+fn gone(queue: &str, uuid: &str, record: Option<&JobRecord>) -> Error {
+    match record.map(|r| r.ending) {
+        Some(Ending::Cancelled) => Error::cancelled(queue, uuid),
+        _ => Error::not_found(queue, uuid),
+    }
+}
+
 fn refused(lease: &Lease, why: String) -> Error {
     Error::new(
         ErrorKind::NotOwner { owner: None },
@@ -83,10 +93,10 @@ impl ZooKeeperBoard {
         let (q, uuid, who) = (&paths.queue, lease.job().as_str(), lease.owner());
         // The queue may have been made by taskflow, without jobworker's dirs.
         self.ensure_queue(paths).await?;
-        let znode = self
-            .locate(paths, uuid)
-            .await?
-            .ok_or_else(|| Error::not_found(q, uuid))?;
+        let Some(znode) = self.locate(paths, uuid).await? else {
+            let record = self.read_record(paths, uuid).await?.map(|(r, _)| r);
+            return Err(gone(q, uuid, record.as_ref()));
+        };
         let what = format!("cannot check the lease on job {uuid} in queue {q}");
         let mut reads = self
             .read_many(
@@ -106,7 +116,8 @@ impl ZooKeeperBoard {
         let Some((posting, job_stat)) = job.filter(|(data, _)| ours(data)) else {
             self.inner.cache.forget(q, &znode);
             self.inner.cache.unlocate(q, uuid);
-            return Err(Error::not_found(q, uuid));
+            let record = record.and_then(|(data, _)| JobRecord::from_bytes(&data));
+            return Err(gone(q, uuid, record.as_ref()));
         };
         let Some((lock_data, lock_stat)) = lock else {
             return Err(Error::not_owner(q, uuid, who, None));

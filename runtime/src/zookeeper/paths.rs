@@ -12,8 +12,10 @@
 //! | `R/Q/.jw/ids/<uuid>` | persistent | jobworker's job record |
 //! | `R/Q/.jw/delayed/<uuid>@<ms>` | persistent, empty | a job not claimable before `ms` |
 //! | `R/Q/.jw/history/<hour>/<uuid>` | persistent, empty | completed in that hour |
+//! | `R/Q/.jw/history/<hour>/<uuid>@cancelled` | persistent, empty | cancelled in that hour |
 //! | `R/Q/.jw/quarantine/<name>` | persistent | an undecodable job znode, moved aside |
 //! | `R/.entities/conductor/<owner>` | ephemeral | every registered worker |
+//! | `R/.jw/cancels/<owner>/<uuid>` | persistent, empty | a cancel of a job `owner` held, until `owner` hears it |
 //!
 //! Trash and entities follow taskflow's rule: the jobs path with every
 //! occurrence of its last component (`jobs`) replaced by `.trash` or
@@ -30,6 +32,8 @@ pub(crate) const LOCK_POSTFIX: &str = ".lock";
 const JOBS: &str = "jobs";
 /// Separates a delayed entry's uuid from its due time.
 const DELAY_SEP: char = '@';
+/// Ends the history entry of a cancelled job (job ids have no `@`).
+const CANCELLED_MARK: &str = "@cancelled";
 
 /// The paths of one queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +115,11 @@ impl QueuePaths {
         format!("{}/{hour}/{uuid}", self.history)
     }
 
+    /// A cancelled job's history entry.
+    pub(crate) fn cancelled_entry(&self, hour: i64, uuid: &str) -> String {
+        format!("{}/{hour}/{uuid}{CANCELLED_MARK}", self.history)
+    }
+
     /// A quarantined znode.
     pub(crate) fn quarantined(&self, name: &str) -> String {
         format!("{}/{name}", self.quarantine)
@@ -130,6 +139,21 @@ impl QueuePaths {
 /// The root-level entity of a worker (`R/.entities/conductor/<owner>`).
 pub(crate) fn root_entities(root: &str) -> String {
     format!("{root}/.entities/conductor")
+}
+
+/// The cancel notes of worker `owner` (`R/.jw/cancels/<owner>`): one child
+/// per job of its that was cancelled while it held it.
+pub(crate) fn cancel_notes(root: &str, owner: &str) -> String {
+    format!("{root}/.jw/cancels/{owner}")
+}
+
+/// The job id of a history entry, and whether the job was cancelled (else
+/// completed).
+pub(crate) fn history_job(entry: &str) -> (&str, bool) {
+    match entry.strip_suffix(CANCELLED_MARK) {
+        Some(uuid) => (uuid, true),
+        None => (entry, false),
+    }
 }
 
 /// The parent of a path (`/` for a top-level one).

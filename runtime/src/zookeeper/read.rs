@@ -135,8 +135,11 @@ impl ZooKeeperBoard {
                 }
             }
             return match facts.record.as_ref().map(|r| r.ending) {
-                Some(Ending::Trashed) => Ok(self.info(queue, JobState::Trashed, facts)),
-                Some(_) => Ok(self.info(queue, JobState::Completed, facts)),
+                // A live record here: consumed by taskflow.
+                Some(ending) => {
+                    let state = ending.state().unwrap_or(JobState::Completed);
+                    Ok(self.info(queue, state, facts))
+                }
                 None => Err(Error::not_found(queue, uuid)),
             };
         };
@@ -157,11 +160,10 @@ impl ZooKeeperBoard {
             (Some(_), Some(_)) => JobState::Claimed,
             (Some(_), None) if facts.run_at_ms.is_some_and(|at| at > self.now_ms()) => JobState::Scheduled,
             (Some(_), None) => JobState::Ready,
-            (None, _) => match facts.record.as_ref().map(|r| r.ending) {
-                Some(Ending::Completed) => JobState::Completed,
-                Some(Ending::Trashed) => JobState::Trashed,
-                _ if trashed.is_some() => JobState::Trashed,
-                _ => JobState::Completed,
+            (None, _) => match facts.record.as_ref().and_then(|r| r.ending.state()) {
+                Some(state) => state,
+                None if trashed.is_some() => JobState::Trashed,
+                None => JobState::Completed,
             },
         };
         let source = job

@@ -26,6 +26,21 @@ pub(crate) enum Ending {
     Completed,
     /// Trashed by jobworker.
     Trashed,
+    /// Cancelled by an operator (kept in the history like a completed job).
+    Cancelled,
+}
+
+impl Ending {
+    /// The state of a job that ended so (`None` while it is live).
+    pub(crate) fn state(self) -> Option<crate::job::JobState> {
+        use crate::job::JobState;
+        match self {
+            Ending::Live => None,
+            Ending::Completed => Some(JobState::Completed),
+            Ending::Trashed => Some(JobState::Trashed),
+            Ending::Cancelled => Some(JobState::Cancelled),
+        }
+    }
 }
 
 /// jobworker's state of one job (`.jw/ids/<uuid>`).

@@ -9,7 +9,7 @@ use zookeeper_client as zk;
 
 use crate::error::Result;
 use crate::zookeeper::cache::READ_BATCH;
-use crate::zookeeper::paths::QueuePaths;
+use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
 use crate::zookeeper::record::{Ending, JobRecord};
 use crate::zookeeper::session::{is_definite, source};
@@ -168,7 +168,13 @@ impl ZooKeeperBoard {
         };
         let all = uuids.len();
         let records = self
-            .read_many(&what, uuids.iter().map(|u| paths.record(u)).collect())
+            .read_many(
+                &what,
+                uuids
+                    .iter()
+                    .map(|u| paths.record(paths::history_job(u).0))
+                    .collect(),
+            )
             .await?;
         // Oldest first: (finished, uuid, record version if still completed).
         let mut entries: Vec<(i64, String, Option<i32>)> = uuids
@@ -177,7 +183,7 @@ impl ZooKeeperBoard {
             .map(|(uuid, found)| {
                 let record = found.and_then(|(d, stat)| JobRecord::from_bytes(&d).map(|r| (r, stat.version)));
                 match record {
-                    Some((r, v)) if r.ending == Ending::Completed => {
+                    Some((r, v)) if matches!(r.ending, Ending::Completed | Ending::Cancelled) => {
                         (r.finished_ms.unwrap_or(0), uuid, Some(v))
                     }
                     _ => (0, uuid, None),
@@ -193,7 +199,8 @@ impl ZooKeeperBoard {
                 let mut w = client.new_multi_writer();
                 let mut staged = w.add_delete(&paths.history_entry(hour, uuid), None);
                 if let Some(v) = version {
-                    staged = staged.and_then(|_| w.add_delete(&paths.record(uuid), Some(*v)));
+                    let record = paths.record(paths::history_job(uuid).0);
+                    staged = staged.and_then(|_| w.add_delete(&record, Some(*v)));
                 }
                 staged.map_err(|e| self.session().error(&what, &e))?;
                 ops.push(w.commit());

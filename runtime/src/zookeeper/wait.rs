@@ -119,8 +119,9 @@ impl ZooKeeperBoard {
     }
 }
 
-/// Returns when the session comes back after a disconnection, or ends.
-async fn reconnected(states: &mut zk::StateWatcher) {
+/// Returns when the session comes back after a disconnection, or ends
+/// (watch events may have been lost meanwhile: list again).
+pub(crate) async fn reconnected(states: &mut zk::StateWatcher) {
     loop {
         match states.changed().await {
             zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return,

@@ -28,11 +28,13 @@ impl ZooKeeperBoard {
             ListFilter::State(s @ (JobState::Ready | JobState::Scheduled | JobState::Claimed)) => {
                 self.list_live(&paths, Some(s), page).await
             }
-            ListFilter::State(JobState::Completed) => self.list_completed(&paths, page).await,
+            ListFilter::State(s @ (JobState::Completed | JobState::Cancelled)) => {
+                self.list_history(&paths, s, page).await
+            }
             ListFilter::State(JobState::Trashed) => self.list_trashed(&paths, page).await,
             ListFilter::State(JobState::Quarantined) => self.list_quarantined(&paths, page).await,
-            // No dependencies or cancel on ZooKeeper: never in these states.
-            ListFilter::State(JobState::Waiting | JobState::Cancelled) => Ok(Vec::new()),
+            // No dependencies on ZooKeeper: never waiting.
+            ListFilter::State(JobState::Waiting) => Ok(Vec::new()),
         }
     }
 
@@ -98,9 +100,10 @@ impl ZooKeeperBoard {
         Ok(out)
     }
 
-    /// Completed jobs, newest hour first.
-    async fn list_completed(&self, paths: &QueuePaths, page: Page) -> Result<Vec<JobInfo>> {
-        let what = format!("cannot list the completed jobs of queue {}", paths.queue);
+    /// Completed or cancelled jobs (`state`; they share the history,
+    /// told apart by the entry's name), newest hour first.
+    async fn list_history(&self, paths: &QueuePaths, state: JobState, page: Page) -> Result<Vec<JobInfo>> {
+        let what = format!("cannot list the {state} jobs of queue {}", paths.queue);
         let mut hours: Vec<i64> = self
             .children(&what, &paths.history)
             .await?
@@ -113,7 +116,15 @@ impl ZooKeeperBoard {
             if uuids.len() >= page.offset + page.limit {
                 break;
             }
-            let mut bucket = self.children(&what, &paths.history_bucket(hour)).await?;
+            let cancelled = state == JobState::Cancelled;
+            let mut bucket: Vec<String> = self
+                .children(&what, &paths.history_bucket(hour))
+                .await?
+                .iter()
+                .map(|e| paths::history_job(e))
+                .filter(|(_, c)| *c == cancelled)
+                .map(|(uuid, _)| uuid.to_owned())
+                .collect();
             bucket.sort();
             uuids.extend(bucket);
         }
@@ -130,7 +141,7 @@ impl ZooKeeperBoard {
                 record,
                 ..Facts::default()
             };
-            out.push(self.info(&paths.queue, JobState::Completed, facts));
+            out.push(self.info(&paths.queue, state, facts));
         }
         Ok(out)
     }

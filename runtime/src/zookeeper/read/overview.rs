@@ -1,13 +1,15 @@
 //! overview: one queue at a glance on ZooKeeper. The live jobs are counted
 //! from the board's snapshot of the jobs path (what `list` reads), the
-//! finished ones from their paths' children; ZooKeeper keeps no waiting or
-//! cancelled jobs and no queue settings, so those are `None`. Unlike
+//! finished ones from their paths' children (completed and cancelled jobs
+//! share the history, told apart by the entry's name); ZooKeeper keeps no
+//! waiting jobs and no queue settings, so those are `None`. Unlike
 //! Redis' O(1) counts, this reads every child name of the queue's paths.
 
 use super::list::live_state;
 use crate::board::{QueueOverview, StateCounts};
 use crate::error::Result;
 use crate::job::JobState;
+use crate::zookeeper::paths;
 use crate::zookeeper::ZooKeeperBoard;
 
 impl ZooKeeperBoard {
@@ -37,10 +39,15 @@ impl ZooKeeperBoard {
             .iter()
             .filter(|n| !n.ends_with(".reason"))
             .count() as u64;
-        let mut completed = 0u64;
+        let (mut completed, mut cancelled) = (0u64, 0u64);
         for hour in self.children(&what, &paths.history).await? {
             if let Ok(hour) = hour.parse() {
-                completed += self.children(&what, &paths.history_bucket(hour)).await?.len() as u64;
+                for entry in self.children(&what, &paths.history_bucket(hour)).await? {
+                    match paths::history_job(&entry).1 {
+                        true => cancelled += 1,
+                        false => completed += 1,
+                    }
+                }
             }
         }
         Ok(QueueOverview {
@@ -52,7 +59,7 @@ impl ZooKeeperBoard {
                 claimed: Some(claimed),
                 completed: Some(completed),
                 trashed: Some(trashed),
-                cancelled: None,
+                cancelled: Some(cancelled),
                 quarantined: Some(quarantined),
             },
             oldest_ready_ms,

@@ -1,0 +1,312 @@
+//! cancel on ZooKeeper, and how a worker hears of it.
+//!
+//! A cancel is one transaction per job: the job znode goes (at the version
+//! read), its lock goes with it when claimed (at the version read) or is
+//! proven absent when not (created and deleted in the same transaction, so
+//! a claim that lands first makes it fail and it is tried again), the
+//! record says cancelled with a history entry (`<uuid>@cancelled`, pruned
+//! with the completed jobs' entries), and, when a worker held the job, a cancel note
+//! `R/.jw/cancels/<owner>/<uuid>` is created for it.
+//!
+//! Each worker watches its notes directory (a child watch, re-armed after
+//! every listing and after a reconnect), hands each note's job id to its
+//! heartbeat, which stops the handler, and deletes the note. A worker that
+//! misses its note learns at its next extend, which is refused as
+//! cancelled (the record says so). Notes of a worker that stopped are
+//! removed with its registration (`unregister_worker`) and when its leases
+//! are recovered (`recover_owner`).
+
+use futures_util::StreamExt;
+use zookeeper_client as zk;
+
+use crate::board::CancelStream;
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobState};
+use crate::zookeeper::lease::TRIES;
+use crate::zookeeper::paths::{self, QueuePaths};
+use crate::zookeeper::record::{Ending, JobRecord, LockBody};
+use crate::zookeeper::retention::hour_of;
+use crate::zookeeper::session::{failed_op, is_definite, source};
+use crate::zookeeper::wait::reconnected;
+use crate::zookeeper::ZooKeeperBoard;
+
+/// The pause before a worker lists its cancel notes again after a failure.
+const RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// What one cancel transaction did.
+enum Tried {
+    /// Committed.
+    Done,
+    /// Something changed between the reads and the transaction: read again.
+    Again,
+    /// The answer was lost: it may have landed; read again.
+    Unknown,
+}
+
+/// A job to cancel, as read, and the record to write.
+struct Target {
+    /// The job znode's name and version.
+    znode: String,
+    job_version: i32,
+    /// The lock's version, when the job is claimed.
+    lock_version: Option<i32>,
+    /// The record saying cancelled, and the version to write it at
+    /// (`None`: create it).
+    record: JobRecord,
+    record_version: Option<i32>,
+    /// The due time of its delayed entry, to remove once cancelled.
+    delayed: Option<i64>,
+    /// The history entry to create (`None`: there is one already).
+    history: Option<String>,
+    /// The note telling the lock's owner, when a worker held it.
+    note: Option<String>,
+}
+
+impl ZooKeeperBoard {
+    /// cancel: nothing unless every job can be cancelled (each is live);
+    /// then each is cancelled. Returns the (queue, job) pairs cancelled.
+    pub(crate) async fn cancel_jobs(&self, queue: &str, ids: &[JobId]) -> Result<Vec<(String, JobId)>> {
+        let paths = self.paths(queue)?;
+        for id in ids {
+            paths::validate_job_id(id.as_str())?;
+            let state = self.show_job(queue, id.as_str()).await?.state;
+            if matches!(
+                state,
+                JobState::Completed | JobState::Trashed | JobState::Cancelled
+            ) {
+                return Err(Error::finished(queue, id.as_str(), &state.to_string()));
+            }
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            self.cancel_one(&paths, id.as_str()).await?;
+            out.push((queue.to_owned(), id.clone()));
+        }
+        Ok(out)
+    }
+
+    async fn cancel_one(&self, paths: &QueuePaths, uuid: &str) -> Result<()> {
+        let what = format!("cannot cancel job {uuid} in queue {}", paths.queue);
+        let mut committed = false;
+        for _ in 0..TRIES {
+            let Some(target) = self.read_target(paths, uuid, &what).await? else {
+                let state = self.show_job(&paths.queue, uuid).await?.state;
+                // A commit whose answer was lost may have landed.
+                if committed && state == JobState::Cancelled {
+                    return Ok(());
+                }
+                return Err(Error::finished(&paths.queue, uuid, &state.to_string()));
+            };
+            match self.commit_cancel(paths, uuid, &target, &what).await? {
+                Tried::Done => return Ok(()),
+                Tried::Again => {}
+                Tried::Unknown => committed = true,
+            }
+        }
+        Err(self.keeps_changing(&what))
+    }
+
+    /// Reads the job, its lock and its record: what a cancel changes.
+    /// `None` when the job is no longer on the jobs path.
+    async fn read_target(&self, paths: &QueuePaths, uuid: &str, what: &str) -> Result<Option<Target>> {
+        let q = &paths.queue;
+        let Some(znode) = self.locate(paths, uuid).await? else {
+            return Ok(None);
+        };
+        let now = self.now_ms();
+        let history = paths.cancelled_entry(hour_of(now), uuid);
+        let reads = vec![
+            paths.job(&znode),
+            paths.lock(&znode),
+            paths.record(uuid),
+            history.clone(),
+        ];
+        let mut reads = self.read_many(what, reads).await?.into_iter();
+        let (job, lock, record) = (
+            reads.next().flatten(),
+            reads.next().flatten(),
+            reads.next().flatten(),
+        );
+        // An entry of this id in this hour: it was posted again since.
+        let in_history = reads.next().flatten().is_some();
+        let Some((_, job_stat)) = job else {
+            self.inner.cache.forget(q, &znode);
+            self.inner.cache.unlocate(q, uuid);
+            return Ok(None);
+        };
+        let (mut record, record_version) =
+            match record.and_then(|(d, s)| JobRecord::from_bytes(&d).map(|r| (r, s))) {
+                Some((r, stat)) => (r, Some(stat.version)),
+                None => (JobRecord::default(), None),
+            };
+        let delayed = (record.run_at_ms > 0).then_some(record.run_at_ms);
+        record.job = Some(znode.clone());
+        record.ending = Ending::Cancelled;
+        record.finished_ms = Some(now);
+        record.run_at_ms = 0;
+        let note = lock
+            .as_ref()
+            .and_then(|(d, _)| LockBody::parse(d).owner)
+            .filter(|o| paths::validate_owner(o).is_ok())
+            .map(|o| format!("{}/{uuid}", paths::cancel_notes(self.root(), &o)));
+        Ok(Some(Target {
+            znode,
+            job_version: job_stat.version,
+            lock_version: lock.map(|(_, stat)| stat.version),
+            record,
+            record_version,
+            delayed,
+            history: (!in_history).then_some(history),
+            note,
+        }))
+    }
+
+    /// Commits the cancel of `t` in one transaction (see the module docs).
+    async fn commit_cancel(&self, paths: &QueuePaths, uuid: &str, t: &Target, what: &str) -> Result<Tried> {
+        let client = self.client(what).await?;
+        let persistent = &self.session().access().persistent();
+        let dirs = [t.history.as_deref(), t.note.as_deref()];
+        for dir in dirs.into_iter().flatten().map(paths::parent) {
+            client
+                .mkdir(dir, persistent)
+                .await
+                .map_err(|e| self.session().error(what, &e))?;
+        }
+        if let Some(note) = &t.note {
+            // One left by an earlier cancel of this id (posted again).
+            let _ = client.delete(note, None).await;
+        }
+        let mut w = client.new_multi_writer();
+        let lock = paths.lock(&t.znode);
+        let record = paths.record(uuid);
+        let staged = match t.lock_version {
+            Some(v) => w.add_delete(&lock, Some(v)),
+            // No lock may appear before this commits.
+            None => w
+                .add_create(&lock, b"", persistent)
+                .and_then(|_| w.add_delete(&lock, None)),
+        }
+        .and_then(|_| w.add_delete(&paths.job(&t.znode), Some(t.job_version)))
+        .and_then(|_| match t.record_version {
+            Some(v) => w.add_set_data(&record, &t.record.to_bytes(), Some(v)),
+            None => w.add_create(&record, &t.record.to_bytes(), persistent),
+        })
+        .and_then(|_| {
+            t.history
+                .as_ref()
+                .map_or(Ok(()), |h| w.add_create(h, b"", persistent))
+        })
+        .and_then(|_| {
+            t.note
+                .as_ref()
+                .map_or(Ok(()), |n| w.add_create(n, b"", persistent))
+        });
+        staged.map_err(|e| self.session().error(what, &e))?;
+        match w.commit().await {
+            Ok(_) => {
+                self.inner.cache.forget(&paths.queue, &t.znode);
+                if let Some(at) = t.delayed {
+                    let _ = client.delete(&paths.delayed_entry(uuid, at), None).await;
+                }
+                Ok(Tried::Done)
+            }
+            // A claim, a finish or a recovery came first: read again.
+            Err(e)
+                if matches!(
+                    failed_op(&e),
+                    Some((
+                        _,
+                        zk::Error::NodeExists | zk::Error::NoNode | zk::Error::BadVersion
+                    ))
+                ) =>
+            {
+                Ok(Tried::Again)
+            }
+            Err(e) if is_definite(source(&e)) => Err(self.session().error(what, source(&e))),
+            Err(_) => Ok(Tried::Unknown),
+        }
+    }
+
+    /// The ids of jobs cancelled while `owner` held them, from now on (and
+    /// those whose notes are there already); each note is deleted once
+    /// read. See the module docs.
+    pub(crate) async fn cancel_notes_of(&self, owner: &str) -> Result<CancelStream> {
+        paths::validate_owner(owner)?;
+        let dir = paths::cancel_notes(self.root(), owner);
+        let what = format!("cannot watch the cancels of worker {owner}");
+        let client = self.client(&what).await?;
+        client
+            .mkdir(&dir, &self.session().access().persistent())
+            .await
+            .map_err(|e| self.session().error(&what, &e))?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let board = self.clone();
+        self.session().runtime().spawn(async move {
+            tokio::select! {
+                _ = board.watch_notes(&dir, &tx) => {}
+                _ = tx.closed() => {}
+            }
+        });
+        let stream =
+            futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|id| (id, rx)) });
+        Ok(stream.boxed())
+    }
+
+    /// Lists `dir` with a watch, sends and deletes each note, waits for the
+    /// watch (or a reconnect), again; until the receiver is gone.
+    async fn watch_notes(&self, dir: &str, tx: &tokio::sync::mpsc::UnboundedSender<String>) {
+        loop {
+            let Ok(client) = self.session().client().await else {
+                tokio::time::sleep(RETRY).await;
+                continue;
+            };
+            let mut states = client.state_watcher();
+            let watcher = match client.list_and_watch_children(dir).await {
+                Ok((notes, watcher)) => {
+                    for note in notes {
+                        if tx.send(note.clone()).is_err() {
+                            return;
+                        }
+                        let _ = client.delete(&format!("{dir}/{note}"), None).await;
+                    }
+                    Some(watcher)
+                }
+                // Removed (its worker stopped, or was recovered): wait for
+                // a canceller to make it again.
+                Err(zk::Error::NoNode) => match client.check_and_watch_stat(dir).await {
+                    Ok((_, watcher)) => Some(watcher),
+                    Err(_) => None,
+                },
+                Err(e) => {
+                    tracing::debug!(error = %e, dir, "cannot list the cancel notes; trying again");
+                    None
+                }
+            };
+            match watcher {
+                Some(watcher) => tokio::select! {
+                    _ = watcher.changed() => {}
+                    _ = reconnected(&mut states) => {}
+                },
+                None => tokio::time::sleep(RETRY).await,
+            }
+        }
+    }
+
+    /// Removes the cancel notes of `owner` (it stopped, or its leases were
+    /// recovered); best effort.
+    pub(crate) async fn drop_cancel_notes(&self, owner: &str) {
+        if paths::validate_owner(owner).is_err() {
+            return;
+        }
+        let dir = paths::cancel_notes(self.root(), owner);
+        let Ok(client) = self.session().client().await else {
+            return;
+        };
+        if let Ok(notes) = client.list_children(&dir).await {
+            for note in notes {
+                let _ = client.delete(&format!("{dir}/{note}"), None).await;
+            }
+            let _ = client.delete(&dir, None).await;
+        }
+    }
+}

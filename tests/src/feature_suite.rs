@@ -1,0 +1,214 @@
+//! The feature suite both backends run: the operator features of the
+//! capability traits (`Admin`, `Events`), each test generic over a
+//! [`FeatureHarness`], instantiated by `tests/tests/features_redis.rs` and
+//! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
+//!
+//! It grows one capability at a time as ZooKeeper gains them; the Redis
+//! feature tests (`tests/tests/redis_*.rs`) keep what only Redis has.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use jobworker::board::{Admin, Events};
+use jobworker::{Board, JobId, JobState, ListFilter, NewJob, Page};
+
+use crate::{copy_of, unique_queue};
+
+/// An expiry no test outlives.
+pub const LONG: Duration = Duration::from_secs(120);
+
+/// How long a test waits for something that should happen at once: generous
+/// for a busy machine.
+pub const SOON: Duration = Duration::from_secs(20);
+
+/// Boards of one backend for the feature suite.
+pub trait FeatureHarness: Sync {
+    /// The backend's board.
+    type B: Board + Admin + Events + Clone + Send + Sync + 'static;
+    /// A board with its own connection.
+    fn board(&self) -> impl Future<Output = Self::B> + Send;
+}
+
+/// Instantiates every test of the feature suite as a `#[tokio::test]` for a
+/// harness expression.
+#[macro_export]
+macro_rules! feature_tests {
+    ($harness:expr) => {
+        $crate::feature_tests!(@each $harness;
+            cancel_takes_waiting_work_off_the_board, cancel_is_all_or_nothing,
+            cancel_of_a_held_job_tells_its_owner_and_revokes_the_lease,
+            a_cancel_racing_claims_leaves_each_job_one_ending);
+    };
+    (@each $harness:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $name() {
+                let harness = $harness;
+                $crate::feature_suite::$name(&harness).await;
+            }
+        )*
+    };
+}
+
+/// Cancelled ready and scheduled jobs leave the board: not claimable,
+/// listed as cancelled; a second cancel, or one of an unknown job, is
+/// refused.
+pub async fn cancel_takes_waiting_work_off_the_board<H: FeatureHarness>(h: &H) {
+    let b = h.board().await;
+    let q = unique_queue("cancel-waiting");
+    let ready = b.post(&q, NewJob::new("r")).await.unwrap();
+    let later = b
+        .post(&q, NewJob::new("s").delay(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    assert_eq!(b.state(&q, &later).await.unwrap(), JobState::Scheduled);
+    let mut done = b
+        .cancel(&q, &[ready.clone(), later.clone()], false)
+        .await
+        .unwrap();
+    done.sort();
+    let mut want = vec![(q.clone(), ready.clone()), (q.clone(), later.clone())];
+    want.sort();
+    assert_eq!(done, want);
+    for id in [&ready, &later] {
+        assert_eq!(b.state(&q, id).await.unwrap(), JobState::Cancelled, "{id}");
+    }
+    assert!(
+        b.claim(&[&q], "w", LONG, 10).await.unwrap().is_empty(),
+        "nothing to claim"
+    );
+    let listed = b
+        .list(
+            &q,
+            ListFilter::State(JobState::Cancelled),
+            Page { offset: 0, limit: 10 },
+        )
+        .await
+        .unwrap();
+    let mut listed: Vec<&str> = listed.iter().map(|j| j.id.as_str()).collect();
+    listed.sort();
+    let mut both = vec![ready.as_str(), later.as_str()];
+    both.sort();
+    assert_eq!(listed, both);
+    let completed = b
+        .list(
+            &q,
+            ListFilter::State(JobState::Completed),
+            Page { offset: 0, limit: 10 },
+        )
+        .await
+        .unwrap();
+    assert!(
+        completed.is_empty(),
+        "cancelled jobs are not completed: {completed:?}"
+    );
+    let again = b
+        .cancel(&q, std::slice::from_ref(&ready), false)
+        .await
+        .unwrap_err();
+    assert!(again.is_finished(), "{again}");
+    let unknown = JobId::from("no-such-job");
+    let e = b.cancel(&q, &[unknown], false).await.unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+}
+
+/// A cancel of several jobs does nothing unless it can cancel them all.
+pub async fn cancel_is_all_or_nothing<H: FeatureHarness>(h: &H) {
+    let b = h.board().await;
+    let q = unique_queue("cancel-all");
+    let finished = b.post(&q, NewJob::new("f")).await.unwrap();
+    let c = b.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
+    b.consume(c.lease).await.unwrap();
+    let ready = b.post(&q, NewJob::new("r")).await.unwrap();
+    let e = b
+        .cancel(&q, &[ready.clone(), finished.clone()], false)
+        .await
+        .unwrap_err();
+    assert!(e.is_finished(), "{e}");
+    assert_eq!(b.state(&q, &ready).await.unwrap(), JobState::Ready, "untouched");
+    assert_eq!(b.state(&q, &finished).await.unwrap(), JobState::Completed);
+}
+
+/// A cancel of a claimed job is heard by its owner on `cancels_of`, and
+/// the owner's extend and consume are refused as cancelled (its result is
+/// dropped).
+pub async fn cancel_of_a_held_job_tells_its_owner_and_revokes_the_lease<H: FeatureHarness>(h: &H) {
+    let b = h.board().await;
+    let q = unique_queue("cancel-held");
+    let owner = unique_queue("w-cancel");
+    let id = b.post(&q, NewJob::new("long")).await.unwrap();
+    let c = b.claim(&[&q], &owner, LONG, 1).await.unwrap().remove(0);
+    let mut heard = b
+        .cancels_of(&owner)
+        .await
+        .unwrap()
+        .expect("the board announces cancels");
+    b.cancel(&q, std::slice::from_ref(&id), false).await.unwrap();
+    let got = tokio::time::timeout(SOON, heard.next()).await;
+    assert_eq!(
+        got.ok().flatten().as_deref(),
+        Some(id.as_str()),
+        "the owner hears the cancel"
+    );
+    let e = b.extend(&c.lease, LONG).await.unwrap_err();
+    assert!(e.is_cancelled(), "extend after a cancel: {e}");
+    let e = b.consume(copy_of(&c.lease)).await.unwrap_err();
+    assert!(e.is_cancelled(), "consume after a cancel: {e}");
+    assert_eq!(b.state(&q, &id).await.unwrap(), JobState::Cancelled);
+}
+
+/// Claims and consumes racing cancels of the same jobs: every job ends
+/// exactly one way. A job whose consume went through is completed and its
+/// cancel said finished; a job whose cancel went through is cancelled and
+/// its consume (if it was claimed) was refused as cancelled.
+pub async fn a_cancel_racing_claims_leaves_each_job_one_ending<H: FeatureHarness>(h: &H) {
+    let (b, canceller) = (h.board().await, h.board().await);
+    let q = unique_queue("cancel-race");
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        ids.push(b.post(&q, NewJob::new("x")).await.unwrap());
+    }
+    let (qw, qc) = (q.clone(), q.clone());
+    let worker = tokio::spawn(async move {
+        let mut consumed = Vec::new();
+        loop {
+            let claimed = b.claim(&[&qw], "w-race", LONG, 2).await.unwrap();
+            if claimed.is_empty() {
+                return consumed;
+            }
+            for c in claimed {
+                let id = c.lease.job().clone();
+                match b.consume(c.lease).await {
+                    Ok(()) => consumed.push(id),
+                    Err(e) => assert!(e.is_cancelled(), "consume of {id}: {e}"),
+                }
+            }
+        }
+    });
+    let all = ids.clone();
+    let cancelling = tokio::spawn(async move {
+        let mut cancelled = Vec::new();
+        for id in all {
+            match canceller.cancel(&qc, std::slice::from_ref(&id), false).await {
+                Ok(_) => cancelled.push(id),
+                Err(e) => assert!(e.is_finished(), "cancel of {id}: {e}"),
+            }
+        }
+        (canceller, cancelled)
+    });
+    let consumed = worker.await.unwrap();
+    let (board, cancelled) = cancelling.await.unwrap();
+    for id in &ids {
+        let state = board.state(&q, id).await.unwrap();
+        let (c, x) = (consumed.contains(id), cancelled.contains(id));
+        assert!(c != x, "job {id}: consumed {c}, cancelled {x}, state {state}");
+        let want = if c {
+            JobState::Completed
+        } else {
+            JobState::Cancelled
+        };
+        assert_eq!(state, want, "job {id}");
+    }
+    println!("{} consumed, {} cancelled", consumed.len(), cancelled.len());
+}
