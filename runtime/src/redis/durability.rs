@@ -60,6 +60,14 @@ impl fmt::Display for Durability {
     }
 }
 
+/// What a write too few replicas acknowledged fails with.
+const SHORT: &str = "write not acknowledged by enough replicas";
+
+/// True for the error of a write too few replicas acknowledged.
+pub(crate) fn is_short(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Client && e.to_string().starts_with(SHORT)
+}
+
 impl Durability {
     /// The `WAIT` command of this durability.
     pub(crate) fn wait_cmd(&self) -> redis::Cmd {
@@ -90,7 +98,7 @@ impl Durability {
     fn short(&self, acked: i64) -> redis::RedisError {
         redis::RedisError::from((
             redis::ErrorKind::Client,
-            "write not acknowledged by enough replicas",
+            SHORT,
             format!(
                 "{acked} of {} replicas within {} ms; the write is on the master and may be lost in a failover",
                 self.replicas,
@@ -123,5 +131,15 @@ mod tests {
             let e = bad.parse::<Durability>().unwrap_err();
             assert!(e.is_invalid() && e.to_string().contains("wait:N"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_short_acknowledgement_is_told_apart() {
+        let d: Durability = "wait:1".parse().unwrap();
+        let short = d.acknowledged(Some(redis::Value::Int(0))).unwrap_err();
+        assert!(is_short(&short), "{short}");
+        assert!(d.acknowledged(Some(redis::Value::Int(1))).is_ok());
+        let other = redis::RedisError::from((redis::ErrorKind::Client, "something else"));
+        assert!(!is_short(&other));
     }
 }

@@ -13,11 +13,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod lookup;
+
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
-use redis::{ConnectionAddr, RedisError, TlsMode};
+use redis::RedisError;
 
 use crate::error::{Error, Result};
+use lookup::ask;
+pub(crate) use lookup::ask_blocking as master_blocking;
 
 /// URL schemes of a board behind sentinels (plain and TLS).
 const SCHEMES: [(&str, bool); 2] = [("redis+sentinel://", false), ("rediss+sentinel://", true)];
@@ -113,7 +116,8 @@ pub(crate) struct Master {
 
 /// A connection to whichever server the sentinels name master.
 pub(crate) struct FollowMaster {
-    sentinel: tokio::sync::Mutex<SentinelClient>,
+    /// The sentinels and the master's name; held while they are asked.
+    sentinels: tokio::sync::Mutex<SentinelUrl>,
     current: Mutex<Arc<Master>>,
     config: ConnectionManagerConfig,
     asked: Mutex<Asked>,
@@ -139,11 +143,10 @@ const ASK_AGAIN_AFTER: Duration = Duration::from_millis(200);
 impl FollowMaster {
     /// Asks the sentinels for the master and connects to it.
     pub(crate) async fn connect(url: &SentinelUrl, config: ConnectionManagerConfig) -> Result<FollowMaster> {
-        let mut sentinel = client(url)?;
-        let client = ask(&mut sentinel).await?;
+        let client = ask(url).await?;
         let master = open(client, &config).await?;
         Ok(FollowMaster {
-            sentinel: tokio::sync::Mutex::new(sentinel),
+            sentinels: tokio::sync::Mutex::new(url.clone()),
             current: Mutex::new(Arc::new(master)),
             config,
             asked: Mutex::new(Asked::default()),
@@ -189,7 +192,7 @@ impl FollowMaster {
     /// `seen` (once for the calls that saw `seen`, and not again within
     /// [`ASK_AGAIN_AFTER`]).
     async fn follow(&self, seen: &Arc<Master>) {
-        let mut sentinel = self.sentinel.lock().await;
+        let sentinels = self.sentinels.lock().await;
         if !Arc::ptr_eq(&self.current(), seen) {
             return;
         }
@@ -200,7 +203,7 @@ impl FollowMaster {
             }
             asked.last = Some(Instant::now());
         }
-        let named = match ask(&mut sentinel).await {
+        let named = match ask(&sentinels).await {
             Ok(client) => client,
             Err(e) => return tracing::warn!(error = %e, "cannot ask the sentinels for the master"),
         };
@@ -221,8 +224,9 @@ impl FollowMaster {
 }
 
 /// Whether a failed call may mean the master moved: a connection that
-/// dropped, was refused or timed out, or a server that is no longer (or not
-/// yet) a writable master.
+/// dropped, was refused or timed out, a server that is no longer (or not
+/// yet) a writable master, or a write its replicas did not acknowledge (an
+/// old master restarted on its address has none).
 pub(crate) fn master_may_have_moved(e: &RedisError) -> bool {
     e.is_io_error()
         || e.is_connection_dropped()
@@ -230,137 +234,7 @@ pub(crate) fn master_may_have_moved(e: &RedisError) -> bool {
         || e.is_timeout()
         || e.is_unrecoverable_error()
         || matches!(e.code(), Some("READONLY" | "MASTERDOWN" | "LOADING"))
-}
-
-/// A client asking `url`'s sentinels for its master (blocking or async).
-pub(crate) fn client(url: &SentinelUrl) -> Result<SentinelClient> {
-    builder(url)?
-        .build()
-        .map_err(|e| Error::invalid(format!("bad sentinel settings: {e}")))
-}
-
-fn builder(url: &SentinelUrl) -> Result<SentinelClientBuilder> {
-    let addrs = url.sentinels.iter().map(|(host, port)| {
-        if url.tls {
-            ConnectionAddr::TcpTls {
-                host: host.clone(),
-                port: *port,
-                insecure: false,
-                tls_params: None,
-            }
-        } else {
-            ConnectionAddr::Tcp(host.clone(), *port)
-        }
-    });
-    let mut b = SentinelClientBuilder::new(addrs, &url.master, SentinelServerType::Master)
-        .map_err(|e| Error::invalid(format!("bad sentinel settings: {e}")))?
-        .set_client_to_redis_db(url.db);
-    if let Some(user) = &url.user {
-        b = b.set_client_to_redis_username(user);
-    }
-    if let Some(password) = &url.password {
-        b = b.set_client_to_redis_password(password);
-    }
-    if url.tls {
-        b = b.set_client_to_redis_tls_mode(TlsMode::Secure);
-        if let Some(certs) = super::connect::private_ca()? {
-            b = b.set_client_to_redis_certificates(certs.clone());
-            b = b.set_client_to_sentinel_certificates(certs);
-        }
-    }
-    Ok(b)
-}
-
-/// The client of the master the sentinels name, asked the blocking way
-/// with `timeout` on every connect and read (the supervisor's board:
-/// redis-rs' blocking lookup sets no timeouts, and the supervisor must not
-/// hang on a silent sentinel).
-pub(crate) fn master_blocking(url: &SentinelUrl, timeout: Duration) -> Result<redis::Client> {
-    let mut why = String::new();
-    for (host, port) in &url.sentinels {
-        match master_from(url, host, *port, timeout) {
-            Ok(client) => return Ok(client),
-            Err(e) => why = format!("sentinel {host}:{port}: {e}"),
-        }
-    }
-    Err(Error::unavailable(format!(
-        "no sentinel names a reachable master {:?} ({why})",
-        url.master
-    )))
-}
-
-fn master_from(url: &SentinelUrl, host: &str, port: u16, timeout: Duration) -> Result<redis::Client> {
-    let scheme = if url.tls { "rediss" } else { "redis" };
-    let at = |host: &str, port: u16| match host.contains(':') {
-        true => format!("[{host}]:{port}"),
-        false => format!("{host}:{port}"),
-    };
-    let sentinel = super::connect::client(&format!("{scheme}://{}/", at(host, port)))?;
-    let (master_host, master_port): (String, u16) = query_blocking(
-        &sentinel,
-        redis::cmd("SENTINEL")
-            .arg("get-master-addr-by-name")
-            .arg(&url.master),
-        timeout,
-    )?;
-    let auth = match (&url.user, &url.password) {
-        (None, None) => String::new(),
-        (user, password) => format!(
-            "{}:{}@",
-            percent_encode(user.as_deref().unwrap_or("")),
-            percent_encode(password.as_deref().unwrap_or(""))
-        ),
-    };
-    let master = super::connect::client(&format!(
-        "{scheme}://{auth}{}/{}",
-        at(&master_host, master_port),
-        url.db
-    ))?;
-    let role: Vec<redis::Value> = query_blocking(&master, &redis::cmd("ROLE"), timeout)?;
-    match role.first() {
-        Some(redis::Value::BulkString(r)) if r == b"master" => Ok(master),
-        _ => Err(Error::unavailable(format!(
-            "{master_host}:{master_port} is not a master (yet)"
-        ))),
-    }
-}
-
-fn query_blocking<T: redis::FromRedisValue>(
-    client: &redis::Client,
-    cmd: &redis::Cmd,
-    timeout: Duration,
-) -> Result<T> {
-    let mut con = client.get_connection_with_timeout(timeout)?;
-    con.set_read_timeout(Some(timeout))?;
-    con.set_write_timeout(Some(timeout))?;
-    Ok(cmd.query(&mut con)?)
-}
-
-/// `%XX`-escapes all but URL-unreserved characters (a user or password).
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// How long asking the sentinels may take: redis-rs sets no timeout on
-/// the lookup, and a call that waits on it holds every other call of the
-/// process (they wait for the same answer).
-const ASK_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// The client of the master the sentinels name now (they check its ROLE).
-async fn ask(sentinel: &mut SentinelClient) -> Result<redis::Client> {
-    match tokio::time::timeout(ASK_TIMEOUT, sentinel.async_get_client()).await {
-        Ok(named) => {
-            named.map_err(|e| Error::unavailable(format!("the sentinels name no reachable master: {e}")))
-        }
-        Err(_) => Err(Error::unavailable(format!(
-            "the sentinels did not name a master within {ASK_TIMEOUT:?}"
-        ))),
-    }
+        || super::durability::is_short(e)
 }
 
 async fn open(client: redis::Client, config: &ConnectionManagerConfig) -> Result<Master> {
@@ -372,6 +246,7 @@ async fn open(client: redis::Client, config: &ConnectionManagerConfig) -> Result
 
 #[cfg(test)]
 mod tests {
+    use super::lookup::percent_encode;
     use super::*;
 
     #[test]
