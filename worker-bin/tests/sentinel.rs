@@ -78,6 +78,7 @@ async fn drain_through_a_failover(durability: Option<&str>) -> Outcome {
     setup.wait_failover(Duration::from_secs(60));
     // Back as a replica of the new master: `wait:1` can be met again.
     setup.restart_old_master();
+    setup.wait_old_master_synced();
     eprintln!(
         "failed over; the old master restarted; sentinels name {:?}",
         setup.master_port()

@@ -15,7 +15,11 @@ use jobworker::embedded::{RedisServer, ServerOptions};
 /// The master's name in the sentinels' configuration.
 pub const MASTER_NAME: &str = "jwmaster";
 /// How long a sentinel waits before it calls an unanswering master down.
-const DOWN_AFTER_MS: u64 = 1000;
+/// Not shorter: at 1 s, a master that a busy 2-core machine kept from
+/// answering while it fed a full sync to the old master (restarted empty)
+/// was called down, and the sentinels failed over again to that empty
+/// replica, losing every job (seen in CI).
+const DOWN_AFTER_MS: u64 = 5000;
 
 /// A master, a replica and three sentinels.
 pub struct Sentinels {
@@ -63,7 +67,7 @@ impl Sentinels {
             ports: Vec::new(),
             _dir: dir,
         };
-        setup.wait_synced();
+        wait_synced(port_of(&setup.replica), "the replica");
         for n in 0..3 {
             let (child, port) = setup.spawn_sentinel(n);
             setup.sentinels.push(child);
@@ -119,10 +123,16 @@ impl Sentinels {
         self.master.kill().expect("cannot kill the master");
     }
 
-    /// Starts the killed first master again (empty, on its port): the
-    /// sentinels make it a replica of the new master.
+    /// Starts the killed first master again (empty, on its port): a master
+    /// until the sentinels make it a replica of the new master.
     pub fn restart_old_master(&mut self) {
         self.master.restart().expect("cannot restart the old master");
+    }
+
+    /// Waits until the restarted old master is a replica of the new master
+    /// and has synced (panics after a minute).
+    pub fn wait_old_master_synced(&self) {
+        wait_synced(port_of(&self.master), "the restarted old master");
     }
 
     fn replica_is_master(&self) -> bool {
@@ -131,22 +141,6 @@ impl Sentinels {
             Ok(info)
         });
         role.is_ok_and(|info| info.contains("role:master"))
-    }
-
-    fn wait_synced(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let info: redis::RedisResult<String> = redis_at(port_of(&self.replica))
-                .and_then(|mut c| redis::cmd("INFO").arg("replication").query(&mut c));
-            if info.is_ok_and(|i| i.contains("master_link_status:up")) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the replica never synced with its master"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 
     fn spawn_sentinel(&self, n: usize) -> (Child, u16) {
@@ -209,6 +203,21 @@ impl Sentinels {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+    }
+}
+
+/// Waits until the server on `port` is a replica whose link to its master
+/// is up (synced).
+fn wait_synced(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let info: redis::RedisResult<String> =
+            redis_at(port).and_then(|mut c| redis::cmd("INFO").arg("replication").query(&mut c));
+        if info.is_ok_and(|i| i.contains("role:slave") && i.contains("master_link_status:up")) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} never synced with its master");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
