@@ -144,9 +144,13 @@ impl ZooKeeperBoard {
         record.ending = Ending::Cancelled;
         record.finished_ms = Some(now);
         record.run_at_ms = 0;
+        // Only jobworker's claims carry a claim id: a taskflow conductor
+        // reads no notes (it learns when its consume fails).
         let note = lock
             .as_ref()
-            .and_then(|(d, _)| LockBody::parse(d).owner)
+            .map(|(d, _)| LockBody::parse(d))
+            .filter(|body| body.claim_id.is_some())
+            .and_then(|body| body.owner)
             .filter(|o| paths::validate_owner(o).is_ok())
             .map(|o| format!("{}/{uuid}", paths::cancel_notes(self.root(), &o)));
         Ok(Some(Target {
