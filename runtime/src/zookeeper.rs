@@ -52,7 +52,8 @@
 //!
 //! Dependencies, unique keys and tracking (events) are refused with an
 //! `is_unsupported` error naming ZooKeeper; of the other qless features,
-//! cancel is here (`cancel.rs`), the rest live on the Redis board only.
+//! cancel (`cancel.rs`) and pause (`settings.rs`) are here, the rest
+//! live on the Redis board only.
 
 mod abandon;
 mod access;
@@ -77,6 +78,7 @@ mod record;
 mod recover;
 mod retention;
 mod session;
+mod settings;
 mod take_back;
 mod trash;
 mod wait;

@@ -38,7 +38,9 @@ macro_rules! feature_tests {
         $crate::feature_tests!(@each $harness;
             cancel_takes_waiting_work_off_the_board, cancel_is_all_or_nothing,
             cancel_of_a_held_job_tells_its_owner_and_revokes_the_lease,
-            a_cancel_racing_claims_leaves_each_job_one_ending);
+            a_cancel_racing_claims_leaves_each_job_one_ending,
+            a_paused_queue_hands_out_nothing_until_resumed,
+            wait_on_a_paused_queue_sleeps_until_resumed);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(
@@ -211,4 +213,52 @@ pub async fn a_cancel_racing_claims_leaves_each_job_one_ending<H: FeatureHarness
         assert_eq!(state, want, "job {id}");
     }
     println!("{} consumed, {} cancelled", consumed.len(), cancelled.len());
+}
+
+/// A paused queue hands out nothing and keeps its jobs (new posts too);
+/// resumed, it hands them all out.
+pub async fn a_paused_queue_hands_out_nothing_until_resumed<H: FeatureHarness>(h: &H) {
+    let b = h.board().await;
+    let q = unique_queue("pause");
+    for _ in 0..2 {
+        b.post(&q, NewJob::new("p")).await.unwrap();
+    }
+    assert!(!b.settings(&q).await.unwrap().paused);
+    b.pause(&q).await.unwrap();
+    b.pause(&q).await.unwrap();
+    assert!(b.settings(&q).await.unwrap().paused, "paused (twice is once)");
+    assert!(
+        b.claim(&[&q], "w", LONG, 10).await.unwrap().is_empty(),
+        "claimed from a paused queue"
+    );
+    b.post(&q, NewJob::new("p")).await.unwrap();
+    assert!(b.claim(&[&q], "w", LONG, 10).await.unwrap().is_empty());
+    assert_eq!(b.job_count(&q).await.unwrap(), 3, "pausing keeps the jobs");
+    b.resume(&q).await.unwrap();
+    assert!(!b.settings(&q).await.unwrap().paused);
+    assert_eq!(b.claim(&[&q], "w", LONG, 10).await.unwrap().len(), 3);
+}
+
+/// An idle worker waiting on a paused queue sleeps (it would spin on empty
+/// claims otherwise) until the resume, which wakes it.
+pub async fn wait_on_a_paused_queue_sleeps_until_resumed<H: FeatureHarness>(h: &H) {
+    let b = h.board().await;
+    let q = unique_queue("pause-wait");
+    b.post(&q, NewJob::new("p")).await.unwrap();
+    b.pause(&q).await.unwrap();
+    let waiter = {
+        let (b, q) = (b.clone(), q.clone());
+        tokio::spawn(async move { b.wait(&[&q], Duration::from_secs(30)).await.unwrap() })
+    };
+    // Kept: what is tested is that the wait sleeps through this time.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiter.is_finished(), "wait returned while the queue was paused");
+    let resumed = std::time::Instant::now();
+    b.resume(&q).await.unwrap();
+    let woke = tokio::time::timeout(SOON, waiter)
+        .await
+        .expect("the resume woke no wait")
+        .unwrap();
+    assert!(woke, "wait timed out instead of waking");
+    println!("the resume woke the wait {:?} later", resumed.elapsed());
 }

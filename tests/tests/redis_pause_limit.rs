@@ -1,6 +1,7 @@
-//! Pausing a queue and limiting its concurrency on the Redis board against
-//! a real server: claims hand out nothing (or no more), and `wait` sleeps
-//! until a resume or a freed lease instead of letting idle workers spin.
+//! Limiting a queue's concurrency on the Redis board against a real
+//! server: claims hand out no more, and `wait` sleeps until a freed lease
+//! instead of letting idle workers spin. (Pause and resume are in the
+//! feature suite both backends run, `jobworker_tests::feature_suite`.)
 
 use jobworker_tests::copy_of;
 use std::future::Future;
@@ -9,40 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobworker::redis::RedisBoard;
-use jobworker::{Board, NewJob};
+use jobworker::Board;
 use jobworker_tests::features::*;
 use redis::AsyncCommands;
 use tokio::time::Instant;
-
-#[tokio::test]
-async fn a_paused_queue_hands_out_nothing_until_resumed() {
-    let (b, q) = board_and_queue("pause").await;
-    post_n(&b, &q, "p", 2).await;
-    assert!(!b.settings(&q).await.unwrap().paused);
-    b.pause(&q).await.unwrap();
-    assert!(b.settings(&q).await.unwrap().paused);
-    assert!(claim(&b, &q, 10).await.is_empty(), "claimed from a paused queue");
-    b.post(&q, NewJob::new("p")).await.unwrap();
-    assert!(claim(&b, &q, 10).await.is_empty());
-    assert_eq!(b.job_count(&q).await.unwrap(), 3, "pausing keeps the jobs");
-    b.resume(&q).await.unwrap();
-    assert!(!b.settings(&q).await.unwrap().paused);
-    assert_eq!(claim(&b, &q, 10).await.len(), 3);
-}
-
-/// An idle worker waiting on a paused queue should sleep until resume (the
-/// resume publishes a wake-up for it), not spin on claims that return
-/// nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wait_on_a_paused_queue_sleeps_until_resumed() {
-    let (b, q) = board_and_queue("pause-wait").await;
-    b.post(&q, NewJob::new("p")).await.unwrap();
-    b.pause(&q).await.unwrap();
-    assert_wait_sleeps_until(&b, &q, "resume", async {
-        b.resume(&q).await.unwrap();
-    })
-    .await;
-}
 
 /// Starts a `wait` on `q` in a task, lets 500 ms pass, runs `wake_up`, and
 /// checks that the wait slept until then (an idle worker would spin on

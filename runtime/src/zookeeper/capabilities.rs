@@ -32,14 +32,16 @@ impl Admin for ZooKeeperBoard {
     async fn counts(&self, _: &[String]) -> Result<QueueCounts> {
         refuse("counting jobs by state")
     }
-    async fn settings(&self, _: &str) -> Result<QueueSettings> {
-        refuse("queue settings")
+    /// Paused or not; no limits on ZooKeeper yet (`limit` is `None`).
+    async fn settings(&self, queue: &str) -> Result<QueueSettings> {
+        let paused = self.stored_settings(&self.paths(queue)?, false).await?.0.paused;
+        Ok(QueueSettings { paused, limit: None })
     }
-    async fn pause(&self, _: &str) -> Result<()> {
-        refuse("pausing a queue")
+    async fn pause(&self, queue: &str) -> Result<()> {
+        self.set_paused(queue, true).await
     }
-    async fn resume(&self, _: &str) -> Result<()> {
-        refuse("resuming a queue")
+    async fn resume(&self, queue: &str) -> Result<()> {
+        self.set_paused(queue, false).await
     }
     async fn set_limit(&self, _: &str, _: Option<u32>) -> Result<()> {
         refuse("a queue limit")

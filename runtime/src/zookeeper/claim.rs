@@ -56,6 +56,9 @@ impl ZooKeeperBoard {
     ) -> Result<Vec<Claimed>> {
         let paths = self.paths(queue)?;
         self.prune_from_claim(&paths);
+        if self.stored_settings(&paths, false).await?.0.paused {
+            return Ok(Vec::new());
+        }
         let (snap, _) = self.snapshot(&paths, false).await?;
         if snap.jobs.is_empty() {
             return Ok(Vec::new());

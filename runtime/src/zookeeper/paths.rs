@@ -14,6 +14,7 @@
 //! | `R/Q/.jw/history/<hour>/<uuid>` | persistent, empty | completed in that hour |
 //! | `R/Q/.jw/history/<hour>/<uuid>@cancelled` | persistent, empty | cancelled in that hour |
 //! | `R/Q/.jw/quarantine/<name>` | persistent | an undecodable job znode, moved aside |
+//! | `R/Q/.jw/settings` | persistent | the queue's settings: `{"paused": …}` |
 //! | `R/.entities/conductor/<owner>` | ephemeral | every registered worker |
 //! | `R/.jw/cancels/<owner>/<uuid>` | persistent, empty | a cancel of a job `owner` held, until `owner` hears it |
 //!
@@ -54,6 +55,8 @@ pub(crate) struct QueuePaths {
     pub history: String,
     /// `R/Q/.jw/quarantine`.
     pub quarantine: String,
+    /// `R/Q/.jw/settings` (made on the first pause).
+    pub settings: String,
 }
 
 impl QueuePaths {
@@ -72,6 +75,7 @@ impl QueuePaths {
             delayed: format!("{jw}/delayed"),
             history: format!("{jw}/history"),
             quarantine: format!("{jw}/quarantine"),
+            settings: format!("{jw}/settings"),
         })
     }
 

@@ -2,7 +2,9 @@
 //! watches and timers, never by polling.
 //!
 //! Each round lists every queue with a one-shot child watch on its jobs
-//! path (a post, a released lock or a finished job fires it), and returns
+//! path (a post, a released lock or a finished job fires it) and a data
+//! watch on its settings (a pause or resume fires it; a paused queue is
+//! not listed), and returns
 //! at once when a job is ready or a lease has expired. Otherwise it sleeps
 //! until a watch fires, the earliest delayed job falls due or lease
 //! deadline passes, the session reconnects (watch events can be lost in an
@@ -77,6 +79,12 @@ impl ZooKeeperBoard {
         let mut next: Option<i64> = None;
         let mut soonest = |at: i64| next = Some(next.map_or(at, |n: i64| n.min(at)));
         for paths in queues {
+            // A paused queue's jobs are no work; its resume is.
+            let (settings, watcher) = self.stored_settings(paths, true).await?;
+            watchers.extend(watcher);
+            if settings.paused {
+                continue;
+            }
             let (snap, watcher) = self.snapshot(paths, true).await?;
             watchers.extend(watcher);
             if snap.jobs.is_empty() {

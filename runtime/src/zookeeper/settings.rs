@@ -1,0 +1,104 @@
+//! pause and resume on ZooKeeper: the queue's settings znode,
+//! `R/Q/.jw/settings`, JSON `{"paused": true|false}`, written at the
+//! version read. Claims read it and hand out nothing while the queue is
+//! paused; `wait` watches it, so a resume wakes the idle workers at once
+//! and a paused queue's jobs do not wake them at all. A claim of a named
+//! job (taskflow's) is not held back: it asks for that very job.
+
+use serde::{Deserialize, Serialize};
+use zookeeper_client as zk;
+
+use crate::error::{Error, Result};
+use crate::zookeeper::lease::TRIES;
+use crate::zookeeper::paths::QueuePaths;
+use crate::zookeeper::ZooKeeperBoard;
+
+/// What the settings znode holds (a missing znode: the defaults).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Stored {
+    /// Claims hand out nothing while paused.
+    pub paused: bool,
+}
+
+impl Stored {
+    fn parse(data: &[u8], queue: &str) -> Result<Stored> {
+        serde_json::from_slice(data)
+            .map_err(|e| Error::codec(format!("the settings of queue {queue} are not readable: {e}")))
+    }
+}
+
+impl ZooKeeperBoard {
+    /// The queue's settings and, with `watch`, a watch that fires when they
+    /// change (or are first written).
+    pub(crate) async fn stored_settings(
+        &self,
+        paths: &QueuePaths,
+        watch: bool,
+    ) -> Result<(Stored, Option<zk::OneshotWatcher>)> {
+        let what = format!("cannot read the settings of queue {}", paths.queue);
+        let read = self
+            .read(&what, |client| {
+                let path = paths.settings.clone();
+                async move {
+                    if !watch {
+                        return match client.get_data(&path).await {
+                            Ok((data, _)) => Ok((Some(data), None)),
+                            Err(zk::Error::NoNode) => Ok((None, None)),
+                            Err(e) => Err(e),
+                        };
+                    }
+                    match client.get_and_watch_data(&path).await {
+                        Ok((data, _, w)) => Ok((Some(data), Some(w))),
+                        Err(zk::Error::NoNode) => {
+                            let (_, w) = client.check_and_watch_stat(&path).await?;
+                            Ok((None, Some(w)))
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .await?
+            .map_err(|e| self.session().error(&what, &e))?;
+        let stored = match read.0 {
+            Some(data) => Stored::parse(&data, &paths.queue)?,
+            None => Stored::default(),
+        };
+        Ok((stored, read.1))
+    }
+
+    /// pause (`true`) or resume (`false`) a queue.
+    pub(crate) async fn set_paused(&self, queue: &str, paused: bool) -> Result<()> {
+        let paths = self.paths(queue)?;
+        self.ensure_queue(&paths).await?;
+        let what = format!("cannot change the settings of queue {queue}");
+        for _ in 0..TRIES {
+            let client = self.client(&what).await?;
+            let written = match client.get_data(&paths.settings).await {
+                Ok((data, stat)) => {
+                    let mut stored = Stored::parse(&data, queue)?;
+                    stored.paused = paused;
+                    let bytes = serde_json::to_vec(&stored).map_err(|e| Error::codec(e.to_string()))?;
+                    client
+                        .set_data(&paths.settings, &bytes, Some(stat.version))
+                        .await
+                        .map(drop)
+                }
+                Err(zk::Error::NoNode) => {
+                    let bytes =
+                        serde_json::to_vec(&Stored { paused }).map_err(|e| Error::codec(e.to_string()))?;
+                    let persistent = &self.session().access().persistent();
+                    client.create(&paths.settings, &bytes, persistent).await.map(drop)
+                }
+                Err(e) => Err(e),
+            };
+            match written {
+                Ok(()) => return Ok(()),
+                // Changed or made meanwhile: read again.
+                Err(zk::Error::BadVersion | zk::Error::NodeExists) => {}
+                Err(e) => return Err(self.session().error(&what, &e)),
+            }
+        }
+        Err(self.keeps_changing(&what))
+    }
+}
