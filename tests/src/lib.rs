@@ -8,6 +8,8 @@
 //! - [`copy_of`], [`with_owner`]: a lease rebuilt from its parts, to use a
 //!   claim twice on purpose.
 //! - [`Sentinels`]: a master, a replica and three sentinels for one test.
+//! - [`ZooKeeperEnsemble`]: a 3-member (or n-member) ZooKeeper quorum on
+//!   loopback ports for one test, whose members a test may kill and restart.
 //! - [`RedisCluster`]: a Redis Cluster of N masters on loopback ports for one
 //!   test, and [`shared_cluster`], one 3-master cluster per test binary.
 //! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
@@ -34,6 +36,7 @@ pub mod shape;
 
 mod support {
     pub mod cluster;
+    pub mod ensemble;
     pub mod exit;
     pub mod fixtures;
     pub mod lease;
@@ -46,6 +49,7 @@ mod support {
 }
 
 pub use support::cluster::{shared_cluster, RedisCluster};
+pub use support::ensemble::{EstablishedSession, ZooKeeperEnsemble, ZooKeeperMode, ENSEMBLE_TIMEOUT};
 pub use support::fixtures::{fixtures_dir, workspace_dir};
 pub use support::lease::{copy_of, with_owner};
 pub use support::names::unique_queue;

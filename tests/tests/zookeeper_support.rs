@@ -1,12 +1,13 @@
 //! Checks the ZooKeeper test support (shared and private servers, kill -9 and
-//! restart), and the zookeeper-client 0.11 calls that `docs/zookeeper-notes.md`
-//! describes, against a real ZooKeeper (Debian's 3.8 package), kazoo and
-//! taskflow.
+//! restart, a 3-member ensemble losing its leader), and the zookeeper-client
+//! 0.11 calls that `docs/zookeeper-notes.md` describes, against a real
+//! ZooKeeper (Debian's 3.8 package), kazoo and taskflow.
 
 use std::time::{Duration, Instant};
 
 use jobworker_tests::{
-    run_python_async, shared_zookeeper, unique_queue, wait_until, ZooKeeperOptions, ZooKeeperServer,
+    run_python_async, shared_zookeeper, unique_queue, wait_until, ZooKeeperEnsemble, ZooKeeperMode,
+    ZooKeeperOptions, ZooKeeperServer, ENSEMBLE_TIMEOUT,
 };
 use serde_json::Value;
 use zookeeper_client as zk;
@@ -537,4 +538,79 @@ async fn taskflow_board_sees_a_rust_claim() {
     assert_eq!(listed[0]["uuid"], posted["uuid"], "{listed}");
     assert_eq!(listed[0]["state"], "CLAIMED");
     assert_eq!(listed[0]["owner"], "rust-worker");
+}
+
+/// A 3-member ensemble on loopback ports: a znode written through one
+/// member reads through another; kill -9 of the leader makes the other two
+/// elect a new one, the znode stays readable, and the killed member,
+/// restarted on its ports and dir, rejoins the quorum.
+#[tokio::test(flavor = "multi_thread")]
+async fn ensemble_elects_a_new_leader_after_kill_9_and_takes_the_old_one_back() {
+    let starting = Instant::now();
+    let mut ensemble = tokio::task::block_in_place(|| ZooKeeperEnsemble::start(3));
+    let leader = ensemble.leader();
+    eprintln!(
+        "ensemble: 3 members up in {:?}, member {leader} leads",
+        starting.elapsed()
+    );
+    let hosts: Vec<String> = (0..3)
+        .map(|i| format!("127.0.0.1:{}", ensemble.port(i)))
+        .collect();
+    assert_eq!(ensemble.connect_string(), hosts.join(","));
+    let followers = (0..3).filter(|&i| ensemble.mode(i) == Some(ZooKeeperMode::Follower));
+    assert_eq!(followers.count(), 2, "{}", ensemble.modes_text());
+    let (writer, reader) = ((leader + 1) % 3, (leader + 2) % 3);
+
+    let writing = connect(&ensemble.member(writer).connect_string(), Duration::from_secs(20)).await;
+    writing.create("/ensemble", b"quorum", PERSISTENT).await.unwrap();
+    let reading = connect(&ensemble.member(reader).connect_string(), Duration::from_secs(20)).await;
+    // A follower may answer before it applied the write: sync first.
+    reading.sync("/ensemble").await.unwrap();
+    assert_eq!(reading.get_data("/ensemble").await.unwrap().0, b"quorum");
+
+    let old_pid = ensemble.pid(leader);
+    let killed = Instant::now();
+    ensemble.kill(leader);
+    assert!(
+        !ensemble.is_running(leader) && !alive(old_pid),
+        "leader {old_pid} still runs"
+    );
+    let new_leader = tokio::task::block_in_place(|| ensemble.wait_new_leader(leader, ENSEMBLE_TIMEOUT));
+    let election = killed.elapsed();
+    eprintln!("ensemble: member {new_leader} elected leader {election:?} after kill -9 of leader {leader}");
+    assert_ne!(new_leader, leader);
+    // Both clients stay usable: each is on a surviving member.
+    for client in [&reading, &writing] {
+        client.sync("/ensemble").await.unwrap();
+        assert_eq!(client.get_data("/ensemble").await.unwrap().0, b"quorum");
+    }
+    let any = connect(&ensemble.connect_string(), Duration::from_secs(20)).await;
+    assert_eq!(any.get_data("/ensemble").await.unwrap().0, b"quorum");
+    any.set_data("/ensemble", b"two of three", None).await.unwrap();
+
+    let restarting = Instant::now();
+    tokio::task::block_in_place(|| ensemble.restart(leader));
+    eprintln!(
+        "ensemble: member {leader} rejoined {:?} after its restart began",
+        restarting.elapsed()
+    );
+    assert_ne!(ensemble.pid(leader), old_pid);
+    assert!(matches!(
+        ensemble.mode(leader),
+        Some(ZooKeeperMode::Follower | ZooKeeperMode::Leader)
+    ));
+    let settled = tokio::task::block_in_place(|| ensemble.wait_leader(ENSEMBLE_TIMEOUT));
+    assert!(ensemble.is_running(settled));
+    // The rejoined member has the write made while it was down.
+    let rejoined = connect(&ensemble.member(leader).connect_string(), Duration::from_secs(20)).await;
+    rejoined.sync("/ensemble").await.unwrap();
+    assert_eq!(rejoined.get_data("/ensemble").await.unwrap().0, b"two of three");
+    let sessions = ensemble.established_sessions();
+    assert!(sessions.len() >= 4, "{sessions:?}");
+    let pids: Vec<u32> = (0..3).map(|i| ensemble.pid(i)).collect();
+    drop(ensemble);
+    assert!(
+        pids.iter().all(|&p| !alive(p)),
+        "a member outlived the ensemble: {pids:?}"
+    );
 }

@@ -137,6 +137,8 @@ pub struct ZooKeeperServer {
     port: u16,
     pid: u32,
     startup: Duration,
+    /// When the last JVM was spawned, and where its output starts in the log.
+    spawned: (Instant, u64),
     child: Mutex<Option<Child>>,
     /// Declared last: removed only after `Drop::drop` has killed the server.
     _temp: Option<TempDir>,
@@ -167,28 +169,7 @@ impl ZooKeeperServer {
     /// installed (the message names the package); otherwise an error that
     /// quotes the end of the server log.
     pub fn start(opts: ZooKeeperOptions) -> io::Result<ZooKeeperServer> {
-        check_installed()?;
-        let (dir, temp) = match &opts.dir {
-            Some(dir) => {
-                fs::create_dir_all(dir)
-                    .map_err(|e| context(e, &format!("cannot create {}", dir.display())))?;
-                (dir.canonicalize()?, None)
-            }
-            None => {
-                let temp = tempfile::Builder::new().prefix("jobworker-zk-").tempdir()?;
-                (temp.path().canonicalize()?, Some(temp))
-            }
-        };
-        fs::create_dir_all(dir.join(DATA_SUBDIR))?;
-        let mut server = ZooKeeperServer {
-            opts,
-            dir,
-            port: 0,
-            pid: 0,
-            startup: Duration::ZERO,
-            child: Mutex::new(None),
-            _temp: temp,
-        };
+        let mut server = Self::prepare(opts)?;
         if let Some(port) = server.opts.port {
             server.port = port;
             server.launch().map_err(LaunchFailure::into_error)?;
@@ -207,6 +188,59 @@ impl ZooKeeperServer {
         Err(io::Error::other(format!(
             "ZooKeeper did not start after {PORT_ATTEMPTS} attempts on free ports: {last}"
         )))
+    }
+
+    /// Spawns a server on `opts.port` (which must be set) without waiting
+    /// for it to serve: a member of an ensemble serves only once a quorum
+    /// is up. [`wait_serving`](Self::wait_serving) waits.
+    pub(crate) fn spawn_unready(opts: ZooKeeperOptions) -> io::Result<ZooKeeperServer> {
+        let port = opts
+            .port
+            .ok_or_else(|| io::Error::other("spawn_unready needs a port"))?;
+        let mut server = Self::prepare(opts)?;
+        server.port = port;
+        server.spawn_jvm()?;
+        Ok(server)
+    }
+
+    /// Stops the server if it runs and spawns it again on the same port,
+    /// dir and options, without waiting for it to serve.
+    pub(crate) fn respawn(&mut self) -> io::Result<()> {
+        self.stop()?;
+        self.spawn_jvm()
+    }
+
+    /// Waits until the last spawned JVM serves (at most `timeout` from its
+    /// spawn); on failure kills it and quotes the end of its log.
+    pub(crate) fn wait_serving(&mut self, timeout: Duration) -> io::Result<()> {
+        self.await_ready(timeout).map_err(LaunchFailure::into_error)
+    }
+
+    /// The server's dir made ready, nothing spawned yet.
+    fn prepare(opts: ZooKeeperOptions) -> io::Result<ZooKeeperServer> {
+        check_installed()?;
+        let (dir, temp) = match &opts.dir {
+            Some(dir) => {
+                fs::create_dir_all(dir)
+                    .map_err(|e| context(e, &format!("cannot create {}", dir.display())))?;
+                (dir.canonicalize()?, None)
+            }
+            None => {
+                let temp = tempfile::Builder::new().prefix("jobworker-zk-").tempdir()?;
+                (temp.path().canonicalize()?, Some(temp))
+            }
+        };
+        fs::create_dir_all(dir.join(DATA_SUBDIR))?;
+        Ok(ZooKeeperServer {
+            opts,
+            dir,
+            port: 0,
+            pid: 0,
+            startup: Duration::ZERO,
+            spawned: (Instant::now(), 0),
+            child: Mutex::new(None),
+            _temp: temp,
+        })
     }
 
     /// `127.0.0.1:PORT`, the connect string for clients (zookeeper-client,
@@ -349,18 +383,23 @@ impl ZooKeeperServer {
 
     /// Writes the config, spawns one JVM and waits until it serves.
     fn launch(&mut self) -> Result<(), LaunchFailure> {
-        let fatal = LaunchFailure::Fatal;
+        self.spawn_jvm().map_err(LaunchFailure::Fatal)?;
+        self.await_ready(READY_TIMEOUT)
+    }
+
+    /// Writes the config and spawns one JVM.
+    fn spawn_jvm(&mut self) -> io::Result<()> {
         let config = self.dir.join(CONFIG_FILE);
         fs::write(&config, self.config_text())
-            .map_err(|e| fatal(context(e, &format!("cannot write {}", config.display()))))?;
+            .map_err(|e| context(e, &format!("cannot write {}", config.display())))?;
         let log_path = self.log_path();
         let mut log = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log_path)
-            .map_err(|e| fatal(context(e, &format!("cannot open {}", log_path.display()))))?;
+            .map_err(|e| context(e, &format!("cannot open {}", log_path.display())))?;
         let log_start = log.seek(SeekFrom::End(0)).unwrap_or(0);
-        let log_err = log.try_clone().map_err(fatal)?;
+        let log_err = log.try_clone()?;
 
         let mut classpath = format!("{}:{ZOOKEEPER_JAR}", self.dir.display());
         if Path::new(SLF4J_SIMPLE_JAR).is_file() {
@@ -382,16 +421,24 @@ impl ZooKeeperServer {
             .process_group(0);
         let started = Instant::now();
         let child = spawn_on_launcher(cmd).map_err(|e| {
-            fatal(if e.kind() == io::ErrorKind::NotFound {
+            if e.kind() == io::ErrorKind::NotFound {
                 io::Error::new(e.kind(), format!("{JAVA_BIN} not found on PATH; {INSTALL_HINT}"))
             } else {
                 context(e, "cannot spawn the ZooKeeper JVM")
-            })
+            }
         })?;
         self.pid = child.id();
+        self.spawned = (started, log_start);
         *self.child.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(child);
+        Ok(())
+    }
 
-        match self.wait_ready(started + READY_TIMEOUT) {
+    /// Waits until the last spawned JVM serves, at most `timeout` from its
+    /// spawn; kills it if it does not.
+    fn await_ready(&mut self, timeout: Duration) -> Result<(), LaunchFailure> {
+        let (started, log_start) = self.spawned;
+        let log_path = self.log_path();
+        match self.wait_ready(started + timeout) {
             Ok(()) => {
                 self.startup = started.elapsed();
                 Ok(())
@@ -439,7 +486,7 @@ impl ZooKeeperServer {
                 return Err(format!("another server answers on the port:\n{conf}"));
             }
             if Instant::now() >= deadline {
-                return Err(format!("not serving after {READY_TIMEOUT:?}"));
+                return Err(format!("not serving after {:?}", deadline - self.spawned.0));
             }
             thread::sleep(PROBE_INTERVAL);
         }
