@@ -7,8 +7,9 @@ mod common;
 
 use std::time::Duration;
 
+use common::runs::logged;
 use common::Supervisor;
-use jobworker_examples::scripted::{Action, Script};
+use jobworker_examples::scripted::Action;
 use jobworker_tests::{shared_zookeeper, unique_queue, wait_until};
 
 const PASSWORD: &str = "pa55-w0rd-never-shown";
@@ -16,16 +17,10 @@ const PASSWORD: &str = "pa55-w0rd-never-shown";
 /// Runs the command line with `zookeeper` in the environment; returns
 /// (exit code, stdout, stderr).
 fn cli(zookeeper: &str, args: &[&str]) -> (i32, String, String) {
-    let out = common::cli::jobworker_command()
-        .env("JOBWORKER_ZOOKEEPER", zookeeper)
-        .args(args)
-        .output()
-        .expect("run jobworker");
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (
-        out.status.code().unwrap_or(-1),
-        text(&out.stdout),
-        text(&out.stderr),
+    common::cli::output_of(
+        common::cli::jobworker_command()
+            .env("JOBWORKER_ZOOKEEPER", zookeeper)
+            .args(args),
     )
 }
 
@@ -39,15 +34,7 @@ async fn workers_run_jobs_with_credentials_and_the_password_shows_nowhere() {
     let authed = format!("app:{PASSWORD}@{plain}");
     let q = unique_queue("zk-auth");
     let dir = tempfile::tempdir().unwrap();
-    let script = Script {
-        action: Action::Ok,
-        millis: 0,
-        until_attempt: 0,
-        count_key: None,
-        sandbox_key: None,
-        next_queue: None,
-        log_file: Some(dir.path().join("runs.log").to_str().unwrap().to_owned()),
-    };
+    let script = logged(Action::Ok, 0, &dir.path().join("runs.log"));
     let args = serde_json::to_string(&script).unwrap();
     let mut ids = Vec::new();
     for _ in 0..3 {

@@ -9,24 +9,13 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::runs::logged;
 use common::Supervisor;
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, JobState, NewJob};
 use jobworker_examples::scripted::run_log::RunLine;
-use jobworker_examples::scripted::{Action, Script};
+use jobworker_examples::scripted::Action;
 use jobworker_tests::{shared_zookeeper, unique_queue, wait_for, wait_until};
-
-fn script(action: Action, millis: u64, log: &Path) -> Script {
-    Script {
-        action,
-        millis,
-        until_attempt: 0,
-        count_key: None,
-        sandbox_key: None,
-        next_queue: None,
-        log_file: Some(log.to_str().unwrap().to_owned()),
-    }
-}
 
 /// The run log's lines of job `id`.
 fn lines_of(log: &Path, id: &JobId) -> Vec<RunLine> {
@@ -65,7 +54,7 @@ async fn cancel_of_a_running_job_stops_its_handler() {
         None,
     );
     let long = NewJob::new("scripted")
-        .args(&script(Action::Sleep, 60_000, &log))
+        .args(&logged(Action::Sleep, 60_000, &log))
         .unwrap();
     let id = board.post(&q, long).await.unwrap();
     wait_until(
@@ -104,7 +93,7 @@ async fn cancel_of_a_running_job_stops_its_handler() {
         .post(
             &q,
             NewJob::new("scripted")
-                .args(&script(Action::Ok, 0, &log))
+                .args(&logged(Action::Ok, 0, &log))
                 .unwrap(),
         )
         .await

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::runs::logged;
 use common::{serial, Supervisor};
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, ListFilter, NewJob, Page};
@@ -25,18 +26,6 @@ async fn board(connect: &str) -> ZooKeeperBoard {
     ZooKeeperBoard::connect(ZooKeeperOptions::new(connect))
         .await
         .expect("connect to the test ZooKeeper")
-}
-
-fn logged(action: Action, millis: u64, log: &Path) -> Script {
-    Script {
-        action,
-        millis,
-        until_attempt: 0,
-        count_key: None,
-        sandbox_key: None,
-        next_queue: None,
-        log_file: Some(log.to_str().unwrap().to_owned()),
-    }
 }
 
 /// How many runs each job in `log` started, and how many ended `ok`.
@@ -228,16 +217,10 @@ fn assert_single_threaded(sup: &Supervisor) {
 /// Runs the `jobworker` command line on `connect`; returns (exit code,
 /// stdout, stderr).
 fn cli(connect: &str, args: &[&str]) -> (i32, String, String) {
-    let out = common::cli::jobworker_command()
-        .args(["--zookeeper", connect])
-        .args(args)
-        .output()
-        .expect("run jobworker");
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (
-        out.status.code().unwrap_or(-1),
-        text(&out.stdout),
-        text(&out.stderr),
+    common::cli::output_of(
+        common::cli::jobworker_command()
+            .args(["--zookeeper", connect])
+            .args(args),
     )
 }
 

@@ -18,12 +18,12 @@ use std::fmt::{self, Display};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::runs::{outcome, unrecorded};
+use common::runs::{logged, outcome, unrecorded};
 use common::{serial, Supervisor};
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, NewJob};
 use jobworker_examples::scripted::run_log::RunOutcome;
-use jobworker_examples::scripted::{Action, Script};
+use jobworker_examples::scripted::Action;
 use jobworker_tests::chaos::runs::{Run, Runs};
 use jobworker_tests::{unique_queue, wait_until, ZooKeeperEnsemble, ENSEMBLE_TIMEOUT};
 use tokio::task::block_in_place;
@@ -69,15 +69,7 @@ impl Display for Evidence<'_> {
 
 /// Posts [`JOBS`] jobs whose runs are logged to `log`.
 async fn post_jobs(board: &ZooKeeperBoard, q: &str, log: &Path) -> Vec<JobId> {
-    let script = Script {
-        action: Action::Sleep,
-        millis: JOB_MILLIS,
-        until_attempt: 0,
-        count_key: None,
-        sandbox_key: None,
-        next_queue: None,
-        log_file: Some(log.display().to_string()),
-    };
+    let script = logged(Action::Sleep, JOB_MILLIS, log);
     let job = NewJob::new("scripted").args(&script).unwrap();
     let mut ids = Vec::with_capacity(JOBS);
     for _ in 0..JOBS / BATCH {

@@ -26,6 +26,17 @@ pub fn jobworker_command() -> Command {
     cmd
 }
 
+/// Runs `cmd`; returns (exit code, stdout, stderr).
+pub fn output_of(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().expect("run jobworker");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
 /// The `jobworker` command line pointed at one Redis.
 pub struct Cli {
     pub url: String,

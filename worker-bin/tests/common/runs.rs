@@ -2,10 +2,26 @@
 //! outside Redis): jobs that never ran, ran again, or ran twice at once.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use jobworker::JobId;
 use jobworker_examples::scripted::run_log::RunOutcome;
+use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::chaos::runs::Run;
+
+/// A scripted job's arguments: `action` for `millis`, each run logged to
+/// `log` (a run log, which works on any board).
+pub fn logged(action: Action, millis: u64, log: &Path) -> Script {
+    Script {
+        action,
+        millis,
+        until_attempt: 0,
+        count_key: None,
+        sandbox_key: None,
+        next_queue: None,
+        log_file: Some(log.display().to_string()),
+    }
+}
 
 /// What a drain did, per job.
 #[derive(Debug, Default)]
