@@ -23,6 +23,8 @@ pub const DEFAULT_JOB_MS: RangeInclusive<u64> = 5..=30;
 pub const JOB_MAX_ATTEMPTS: u32 = 1_000;
 /// How long the SIGSTOP outlasts the lease (or, on ZooKeeper, the session).
 pub const FREEZE_MARGIN: Duration = Duration::from_millis(1_500);
+/// How long the queue stays paused.
+pub const PAUSE_FOR: Duration = Duration::from_secs(2);
 /// How long the board server stays down between its kill and its restart.
 pub const SERVER_DOWN: Duration = Duration::from_millis(500);
 /// `--grace` of the supervisor (a drain at the end, or after a crash loop).

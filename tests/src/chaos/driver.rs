@@ -19,7 +19,9 @@ use jobworker::{AnyBoard, Board, JobId, NewJob};
 use jobworker_examples::scripted::{Action, Script};
 
 use crate::chaos::analysis::{analyse, Facts};
-use crate::chaos::config::{Backend, ChaosConfig, JOB_MAX_ATTEMPTS, SERVER_DOWN, SUPERVISOR_GRACE};
+use crate::chaos::config::{
+    Backend, ChaosConfig, JOB_MAX_ATTEMPTS, PAUSE_FOR, SERVER_DOWN, SUPERVISOR_GRACE,
+};
 use crate::chaos::events::{now_us, Events, Freeze, Outage};
 use crate::chaos::evidence;
 use crate::chaos::faults::{Fault, PLAN};
@@ -381,6 +383,17 @@ impl Chaos<'_> {
                 let runs = &self.runs;
                 sup.kill_tree(&mut self.events, |pid| runs.open_count(pid))?;
                 self.start_supervisor()?;
+            }
+            Fault::Pause => {
+                let from_us = now_us();
+                self.launch.operator("pause", QUEUE)?;
+                let until = Instant::now() + PAUSE_FOR;
+                while Instant::now() < until {
+                    self.tick()?;
+                    std::thread::sleep(TICK);
+                }
+                self.launch.operator("resume", QUEUE)?;
+                self.events.pauses.push((from_us, now_us()));
             }
             Fault::ServerRestart => {
                 let down_us = now_us();

@@ -89,6 +89,8 @@ pub struct Events {
     pub freezes: Vec<Freeze>,
     /// Board server restarts.
     pub outages: Vec<Outage>,
+    /// The queue paused: from just before `pause` to just after `resume`.
+    pub pauses: Vec<(u64, u64)>,
     /// Whole supervisor trees killed: when.
     pub tree_kills: Vec<u64>,
     /// Every supervisor started.

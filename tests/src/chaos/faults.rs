@@ -1,7 +1,8 @@
 //! The faults of a chaos run, in order, each when a share of the jobs has
-//! succeeded: the whole supervisor tree killed and restarted, the board
-//! server killed and restarted, a worker frozen past its lease. Worker
-//! kills go on all along (see `driver`).
+//! succeeded: the whole supervisor tree killed and restarted, the queue
+//! paused and resumed by an operator, the board server killed and
+//! restarted, a worker frozen past its lease. Worker kills go on all along
+//! (see `driver`).
 
 /// One planned fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,6 +10,9 @@ pub enum Fault {
     /// SIGKILL the supervisor and every worker, then start a new
     /// supervisor; the killed workers' leases expire.
     TreeKill,
+    /// `jobworker pause` of the queue, and `jobworker resume` after
+    /// [`PAUSE_FOR`](crate::chaos::config::PAUSE_FOR).
+    Pause,
     /// SIGKILL the board server, then restart it on the same port and data.
     ServerRestart,
     /// SIGSTOP a worker with runs in flight past its lease (on ZooKeeper
@@ -21,6 +25,7 @@ impl Fault {
     pub fn name(self) -> &'static str {
         match self {
             Fault::TreeKill => "supervisor tree kill",
+            Fault::Pause => "queue pause + resume",
             Fault::ServerRestart => "server restart",
             Fault::Freeze => "worker freeze (SIGSTOP)",
         }
@@ -30,8 +35,9 @@ impl Fault {
 /// The plan: each fault once, when this share of the jobs has succeeded
 /// (and the one before is over). The freeze comes last, so that the
 /// other workers still have work while it lasts.
-pub const PLAN: [(f64, Fault); 3] = [
+pub const PLAN: [(f64, Fault); 4] = [
     (0.20, Fault::TreeKill),
+    (0.30, Fault::Pause),
     (0.40, Fault::ServerRestart),
     (0.60, Fault::Freeze),
 ];

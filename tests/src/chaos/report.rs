@@ -159,6 +159,14 @@ impl fmt::Display for Report {
             e.tree_kills.iter().map(|&t| at(t)).collect::<Vec<_>>(),
             self.kills(KillKind::Tree)
         )?;
+        for (from, to) in &e.pauses {
+            writeln!(
+                f,
+                "queue paused (operator):   at {} for {} ms",
+                at(*from),
+                to.saturating_sub(*from) / 1_000
+            )?;
+        }
         for o in &e.outages {
             writeln!(
                 f,

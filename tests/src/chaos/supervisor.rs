@@ -32,6 +32,25 @@ pub struct Launch {
     pub log_dir: PathBuf,
 }
 
+impl Launch {
+    /// Runs `jobworker <board> VERB -q QUEUE` as an operator would; an
+    /// error unless it succeeds.
+    pub fn operator(&self, verb: &str, queue: &str) -> std::io::Result<()> {
+        let out = std::process::Command::new(&self.jobworker)
+            .args(&self.board_args)
+            .args([verb, "-q", queue])
+            .output()?;
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(std::io::Error::other(format!(
+            "jobworker {verb} -q {queue} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )))
+    }
+}
+
 /// A running supervisor and the workers seen so far.
 #[derive(Debug)]
 pub struct Supervisor {
