@@ -152,7 +152,10 @@ fn durability_without_enough_replicas_acknowledges_nothing() {
 /// A cancel made after a failover still stops the running handler: the
 /// worker's cancel listener subscribes again on the new master (and its
 /// heartbeat, refused for a cancelled job, would stop it too). The job ends
-/// cancelled, ran once, and its slot runs the next job.
+/// cancelled, ran once, and its slot runs the next job. The lease (30 s)
+/// outlasts the failover (the sentinels wait 5 s before calling the
+/// master down): with 6 s it expired during the failover on a busy
+/// machine and the job ran again (seen in CI).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_after_a_failover_stops_the_running_handler() {
     let _serial = serial().await;
@@ -161,7 +164,12 @@ async fn a_cancel_after_a_failover_stops_the_running_handler() {
     let board = RedisBoard::connect(&url).await.unwrap();
     let q = unique_queue("e2e-sentinel-cancel");
     let key = format!("runs:{q}");
-    let sup = Supervisor::start_on(&["--redis", &url], &q, &["--workers", "1", "--expiry", "6"], None);
+    let sup = Supervisor::start_on(
+        &["--redis", &url],
+        &q,
+        &["--workers", "1", "--expiry", "30"],
+        None,
+    );
     let id = post(&board, &q, &script(Action::Sleep, 300_000, &key), 3).await;
     wait_until(
         sup.and_log("the handler to start"),
