@@ -13,6 +13,7 @@ use futures_util::StreamExt;
 use jobworker::board::{Admin, Events};
 use jobworker::{Board, JobId, JobState, ListFilter, NewJob, Page};
 
+use crate::conformance::let_pass;
 use crate::{copy_of, unique_queue};
 
 /// An expiry no test outlives.
@@ -40,6 +41,7 @@ macro_rules! feature_tests {
             cancel_of_a_held_job_tells_its_owner_and_revokes_the_lease,
             a_cancel_racing_claims_leaves_each_job_one_ending,
             a_paused_queue_hands_out_nothing_until_resumed,
+            a_paused_queue_still_takes_back_expired_leases,
             wait_on_a_paused_queue_sleeps_until_resumed);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
@@ -261,4 +263,32 @@ pub async fn wait_on_a_paused_queue_sleeps_until_resumed<H: FeatureHarness>(h: &
         .unwrap();
     assert!(woke, "wait timed out instead of waking");
     println!("the resume woke the wait {:?} later", resumed.elapsed());
+}
+
+/// A claim on a paused queue hands out nothing but still takes back an
+/// expired lease (its attempt counted), so the job is ready, not stuck as
+/// claimed by a dead worker, when the queue is resumed.
+pub async fn a_paused_queue_still_takes_back_expired_leases<H: FeatureHarness>(h: &H) {
+    let b = h.board().await;
+    let q = unique_queue("pause-expired");
+    let id = b.post(&q, NewJob::new("p")).await.unwrap();
+    let short = Duration::from_millis(300);
+    let first = b.claim(&[&q], "dead-worker", short, 1).await.unwrap().remove(0);
+    b.pause(&q).await.unwrap();
+    let_pass(&b, short + Duration::from_millis(200)).await;
+    assert!(b.claim(&[&q], "w", LONG, 1).await.unwrap().is_empty(), "paused");
+    assert_eq!(
+        b.state(&q, &id).await.unwrap(),
+        JobState::Ready,
+        "the expired lease was taken back"
+    );
+    let e = b.extend(&first.lease, LONG).await.unwrap_err();
+    assert!(!e.is_cancelled(), "{e}");
+    b.resume(&q).await.unwrap();
+    let again = b.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
+    assert_eq!(
+        (again.lease.job(), again.attempt),
+        (&id, 2),
+        "claimed again, its attempt counted"
+    );
 }

@@ -260,3 +260,27 @@ async fn caches_forget_ended_leases_and_stay_bounded() {
     assert!(worker.claim(&[&q], "w", LONG, 1).await.unwrap().is_empty());
     assert_eq!(worker.cache_sizes().2, 0);
 }
+
+/// Settings written by hand that are not JSON block nothing: the queue
+/// counts as not paused (a claim hands out its job), and a pause and a
+/// resume write them anew.
+#[tokio::test]
+async fn unreadable_settings_count_as_the_defaults_and_are_written_anew() {
+    use jobworker::board::Admin;
+    let (board, root) = board(|_| {}).await;
+    let q = unique_queue("bad-settings");
+    board.post(&q, NewJob::new("f")).await.unwrap();
+    let client = shared_zookeeper().client().await;
+    let settings = format!("{root}/{q}/.jw/settings");
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    client.create(&settings, b"not json", &open).await.unwrap();
+    assert!(!board.settings(&q).await.unwrap().paused);
+    board.pause(&q).await.unwrap();
+    assert!(
+        board.settings(&q).await.unwrap().paused,
+        "the pause wrote them anew"
+    );
+    assert!(board.claim(&[&q], "w", LONG, 1).await.unwrap().is_empty());
+    board.resume(&q).await.unwrap();
+    assert_eq!(board.claim(&[&q], "w", LONG, 1).await.unwrap().len(), 1);
+}

@@ -36,13 +36,16 @@ impl std::fmt::Debug for Digest {
 
 impl Digest {
     /// Splits `user:password@rest` into the credentials and `rest`; a
-    /// connect string without `@` has none. The split is at the last `@`
-    /// (server lists and paths have none) and the first `:` (so a password
-    /// may hold both).
+    /// connect string without `@` before its root path has none (a root
+    /// path may hold `@`). The split is at the last `@` before the path (a
+    /// server list has none) and the first `:` (so a password may hold
+    /// both, but no `/`).
     pub(crate) fn split_off(connect: &str) -> (Option<Digest>, &str) {
-        let Some((userinfo, rest)) = connect.rsplit_once('@') else {
+        let servers = connect.split('/').next().unwrap_or(connect);
+        let Some((userinfo, _)) = servers.rsplit_once('@') else {
             return (None, connect);
         };
+        let rest = &connect[userinfo.len() + 1..];
         let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
         let digest = Digest {
             user: user.to_owned(),
@@ -159,6 +162,9 @@ mod tests {
         );
         assert!(!format!("{d:?}").contains("s3:cr"));
         assert_eq!(Digest::split_off("h:1/jw"), (None, "h:1/jw"));
+        assert_eq!(Digest::split_off("h:1/jobs@prod"), (None, "h:1/jobs@prod"));
+        let (d, rest) = Digest::split_off("app:pw@h:1/jobs@prod");
+        assert_eq!((d.unwrap().user.as_str(), rest), ("app", "h:1/jobs@prod"));
         let (no_password, _) = Digest::split_off("app@h:1");
         assert!(no_password.unwrap().validate().unwrap_err().is_invalid());
     }

@@ -176,10 +176,16 @@ impl ZooKeeperBoard {
                 .await
                 .map_err(|e| self.session().error(what, &e))?;
         }
-        if let Some(note) = &t.note {
-            // One left by an earlier cancel of this id (posted again).
-            let _ = client.delete(note, None).await;
-        }
+        // A note of this job not read yet (a cancel racing this one) tells
+        // the owner as well: none is written again.
+        let note = match &t.note {
+            Some(note) => match client.check_stat(note).await {
+                Ok(None) => Some(note),
+                Ok(Some(_)) => None,
+                Err(e) => return Err(self.session().error(what, &e)),
+            },
+            None => None,
+        };
         let mut w = client.new_multi_writer();
         let lock = paths.lock(&t.znode);
         let record = paths.record(uuid);
@@ -200,11 +206,7 @@ impl ZooKeeperBoard {
                 .as_ref()
                 .map_or(Ok(()), |h| w.add_create(h, b"", persistent))
         })
-        .and_then(|_| {
-            t.note
-                .as_ref()
-                .map_or(Ok(()), |n| w.add_create(n, b"", persistent))
-        });
+        .and_then(|_| note.map_or(Ok(()), |n| w.add_create(n, b"", persistent)));
         staged.map_err(|e| self.session().error(what, &e))?;
         match w.commit().await {
             Ok(_) => {

@@ -56,9 +56,6 @@ impl ZooKeeperBoard {
     ) -> Result<Vec<Claimed>> {
         let paths = self.paths(queue)?;
         self.prune_from_claim(&paths);
-        if self.stored_settings(&paths, false).await?.0.paused {
-            return Ok(Vec::new());
-        }
         let (snap, _) = self.snapshot(&paths, false).await?;
         if snap.jobs.is_empty() {
             return Ok(Vec::new());
@@ -70,6 +67,10 @@ impl ZooKeeperBoard {
         // (other claimers' new ones) at most every RECOVERY_INTERVAL.
         let unknown = self.inner.cache.recovery_due(queue, RECOVERY_INTERVAL);
         let recovered = self.recover_expired(&paths, &snap, &known, now, unknown).await?;
+        // Paused: due jobs and expired leases are seen to, nothing is handed out.
+        if self.stored_settings(&paths, false).await?.0.paused {
+            return Ok(Vec::new());
+        }
         let mut candidates: Vec<Arc<Known>> = known
             .into_iter()
             .filter(|k| !snap.locked.contains(&k.znode) || recovered.freed.contains(&k.znode))

@@ -22,9 +22,14 @@ pub(crate) struct Stored {
 }
 
 impl Stored {
-    fn parse(data: &[u8], queue: &str) -> Result<Stored> {
-        serde_json::from_slice(data)
-            .map_err(|e| Error::codec(format!("the settings of queue {queue} are not readable: {e}")))
+    /// The settings in `data`; unreadable ones (written by hand, say) count
+    /// as the defaults, with a warning, so they block neither the queue
+    /// nor the pause or resume that writes them anew.
+    fn parse(data: &[u8], queue: &str) -> Stored {
+        serde_json::from_slice(data).unwrap_or_else(|e| {
+            tracing::warn!(queue, error = %e, "the queue's settings are not readable; taking the defaults");
+            Stored::default()
+        })
     }
 }
 
@@ -61,7 +66,7 @@ impl ZooKeeperBoard {
             .await?
             .map_err(|e| self.session().error(&what, &e))?;
         let stored = match read.0 {
-            Some(data) => Stored::parse(&data, &paths.queue)?,
+            Some(data) => Stored::parse(&data, &paths.queue),
             None => Stored::default(),
         };
         Ok((stored, read.1))
@@ -76,7 +81,7 @@ impl ZooKeeperBoard {
             let client = self.client(&what).await?;
             let written = match client.get_data(&paths.settings).await {
                 Ok((data, stat)) => {
-                    let mut stored = Stored::parse(&data, queue)?;
+                    let mut stored = Stored::parse(&data, queue);
                     stored.paused = paused;
                     let bytes = serde_json::to_vec(&stored).map_err(|e| Error::codec(e.to_string()))?;
                     client
