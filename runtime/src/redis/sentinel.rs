@@ -137,6 +137,8 @@ struct Asked {
 const UNSETTLED_FOR: Duration = Duration::from_secs(30);
 /// How often calls ask the sentinels while unsettled, at most.
 const ASK_EVERY: Duration = Duration::from_millis(500);
+/// How often writes their replicas did not acknowledge ask the sentinels.
+const SHORT_ASK_EVERY: Duration = Duration::from_secs(5);
 /// Failed calls that arrive together ask once.
 const ASK_AGAIN_AFTER: Duration = Duration::from_millis(200);
 
@@ -175,8 +177,18 @@ impl FollowMaster {
 
     /// After `error` on a call to `seen`: when it says the master may have
     /// moved, asks the sentinels again and switches to the master they
-    /// name, and keeps asking for a while ([`UNSETTLED_FOR`]).
+    /// name, and keeps asking for a while ([`UNSETTLED_FOR`]). A write its
+    /// replicas did not acknowledge (an old master restarted on its
+    /// address has none; a lagging replica is likelier) asks once, at most
+    /// every [`SHORT_ASK_EVERY`].
     pub(crate) async fn check(&self, seen: &Arc<Master>, error: &RedisError) {
+        if super::durability::is_short(error) {
+            let asked = self.asked.lock().unwrap_or_else(|p| p.into_inner()).last;
+            if asked.is_none_or(|l| l.elapsed() >= SHORT_ASK_EVERY) {
+                self.follow(seen).await;
+            }
+            return;
+        }
         if !master_may_have_moved(error) {
             return;
         }
@@ -224,9 +236,8 @@ impl FollowMaster {
 }
 
 /// Whether a failed call may mean the master moved: a connection that
-/// dropped, was refused or timed out, a server that is no longer (or not
-/// yet) a writable master, or a write its replicas did not acknowledge (an
-/// old master restarted on its address has none).
+/// dropped, was refused or timed out, or a server that is no longer (or not
+/// yet) a writable master.
 pub(crate) fn master_may_have_moved(e: &RedisError) -> bool {
     e.is_io_error()
         || e.is_connection_dropped()
@@ -234,7 +245,6 @@ pub(crate) fn master_may_have_moved(e: &RedisError) -> bool {
         || e.is_timeout()
         || e.is_unrecoverable_error()
         || matches!(e.code(), Some("READONLY" | "MASTERDOWN" | "LOADING"))
-        || super::durability::is_short(e)
 }
 
 async fn open(client: redis::Client, config: &ConnectionManagerConfig) -> Result<Master> {
