@@ -82,27 +82,10 @@ pub async fn cancel_takes_waiting_work_off_the_board<H: FeatureHarness>(h: &H) {
         b.claim(&[&q], "w", LONG, 10).await.unwrap().is_empty(),
         "nothing to claim"
     );
-    let listed = b
-        .list(
-            &q,
-            ListFilter::State(JobState::Cancelled),
-            Page { offset: 0, limit: 10 },
-        )
-        .await
-        .unwrap();
-    let mut listed: Vec<&str> = listed.iter().map(|j| j.id.as_str()).collect();
-    listed.sort();
-    let mut both = vec![ready.as_str(), later.as_str()];
+    let mut both = vec![ready.to_string(), later.to_string()];
     both.sort();
-    assert_eq!(listed, both);
-    let completed = b
-        .list(
-            &q,
-            ListFilter::State(JobState::Completed),
-            Page { offset: 0, limit: 10 },
-        )
-        .await
-        .unwrap();
+    assert_eq!(listed_ids(&b, &q, JobState::Cancelled).await, both);
+    let completed = listed_ids(&b, &q, JobState::Completed).await;
     assert!(
         completed.is_empty(),
         "cancelled jobs are not completed: {completed:?}"
@@ -115,6 +98,15 @@ pub async fn cancel_takes_waiting_work_off_the_board<H: FeatureHarness>(h: &H) {
     let unknown = JobId::from("no-such-job");
     let e = b.cancel(&q, &[unknown], false).await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
+}
+
+/// The ids `list` gives for `state` in `q` (the first 10), sorted.
+async fn listed_ids<B: Board>(b: &B, q: &str, state: JobState) -> Vec<String> {
+    let page = Page { offset: 0, limit: 10 };
+    let listed = b.list(q, ListFilter::State(state), page).await.unwrap();
+    let mut ids: Vec<String> = listed.into_iter().map(|j| j.id.to_string()).collect();
+    ids.sort();
+    ids
 }
 
 /// A cancel of several jobs does nothing unless it can cancel them all.
