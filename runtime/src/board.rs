@@ -10,6 +10,8 @@
 //! is true.
 
 mod admin;
+#[cfg(all(feature = "cli", feature = "zookeeper"))]
+pub(crate) mod agent;
 mod any;
 #[cfg(feature = "cli")]
 mod blocking;

@@ -12,6 +12,7 @@
 //! (`metrics.rs`, served from the loop by `metrics_http.rs`, with the
 //! workers' jobs in flight from `in_flight.rs`).
 
+mod agent;
 mod config;
 mod exit;
 mod fork;

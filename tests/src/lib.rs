@@ -48,6 +48,7 @@ mod support {
     pub mod zookeeper;
 }
 
+pub use chaos::procs::is_zookeeper_agent;
 pub use support::cluster::{shared_cluster, RedisCluster};
 pub use support::ensemble::{EstablishedSession, ZooKeeperEnsemble, ZooKeeperMode, ENSEMBLE_TIMEOUT};
 pub use support::fixtures::{fixtures_dir, workspace_dir};

@@ -113,9 +113,9 @@ async fn two_thousand_jobs_run_once_on_zookeeper_with_two_workers() {
 
 /// Must-show: kill -9 of a worker holding ZooKeeper claims; its jobs are
 /// completed exactly once, by the other workers. With 30 s leases and 10 s
-/// sessions, they come back within seconds only because the worker forked
-/// in the dead one's place gives its claims back first (the supervisor
-/// cannot: it runs no ZooKeeper client).
+/// sessions, they come back within seconds only because the supervisor's
+/// agent gives them back at once (or, without an agent, the worker forked
+/// in the dead one's place does).
 #[tokio::test(flavor = "multi_thread")]
 async fn jobs_of_a_killed_worker_complete_exactly_once_elsewhere() {
     let _serial = serial().await;

@@ -3,12 +3,17 @@
 //! it holds a blocking connection ([`SyncBoard`]). The ZooKeeper client is
 //! async only, and its I/O reactor is a thread that lives as long as the
 //! process (a forked worker would inherit its state but not the thread, and
-//! hang), so the supervisor does not talk to ZooKeeper at all: the next
-//! worker it forks gives a dead worker's claims back.
+//! hang), so the supervisor does not talk to ZooKeeper itself: it asks a
+//! forked agent (`agent.rs`), and when it has none (the fork failed), the
+//! next worker it forks gives a dead worker's claims back.
 
+#[cfg(feature = "zookeeper")]
+use crate::board::agent::Agent;
 use crate::board::{BoardSpec, QueueCounts, Recovered};
 use crate::error::Result;
 use crate::redis::SyncBoard;
+#[cfg(feature = "zookeeper")]
+use crate::zookeeper::ZooKeeperOptions;
 
 /// A board with blocking calls, for the supervisor (see the module docs).
 // One per supervisor: the Redis variant's size does not matter.
@@ -16,9 +21,10 @@ use crate::redis::SyncBoard;
 pub(crate) enum BlockingBoard {
     /// A blocking Redis connection.
     Redis(SyncBoard),
-    /// A ZooKeeper board, which the supervisor does not reach itself.
+    /// A ZooKeeper board, which the supervisor reaches through its agent
+    /// (`None` until the supervisor forked one, and again after it failed).
     #[cfg(feature = "zookeeper")]
-    ZooKeeper,
+    ZooKeeper(ZooKeeperOptions, Option<Agent>),
 }
 
 impl BlockingBoard {
@@ -29,7 +35,7 @@ impl BlockingBoard {
             #[cfg(feature = "zookeeper")]
             BoardSpec::ZooKeeper(o) => {
                 o.validate()?;
-                BlockingBoard::ZooKeeper
+                BlockingBoard::ZooKeeper(o.clone(), None)
             }
         })
     }
@@ -41,14 +47,57 @@ impl BlockingBoard {
         match self {
             BlockingBoard::Redis(b) => b.config(),
             #[cfg(feature = "zookeeper")]
-            BlockingBoard::ZooKeeper => Ok(Default::default()),
+            BlockingBoard::ZooKeeper(..) => Ok(Default::default()),
+        }
+    }
+
+    /// The options of a ZooKeeper board that has no agent: the supervisor
+    /// forks one and gives it to [`BlockingBoard::set_agent`].
+    #[cfg(feature = "zookeeper")]
+    pub(crate) fn wants_agent(&self) -> Option<&ZooKeeperOptions> {
+        match self {
+            BlockingBoard::ZooKeeper(opts, None) => Some(opts),
+            _ => None,
+        }
+    }
+
+    /// Gives a ZooKeeper board its agent.
+    #[cfg(feature = "zookeeper")]
+    pub(crate) fn set_agent(&mut self, agent: Agent) {
+        if let BlockingBoard::ZooKeeper(_, slot) = self {
+            *slot = Some(agent);
+        }
+    }
+
+    /// The agent's process ended (and was waited): forget it, to fork
+    /// another at the next request. False when `pid` was not the agent.
+    #[cfg(feature = "zookeeper")]
+    pub(crate) fn agent_exited(&mut self, pid: nix::unistd::Pid) -> bool {
+        match self {
+            BlockingBoard::ZooKeeper(_, slot) if slot.as_ref().is_some_and(|a| a.is(pid)) => {
+                if let Some(mut agent) = slot.take() {
+                    agent.disown();
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// In a forked worker: lets go of the supervisor's agent without
+    /// killing it.
+    #[cfg(feature = "zookeeper")]
+    pub(crate) fn disown_agent(&mut self) {
+        if let BlockingBoard::ZooKeeper(_, Some(agent)) = self {
+            agent.disown();
         }
     }
 
     /// Gives back the leases a dead worker held in `queue` (see
     /// [`Recovery::recover_owner`](crate::board::Recovery::recover_owner));
-    /// `None` when the supervisor cannot, and hands the recovery to the
-    /// next worker it forks (`WorkerConfig::recover`).
+    /// `None` when the supervisor cannot (a ZooKeeper board without an
+    /// agent), and hands the recovery to the next worker it forks
+    /// (`WorkerConfig::recover`).
     pub(crate) fn recover_owner(
         &mut self,
         queue: &str,
@@ -58,7 +107,11 @@ impl BlockingBoard {
         match self {
             BlockingBoard::Redis(b) => b.recover_owner(queue, owner, reason).map(Some),
             #[cfg(feature = "zookeeper")]
-            BlockingBoard::ZooKeeper => Ok(None),
+            BlockingBoard::ZooKeeper(_, None) => Ok(None),
+            #[cfg(feature = "zookeeper")]
+            BlockingBoard::ZooKeeper(_, agent) => {
+                through(agent, |a| a.recover_owner(queue, owner, reason)).map(Some)
+            }
         }
     }
 
@@ -67,9 +120,7 @@ impl BlockingBoard {
         match self {
             BlockingBoard::Redis(b) => b.counts(queues),
             #[cfg(feature = "zookeeper")]
-            BlockingBoard::ZooKeeper => Err(crate::Error::unsupported(
-                "--progress and --until-drained are not supported on ZooKeeper yet",
-            )),
+            BlockingBoard::ZooKeeper(_, agent) => through(agent, |a| a.counts(queues)),
         }
     }
 
@@ -79,7 +130,21 @@ impl BlockingBoard {
         match self {
             BlockingBoard::Redis(b) => b.remove_worker(owner),
             #[cfg(feature = "zookeeper")]
-            BlockingBoard::ZooKeeper => Ok(()),
+            BlockingBoard::ZooKeeper(..) => Ok(()),
         }
     }
+}
+
+/// Asks the agent; one that cannot answer (not the board's own failure)
+/// is dropped (killed), to be forked again.
+#[cfg(feature = "zookeeper")]
+fn through<T>(agent: &mut Option<Agent>, ask: impl FnOnce(&mut Agent) -> Result<T>) -> Result<T> {
+    let Some(a) = agent.as_mut() else {
+        return Err(crate::Error::unavailable("the supervisor has no zookeeper agent"));
+    };
+    let answer = ask(a);
+    if answer.as_ref().is_err_and(|e| !e.is_unavailable()) {
+        *agent = None;
+    }
+    answer
 }

@@ -47,7 +47,11 @@ impl Supervisor {
     /// start at all.
     fn on_exit(&mut self, pid: Pid, status: WaitStatus) {
         let Some(pos) = self.slots.iter().position(|s| s.pid == Some(pid)) else {
-            tracing::debug!(pid = pid.as_raw(), "waited a process that is not a worker");
+            if self.board.agent_exited(pid) {
+                tracing::warn!(pid = pid.as_raw(), "the zookeeper agent {}", describe(&status));
+            } else {
+                tracing::debug!(pid = pid.as_raw(), "waited a process that is not a worker");
+            }
             return;
         };
         self.poll_started();

@@ -85,6 +85,8 @@ impl Supervisor {
         // inherited; drop them so that the worker's own (tokio) handlers
         // receive the signals, and its exits never wake the supervisor.
         drop(self.wakeups.take());
+        // The ZooKeeper agent is the supervisor's to ask and to stop.
+        self.board.disown_agent();
         // The metrics listener and its clients are the supervisor's: a
         // worker that kept them would hold the port after the supervisor
         // exits.

@@ -11,12 +11,11 @@ impl Supervisor {
     /// failing that, the leases end at their deadline (on ZooKeeper also
     /// with the dead worker's session).
     pub(super) fn recover_pending(&mut self) {
-        let board = &mut self.board;
         let mut failed = Vec::new();
         for (owner, reason) in std::mem::take(&mut self.pending) {
             let mut ok = true;
-            for queue in &self.cfg.worker.queues {
-                match board.recover_owner(queue, &owner, &reason) {
+            for queue in &self.cfg.worker.queues.clone() {
+                match self.board().recover_owner(queue, &owner, &reason) {
                     Ok(None) => {
                         self.handoff.push((owner.clone(), reason.clone()));
                         break;

@@ -71,13 +71,8 @@ pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32
     cfg.validate()?;
     let http = cfg.metrics_listen.map(MetricsHttp::bind).transpose()?;
     let in_flight = http.as_ref().map(|_| InFlight::new()).transpose()?;
-    let mut board = BlockingBoard::connect(&cfg.board)?;
+    let board = BlockingBoard::connect(&cfg.board)?;
     let wakeups = Wakeups::register()?;
-    let progress = if cfg.progress || cfg.until_drained {
-        Some(Progress::new(board.counts(&cfg.worker.queues)?, cfg.progress))
-    } else {
-        None
-    };
     tracing::info!(
         workers = cfg.workers,
         queues = ?cfg.worker.queues,
@@ -98,7 +93,7 @@ pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32
         shutdown: None,
         exit_code: 0,
         rolling: Vec::new(),
-        progress,
+        progress: None,
         next_progress: Instant::now() + PROGRESS_EVERY,
         pending: Vec::new(),
         retry_recovery: None,
@@ -109,6 +104,9 @@ pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32
         http,
         in_flight,
     };
+    if sup.cfg.progress || sup.cfg.until_drained {
+        sup.progress = Some(Progress::new(sup.counts()?, sup.cfg.progress));
+    }
     if sup.cfg.progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         sup.relay = Some(Relay::new()?);
     }
@@ -151,9 +149,9 @@ impl Supervisor {
         if let Some(relay) = self.relay.as_mut() {
             relay.drain();
         }
-        if let Some(p) = &self.progress {
-            match self.board.counts(&self.cfg.worker.queues) {
-                Ok(c) => p.summary(&c),
+        if self.progress.is_some() {
+            match self.counts() {
+                Ok(c) => self.progress.iter().for_each(|p| p.summary(&c)),
                 Err(e) => tracing::warn!(error = %e, "cannot read the final counts"),
             }
         }
@@ -210,7 +208,7 @@ impl Supervisor {
     }
 
     fn tick_progress(&mut self) {
-        let counts = match self.board.counts(&self.cfg.worker.queues) {
+        let counts = match self.counts() {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read progress");

@@ -21,7 +21,7 @@ use crate::zookeeper::ZooKeeperBoard;
 
 impl Admin for ZooKeeperBoard {
     async fn queues(&self) -> Result<Vec<String>> {
-        refuse("listing the queues")
+        self.queue_names().await
     }
     async fn queues_of(&self, id: &JobId) -> Result<Vec<String>> {
         ZooKeeperBoard::queues_of(self, id).await
@@ -29,8 +29,8 @@ impl Admin for ZooKeeperBoard {
     async fn server_ms(&self) -> Result<i64> {
         ZooKeeperBoard::server_ms(self).await
     }
-    async fn counts(&self, _: &[String]) -> Result<QueueCounts> {
-        refuse("counting jobs by state")
+    async fn counts(&self, queues: &[String]) -> Result<QueueCounts> {
+        self.counts_of(queues).await
     }
     /// Paused or not; no limits on ZooKeeper yet (`limit` is `None`).
     async fn settings(&self, queue: &str) -> Result<QueueSettings> {

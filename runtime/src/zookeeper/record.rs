@@ -62,6 +62,9 @@ pub(crate) struct JobRecord {
     pub run_at_ms: i64,
     /// Fencing token of the last claim that ended through jobworker.
     pub token: u64,
+    /// Times a worker died holding this job alone (a poison pill's count).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub crashes: u32,
     /// How the job ended.
     pub ending: Ending,
     /// Last failure or trash reason.
@@ -82,6 +85,10 @@ pub(crate) struct JobRecord {
     /// whose reply was lost.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub nonce: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl JobRecord {

@@ -133,14 +133,17 @@ impl ZooKeeperBoard {
         tracing::warn!(job = %k.uuid, queue = %paths.queue, owner, "recovering an expired lease");
         let now = self.now_ms();
         let expired = |b: &LockBody| b.deadline_ms.is_some_and(|d| d <= now);
-        self.take_back(paths, k, lock_stat, expired, &reason).await
+        self.take_back(paths, k, lock_stat, expired, &reason, false).await
     }
 
     /// Gives back every claim `owner` holds in `queue` (a dead worker's),
     /// at once instead of at their lease deadline or session end, counting
     /// an attempt on each with reason `crashed: <reason>`; a job whose
     /// attempts are used up is trashed. Claims made by taskflow are given
-    /// back too (ownership is the owner string, as in taskflow). Returns
+    /// back too (ownership is the owner string, as in taskflow). When the
+    /// worker held one job, the crash is blamed on it (a poison pill is
+    /// trashed at its third); one that held several blames none (they are
+    /// not handed out alone afterwards, unlike Redis' suspects). Returns
     /// (back to ready, trashed).
     pub async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<(usize, usize)> {
         let paths = self.paths(queue)?;
@@ -151,15 +154,21 @@ impl ZooKeeperBoard {
         let locks = self
             .read_many(&what, locked.iter().map(|k| paths.lock(&k.znode)).collect())
             .await?;
+        let owned = |b: &LockBody| b.owner.as_deref() == Some(owner);
+        let mine: Vec<(&Arc<Known>, zk::Stat)> = locked
+            .into_iter()
+            .zip(locks)
+            .filter_map(|(k, lock)| {
+                lock.filter(|(data, _)| owned(&LockBody::parse(data)))
+                    .map(|(_, stat)| (k, stat))
+            })
+            .collect();
+        // Only a worker that held one job can blame it for its death.
+        let alone = mine.len() == 1;
         let reason = format!("crashed: {reason}");
         let (mut back, mut trashed) = (0, 0);
-        for (k, lock) in locked.into_iter().zip(locks) {
-            let Some((data, stat)) = lock else { continue };
-            let owned = |b: &LockBody| b.owner.as_deref() == Some(owner);
-            if !owned(&LockBody::parse(&data)) {
-                continue;
-            }
-            match self.take_back(&paths, k, &stat, owned, &reason).await? {
+        for (k, stat) in mine {
+            match self.take_back(&paths, k, &stat, owned, &reason, alone).await? {
                 Stall::Back => back += 1,
                 Stall::Trashed => trashed += 1,
                 Stall::Skipped => {}

@@ -5,6 +5,7 @@
 use zookeeper_client as zk;
 
 use crate::error::Result;
+use crate::redis::POISON_CRASHES;
 use crate::zookeeper::cache::Known;
 use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::paths::QueuePaths;
@@ -19,7 +20,9 @@ impl ZooKeeperBoard {
     /// Deletes the lock of `k` (if it is still the very lock read,
     /// `lock_stat`, and its body still passes `still`) and counts an attempt
     /// with `reason`, or trashes the job when its attempts are used up, in
-    /// one transaction.
+    /// one transaction. With `crashed`, the job alone killed its worker:
+    /// the crash is counted too, and the job is trashed as a poison pill at
+    /// [`POISON_CRASHES`] crashes.
     ///
     /// Two claimers may recover the same lease at once. A lock made again
     /// after a recovery has version 0 like the one recovered, so the
@@ -36,6 +39,7 @@ impl ZooKeeperBoard {
         lock_stat: &zk::Stat,
         still: impl Fn(&LockBody) -> bool,
         reason: &str,
+        crashed: bool,
     ) -> Result<Stall> {
         let what = format!(
             "cannot recover the lease on job {} in queue {}",
@@ -52,13 +56,13 @@ impl ZooKeeperBoard {
                 return Ok(Stall::Skipped);
             };
             let lock_stat = &lock_stat;
-            let max = self.count_attempt(&mut record, k, lock_stat, reason);
+            let (max, poisoned) = self.count_attempt(&mut record, k, lock_stat, reason, crashed);
             let client = self.client(&what).await?;
-            let how = if record.attempts >= max {
+            let how = if poisoned || record.attempts >= max {
                 let Some(posting) = self.job_posting(&client, paths, k, &what).await? else {
                     return Ok(Stall::Skipped);
                 };
-                self.exhaust(&mut record, reason, max);
+                self.exhaust(&mut record, reason, max, poisoned);
                 How::Trash {
                     posting,
                     trash_name: trash_name.clone(),
@@ -136,16 +140,26 @@ impl ZooKeeperBoard {
     }
 
     /// Counts the recovery of the lease `lock_stat` in `record` as an
-    /// attempt that failed for `reason`; returns the job's most attempts.
-    fn count_attempt(&self, record: &mut JobRecord, k: &Known, lock_stat: &zk::Stat, reason: &str) -> u32 {
+    /// attempt that failed for `reason` (and, when `crashed`, a crash);
+    /// returns the job's most attempts, and whether it is a poison pill.
+    fn count_attempt(
+        &self,
+        record: &mut JobRecord,
+        k: &Known,
+        lock_stat: &zk::Stat,
+        reason: &str,
+        crashed: bool,
+    ) -> (u32, bool) {
         record.job = Some(k.znode.clone());
         record.attempts += 1;
+        record.crashes += u32::from(crashed);
         record.token = lock_stat.czxid as u64;
         record.fail(reason);
-        match record.max_attempts {
+        let max = match record.max_attempts {
             0 => self.inner.opts.default_max_attempts,
             n => n,
-        }
+        };
+        (max, crashed && record.crashes >= POISON_CRASHES)
     }
 
     /// The posting of `k`, to move to the trash; `None` when the job is gone.
@@ -163,14 +177,19 @@ impl ZooKeeperBoard {
         }
     }
 
-    /// Marks `record` trashed: its `max` attempts are used up.
-    fn exhaust(&self, record: &mut JobRecord, reason: &str, max: u32) {
+    /// Marks `record` trashed: its `max` attempts are used up, or it is a
+    /// poison pill (Redis' reason, so both land in the `poison-pill` group).
+    fn exhaust(&self, record: &mut JobRecord, reason: &str, max: u32, poisoned: bool) {
         record.ending = Ending::Trashed;
         record.finished_ms = Some(self.now_ms());
-        record.fail(&format!(
-            "{reason} (attempts exhausted: {} of {max})",
-            record.attempts
-        ));
+        record.fail(&if poisoned {
+            format!(
+                "poison pill: killed its worker {} times (last: {reason})",
+                record.crashes
+            )
+        } else {
+            format!("{reason} (attempts exhausted: {} of {max})", record.attempts)
+        });
     }
 
     /// After an unknown outcome: true while the lock is still the one being

@@ -18,6 +18,12 @@ pub fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// True when `pid` is a supervisor's ZooKeeper agent (by its process
+/// name), not a worker.
+pub fn is_zookeeper_agent(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "jobworker-agent")
+}
+
 /// The parent pid of `pid` (field 4 of `/proc/<pid>/stat`), if it exists.
 pub fn parent_of(pid: u32) -> Option<u32> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

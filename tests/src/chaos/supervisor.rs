@@ -12,7 +12,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::chaos::events::{now_us, Events, Kill, KillKind, SupervisorEnd, SupervisorLife};
-use crate::chaos::procs::{children_of, Proc};
+use crate::chaos::procs::{children_of, is_zookeeper_agent, Proc};
 
 /// How long a killed process may take to be seen dead.
 pub const DEATH_WAIT: Duration = Duration::from_secs(5);
@@ -111,7 +111,10 @@ impl Supervisor {
     /// Finds new workers and notes the exit of those that are gone.
     pub fn watch(&mut self, events: &mut Events) {
         for pid in children_of(self.pid) {
-            if self.workers.contains_key(&pid) || events.worker_exits.contains_key(&pid) {
+            if is_zookeeper_agent(pid)
+                || self.workers.contains_key(&pid)
+                || events.worker_exits.contains_key(&pid)
+            {
                 continue;
             }
             if let Ok(proc) = Proc::child_of(pid, self.pid) {
@@ -121,6 +124,11 @@ impl Supervisor {
         }
         let now = now_us();
         self.workers.retain(|&pid, proc| {
+            // The agent names itself just after its fork: seen before, it
+            // passed for a worker.
+            if is_zookeeper_agent(pid) {
+                return false;
+            }
             if proc.has_exited() {
                 events.worker_exits.entry(pid).or_insert(now);
                 false

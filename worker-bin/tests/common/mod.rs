@@ -108,14 +108,25 @@ impl Supervisor {
         AndLog(self, what)
     }
 
-    /// The pids of its live workers (its children).
+    /// The pids of its live workers (its children but the ZooKeeper agent).
     pub fn worker_pids(&self) -> Vec<i32> {
         let path = format!("/proc/{}/task/{}/children", self.pid(), self.pid());
         std::fs::read_to_string(path)
             .unwrap_or_default()
             .split_whitespace()
             .filter_map(|p| p.parse().ok())
+            .filter(|p| !jobworker_tests::is_zookeeper_agent(*p as u32))
             .collect()
+    }
+
+    /// The pid of its ZooKeeper agent, when it runs one.
+    pub fn agent_pid(&self) -> Option<i32> {
+        let path = format!("/proc/{}/task/{}/children", self.pid(), self.pid());
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .find(|p| jobworker_tests::is_zookeeper_agent(*p as u32))
     }
 
     pub fn alive(&mut self) -> bool {

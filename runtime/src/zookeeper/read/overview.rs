@@ -6,7 +6,7 @@
 //! Redis' O(1) counts, this reads every child name of the queue's paths.
 
 use super::list::live_state;
-use crate::board::{QueueOverview, StateCounts};
+use crate::board::{QueueCounts, QueueOverview, StateCounts};
 use crate::error::Result;
 use crate::job::JobState;
 use crate::zookeeper::paths;
@@ -65,5 +65,23 @@ impl ZooKeeperBoard {
             oldest_ready_ms,
             settings: None,
         })
+    }
+}
+
+impl ZooKeeperBoard {
+    /// How many jobs `queues` hold together, from each queue's overview:
+    /// the listed jobs are the live ones (ready, scheduled, claimed), the
+    /// completed ones exclude cancelled jobs (as on Redis).
+    pub(crate) async fn counts_of(&self, queues: &[String]) -> Result<QueueCounts> {
+        let mut total = QueueCounts::default();
+        for q in queues {
+            let c = self.overview_of(q).await?.counts;
+            let n = |v: Option<u64>| v.unwrap_or(0) as usize;
+            total.listed += n(c.ready) + n(c.scheduled) + n(c.claimed);
+            total.claimed += n(c.claimed);
+            total.completed += n(c.completed);
+            total.trashed += n(c.trashed);
+        }
+        Ok(total)
     }
 }

@@ -1,0 +1,194 @@
+//! The supervisor on ZooKeeper through its agent (the forked helper that
+//! reaches the board for it): `--until-drained` and `--progress`, a dead
+//! worker's claim given back at once even when no worker is forked in its
+//! place, and a poison pill trashed after three crashes. The real
+//! `jobworker --zookeeper …` binary against a real ZooKeeper.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::runs::logged;
+use common::{serial, Supervisor};
+use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
+use jobworker::{Board, JobId, JobState, NewJob};
+use jobworker_examples::scripted::run_log::RunLine;
+use jobworker_examples::scripted::{Action, Script};
+use jobworker_tests::{shared_zookeeper, unique_queue, wait_for, wait_until};
+
+/// `host:port/root` of a fresh root on the shared ZooKeeper.
+fn fresh_root(name: &str) -> String {
+    format!("{}/{}", shared_zookeeper().connect_string(), unique_queue(name))
+}
+
+async fn board(connect: &str) -> ZooKeeperBoard {
+    ZooKeeperBoard::connect(ZooKeeperOptions::new(connect))
+        .await
+        .expect("connect to the test ZooKeeper")
+}
+
+async fn post(board: &ZooKeeperBoard, q: &str, s: &Script, max_attempts: u32) -> JobId {
+    let job = NewJob::new("scripted")
+        .args(s)
+        .unwrap()
+        .max_attempts(max_attempts);
+    board.post(q, job).await.unwrap()
+}
+
+/// How many runs of job `id` started, from the run log.
+fn starts(log: &Path, id: &JobId) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| matches!(RunLine::parse(l), Some(RunLine::Start { id: ref i, .. }) if i == id.as_str()))
+        .count()
+}
+
+/// `--until-drained` (with `--progress`) on ZooKeeper: the supervisor
+/// exits 0 once every job ran, and stays single-threaded.
+#[tokio::test(flavor = "multi_thread")]
+async fn until_drained_exits_once_the_queues_are_empty() {
+    let _serial = serial().await;
+    let connect = fresh_root("zk-drained");
+    let board = board(&connect).await;
+    let q = unique_queue("zk-drained");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        ids.push(post(&board, &q, &logged(Action::Sleep, 20, &log), 3).await);
+    }
+    let mut sup = Supervisor::start_on(
+        &["--zookeeper", &connect],
+        &q,
+        &["--workers", "2", "--until-drained", "--progress"],
+        None,
+    );
+    let status = sup.wait_exit(Duration::from_secs(120));
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    for id in &ids {
+        assert_eq!(board.state(&q, id).await.unwrap(), JobState::Completed, "{id}");
+        assert_eq!(starts(&log, id), 1, "job {id} ran other than once");
+    }
+    assert_eq!(board.job_count(&q).await.unwrap(), 0);
+}
+
+/// A worker killed while it holds a claim, after `TTOU` retired its slot:
+/// no worker is forked in its place, and still its claim comes back at
+/// once (not at the 120 s lease's end), blamed on the crash.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_worker_s_claim_comes_back_at_once_when_no_worker_replaces_it() {
+    let _serial = serial().await;
+    let connect = fresh_root("zk-retired");
+    let board = board(&connect).await;
+    let q = unique_queue("zk-retired");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let sleeper = logged(Action::Sleep, 600_000, &log);
+    let jobs = [
+        post(&board, &q, &sleeper, 5).await,
+        post(&board, &q, &sleeper, 5).await,
+    ];
+    let sup = Supervisor::start_on(
+        &["--zookeeper", &connect],
+        &q,
+        &[
+            "--workers",
+            "2",
+            "--concurrency",
+            "1",
+            "--prefetch",
+            "0",
+            "--expiry",
+            "120",
+            "--grace",
+            "300",
+        ],
+        None,
+    );
+    // Each worker holds one job; find the one worker 1 (the newest) holds.
+    let (held, pid) = wait_for(
+        sup.and_log("both jobs claimed, one by worker 1"),
+        Duration::from_secs(60),
+        || async {
+            for id in &jobs {
+                let owner = board.find_owner(&q, id).await.unwrap().unwrap_or_default();
+                if owner.contains(":w1:") {
+                    let pid: i32 = owner.rsplit(':').next()?.parse().ok()?;
+                    return Some((id.clone(), pid));
+                }
+            }
+            None
+        },
+    )
+    .await;
+    sup.signal(libc::SIGTTOU);
+    wait_until(
+        sup.and_log("worker 1 to be draining"),
+        Duration::from_secs(30),
+        || async { sup.log().contains("one worker less") },
+    )
+    .await;
+    // SAFETY: sending SIGKILL to a worker of our own supervisor by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let info = wait_for(
+        sup.and_log("the dead worker's job back to ready"),
+        Duration::from_secs(30),
+        || async {
+            let info = board.show(&q, &held).await.unwrap();
+            (info.state == JobState::Ready).then_some(info)
+        },
+    )
+    .await;
+    assert_eq!(info.attempts, 1, "{info:?}");
+    let reason = info.reason.unwrap_or_default();
+    assert!(reason.starts_with("crashed: worker"), "{reason}");
+    assert_eq!(sup.worker_pids().len(), 1, "the retired slot stays empty");
+    assert!(sup.agent_pid().is_some(), "the supervisor's agent gave it back");
+}
+
+/// A job that kills its worker every time is trashed as a poison pill at
+/// the third crash, long before its 10 attempts are used up; the
+/// supervisor keeps running and the next job completes.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_aborting_handler_is_trashed_as_a_poison_pill_after_three_crashes() {
+    let _serial = serial().await;
+    let connect = fresh_root("zk-poison");
+    let board = board(&connect).await;
+    let q = unique_queue("zk-poison");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let pill = post(&board, &q, &logged(Action::Abort, 0, &log), 10).await;
+    let mut sup = Supervisor::start_on(&["--zookeeper", &connect], &q, &["--workers", "1"], None);
+    let info = wait_for(
+        sup.and_log("the pill trashed"),
+        Duration::from_secs(90),
+        || async {
+            let info = board.show(&q, &pill).await.unwrap();
+            (info.state == JobState::Trashed).then_some(info)
+        },
+    )
+    .await;
+    let reason = info.reason.clone().unwrap_or_default();
+    assert!(
+        reason.starts_with("poison pill: killed its worker 3 times") && reason.contains("SIGABRT"),
+        "{reason}"
+    );
+    assert_eq!(info.group.as_deref(), Some("poison-pill"), "{info:?}");
+    assert_eq!(starts(&log, &pill), 3);
+    let after = post(&board, &q, &logged(Action::Ok, 0, &log), 3).await;
+    wait_until(
+        sup.and_log("the next job done"),
+        Duration::from_secs(60),
+        || async { board.state(&q, &after).await.unwrap() == JobState::Completed },
+    )
+    .await;
+    sup.signal(libc::SIGTERM);
+    assert_eq!(
+        sup.wait_exit(Duration::from_secs(30)).code(),
+        Some(0),
+        "{}",
+        sup.log()
+    );
+}
