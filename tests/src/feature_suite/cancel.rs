@@ -1,59 +1,15 @@
-//! The feature suite both backends run: the operator features of the
-//! capability traits (`Admin`, `Events`), each test generic over a
-//! [`FeatureHarness`], instantiated by `tests/tests/features_redis.rs` and
-//! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
-//!
-//! It grows one capability at a time as ZooKeeper gains them; the Redis
-//! feature tests (`tests/tests/redis_*.rs`) keep what only Redis has.
+//! Cancel: waiting jobs leave the board, a cancel is all or nothing, a
+//! held job's owner hears it, and a cancel racing claims leaves each job
+//! one ending.
 
-use std::future::Future;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use jobworker::board::{Admin, Events};
-use jobworker::{Board, JobId, JobState, ListFilter, NewJob, Page};
+use jobworker::{Board, JobId, JobState, NewJob};
 
-use crate::conformance::let_pass;
+use super::{listed_ids, FeatureHarness, LONG, SOON};
 use crate::{copy_of, unique_queue};
-
-/// An expiry no test outlives.
-pub const LONG: Duration = Duration::from_secs(120);
-
-/// How long a test waits for something that should happen at once: generous
-/// for a busy machine.
-pub const SOON: Duration = Duration::from_secs(20);
-
-/// Boards of one backend for the feature suite.
-pub trait FeatureHarness: Sync {
-    /// The backend's board.
-    type B: Board + Admin + Events + Clone + Send + Sync + 'static;
-    /// A board with its own connection.
-    fn board(&self) -> impl Future<Output = Self::B> + Send;
-}
-
-/// Instantiates every test of the feature suite as a `#[tokio::test]` for a
-/// harness expression.
-#[macro_export]
-macro_rules! feature_tests {
-    ($harness:expr) => {
-        $crate::feature_tests!(@each $harness;
-            cancel_takes_waiting_work_off_the_board, cancel_is_all_or_nothing,
-            cancel_of_a_held_job_tells_its_owner_and_revokes_the_lease,
-            a_cancel_racing_claims_leaves_each_job_one_ending,
-            a_paused_queue_hands_out_nothing_until_resumed,
-            a_paused_queue_still_takes_back_expired_leases,
-            wait_on_a_paused_queue_sleeps_until_resumed);
-    };
-    (@each $harness:expr; $($name:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $name() {
-                let harness = $harness;
-                $crate::feature_suite::$name(&harness).await;
-            }
-        )*
-    };
-}
 
 /// Cancelled ready and scheduled jobs leave the board: not claimable,
 /// listed as cancelled; a second cancel, or one of an unknown job, is
@@ -98,15 +54,6 @@ pub async fn cancel_takes_waiting_work_off_the_board<H: FeatureHarness>(h: &H) {
     let unknown = JobId::from("no-such-job");
     let e = b.cancel(&q, &[unknown], false).await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
-}
-
-/// The ids `list` gives for `state` in `q` (the first 10), sorted.
-async fn listed_ids<B: Board>(b: &B, q: &str, state: JobState) -> Vec<String> {
-    let page = Page { offset: 0, limit: 10 };
-    let listed = b.list(q, ListFilter::State(state), page).await.unwrap();
-    let mut ids: Vec<String> = listed.into_iter().map(|j| j.id.to_string()).collect();
-    ids.sort();
-    ids
 }
 
 /// A cancel of several jobs does nothing unless it can cancel them all.
@@ -207,80 +154,4 @@ pub async fn a_cancel_racing_claims_leaves_each_job_one_ending<H: FeatureHarness
         assert_eq!(state, want, "job {id}");
     }
     println!("{} consumed, {} cancelled", consumed.len(), cancelled.len());
-}
-
-/// A paused queue hands out nothing and keeps its jobs (new posts too);
-/// resumed, it hands them all out.
-pub async fn a_paused_queue_hands_out_nothing_until_resumed<H: FeatureHarness>(h: &H) {
-    let b = h.board().await;
-    let q = unique_queue("pause");
-    for _ in 0..2 {
-        b.post(&q, NewJob::new("p")).await.unwrap();
-    }
-    assert!(!b.settings(&q).await.unwrap().paused);
-    b.pause(&q).await.unwrap();
-    b.pause(&q).await.unwrap();
-    assert!(b.settings(&q).await.unwrap().paused, "paused (twice is once)");
-    assert!(
-        b.claim(&[&q], "w", LONG, 10).await.unwrap().is_empty(),
-        "claimed from a paused queue"
-    );
-    b.post(&q, NewJob::new("p")).await.unwrap();
-    assert!(b.claim(&[&q], "w", LONG, 10).await.unwrap().is_empty());
-    assert_eq!(b.job_count(&q).await.unwrap(), 3, "pausing keeps the jobs");
-    b.resume(&q).await.unwrap();
-    assert!(!b.settings(&q).await.unwrap().paused);
-    assert_eq!(b.claim(&[&q], "w", LONG, 10).await.unwrap().len(), 3);
-}
-
-/// An idle worker waiting on a paused queue sleeps (it would spin on empty
-/// claims otherwise) until the resume, which wakes it.
-pub async fn wait_on_a_paused_queue_sleeps_until_resumed<H: FeatureHarness>(h: &H) {
-    let b = h.board().await;
-    let q = unique_queue("pause-wait");
-    b.post(&q, NewJob::new("p")).await.unwrap();
-    b.pause(&q).await.unwrap();
-    let waiter = {
-        let (b, q) = (b.clone(), q.clone());
-        tokio::spawn(async move { b.wait(&[&q], Duration::from_secs(30)).await.unwrap() })
-    };
-    // Kept: what is tested is that the wait sleeps through this time.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(!waiter.is_finished(), "wait returned while the queue was paused");
-    let resumed = std::time::Instant::now();
-    b.resume(&q).await.unwrap();
-    let woke = tokio::time::timeout(SOON, waiter)
-        .await
-        .expect("the resume woke no wait")
-        .unwrap();
-    assert!(woke, "wait timed out instead of waking");
-    println!("the resume woke the wait {:?} later", resumed.elapsed());
-}
-
-/// A claim on a paused queue hands out nothing but still takes back an
-/// expired lease (its attempt counted), so the job is ready, not stuck as
-/// claimed by a dead worker, when the queue is resumed.
-pub async fn a_paused_queue_still_takes_back_expired_leases<H: FeatureHarness>(h: &H) {
-    let b = h.board().await;
-    let q = unique_queue("pause-expired");
-    let id = b.post(&q, NewJob::new("p")).await.unwrap();
-    let short = Duration::from_millis(300);
-    let first = b.claim(&[&q], "dead-worker", short, 1).await.unwrap().remove(0);
-    b.pause(&q).await.unwrap();
-    let_pass(&b, short + Duration::from_millis(200)).await;
-    assert!(b.claim(&[&q], "w", LONG, 1).await.unwrap().is_empty(), "paused");
-    assert_eq!(
-        b.state(&q, &id).await.unwrap(),
-        JobState::Ready,
-        "the expired lease was taken back"
-    );
-    let e = b.extend(&first.lease, LONG).await.unwrap_err();
-    assert!(!e.is_cancelled(), "{e}");
-    b.resume(&q).await.unwrap();
-    let again = b.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
-    assert_eq!(
-        (again.lease.job(), again.attempt),
-        (&id, 2),
-        "claimed again, its attempt counted"
-    );
 }

@@ -1,0 +1,68 @@
+//! The feature suite both backends run: the operator features of the
+//! capability traits (`Admin`, `Events`), each test generic over a
+//! [`FeatureHarness`], instantiated by `tests/tests/features_redis.rs` and
+//! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
+//!
+//! It grows one capability at a time as ZooKeeper gains them, one file per
+//! capability (`cancel`, `pause`); the Redis feature tests
+//! (`tests/tests/redis_*.rs`) keep what only Redis has.
+
+mod cancel;
+mod pause;
+
+pub use cancel::*;
+pub use pause::*;
+
+use std::future::Future;
+use std::time::Duration;
+
+use jobworker::board::{Admin, Events};
+use jobworker::{Board, JobState, ListFilter, Page};
+
+/// An expiry no test outlives.
+pub const LONG: Duration = Duration::from_secs(120);
+
+/// How long a test waits for something that should happen at once: generous
+/// for a busy machine.
+pub const SOON: Duration = Duration::from_secs(20);
+
+/// Boards of one backend for the feature suite.
+pub trait FeatureHarness: Sync {
+    /// The backend's board.
+    type B: Board + Admin + Events + Clone + Send + Sync + 'static;
+    /// A board with its own connection.
+    fn board(&self) -> impl Future<Output = Self::B> + Send;
+}
+
+/// Instantiates every test of the feature suite as a `#[tokio::test]` for a
+/// harness expression.
+#[macro_export]
+macro_rules! feature_tests {
+    ($harness:expr) => {
+        $crate::feature_tests!(@each $harness;
+            cancel_takes_waiting_work_off_the_board, cancel_is_all_or_nothing,
+            cancel_of_a_held_job_tells_its_owner_and_revokes_the_lease,
+            a_cancel_racing_claims_leaves_each_job_one_ending,
+            a_paused_queue_hands_out_nothing_until_resumed,
+            a_paused_queue_still_takes_back_expired_leases,
+            wait_on_a_paused_queue_sleeps_until_resumed);
+    };
+    (@each $harness:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $name() {
+                let harness = $harness;
+                $crate::feature_suite::$name(&harness).await;
+            }
+        )*
+    };
+}
+
+/// The ids `list` gives for `state` in `q` (the first 10), sorted.
+async fn listed_ids<B: Board>(b: &B, q: &str, state: JobState) -> Vec<String> {
+    let page = Page { offset: 0, limit: 10 };
+    let listed = b.list(q, ListFilter::State(state), page).await.unwrap();
+    let mut ids: Vec<String> = listed.into_iter().map(|j| j.id.to_string()).collect();
+    ids.sort();
+    ids
+}
