@@ -52,8 +52,9 @@
 //!
 //! Dependencies, unique keys and tracking (events) are refused with an
 //! `is_unsupported` error naming ZooKeeper; of the other qless features,
-//! cancel (`cancel.rs`) and pause (`settings.rs`) are here, the rest
-//! live on the Redis board only.
+//! cancel (`cancel.rs`), pause (`settings.rs`) and failure groups with
+//! retry and purge (`failed.rs`) are here, the rest live on the Redis
+//! board only.
 
 mod abandon;
 mod access;
@@ -65,6 +66,7 @@ mod claim;
 mod consume;
 mod entities;
 mod extend;
+mod failed;
 mod finish;
 mod json;
 mod lease;

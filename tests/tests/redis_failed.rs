@@ -1,80 +1,16 @@
-//! Failed jobs on the Redis board against a real server: failure groups
-//! by reason kind, stalled leases, the trash kept to its count and age,
-//! retry and purge.
+//! Failed jobs on the Redis board against a real server: stalled leases
+//! in their group, the trash kept to its count and age, and a purge that
+//! leaves no Redis state behind. Failure groups, retry and purge as every
+//! board has them are in the feature suite (`feature_suite/failed.rs`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, JobId, JobState, NewJob, Page};
 use jobworker_tests::features::*;
-use jobworker_tests::{copy_of, unique_queue, wait_until};
+use jobworker_tests::{unique_queue, wait_until};
 use redis::AsyncCommands;
-
-#[tokio::test]
-async fn trashed_jobs_go_to_failure_groups_by_reason_kind() {
-    let (b, q) = board_and_queue("groups").await;
-    let fatal = b.post(&q, NewJob::new("fatal")).await.unwrap();
-    let plain = b.post(&q, NewJob::new("plain")).await.unwrap();
-    let slow = b.post(&q, NewJob::new("slow").max_attempts(1)).await.unwrap();
-    let flaky = b.post(&q, NewJob::new("flaky").max_attempts(2)).await.unwrap();
-    let got = claim(&b, &q, 4).await;
-    let lease = |id: &JobId| copy_of(&got.iter().find(|c| c.lease.job() == id).unwrap().lease);
-    b.trash(lease(&fatal), "fatal: bad input").await.unwrap();
-    b.trash(lease(&plain), "something broke").await.unwrap();
-    let to = retry_now("Timeout: took too long");
-    assert_eq!(b.abandon(lease(&slow), to).await.unwrap(), JobState::Trashed);
-    let retry = retry_now("flaky failure");
-    assert_eq!(
-        b.abandon(lease(&flaky), retry.clone()).await.unwrap(),
-        JobState::Ready,
-        "one attempt of two used"
-    );
-    let again = claim_one(&b, &q).await;
-    assert_eq!((again.attempt, again.max_attempts), (2, 2));
-    assert_eq!(b.abandon(again.lease, retry).await.unwrap(), JobState::Trashed);
-
-    let groups: Vec<(String, u64)> = b
-        .failed(&q)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|g| {
-            assert_eq!(g.queue, q);
-            (g.group, g.count)
-        })
-        .collect();
-    assert_eq!(groups[0], ("error".to_owned(), 2), "largest first: {groups:?}");
-    let groups: BTreeMap<String, u64> = groups.into_iter().collect();
-    assert_eq!(
-        groups,
-        [("error".into(), 2), ("fatal".into(), 1), ("timeout".into(), 1)].into()
-    );
-    let errors: BTreeSet<JobId> = b
-        .failed_jobs(&q, "error", Page::default())
-        .await
-        .unwrap()
-        .into_iter()
-        .collect();
-    assert_eq!(errors, set([&plain, &flaky]));
-    assert_eq!(
-        b.failed_jobs(&q, "fatal", Page::default()).await.unwrap(),
-        std::slice::from_ref(&fatal)
-    );
-    let info = b.show(&q, &fatal).await.unwrap();
-    assert_eq!(info.state, JobState::Trashed);
-    assert_eq!(info.group.as_deref(), Some("fatal"));
-    assert_eq!(info.reason.as_deref(), Some("fatal: bad input"));
-    let info = b.show(&q, &flaky).await.unwrap();
-    assert_eq!(info.attempts, 2);
-    assert!(
-        info.reason
-            .as_deref()
-            .unwrap_or("")
-            .contains("attempts exhausted"),
-        "{info:?}"
-    );
-}
 
 #[tokio::test]
 async fn an_expired_lease_with_no_attempts_left_lands_in_the_stalled_group() {
@@ -167,81 +103,18 @@ async fn the_trash_is_kept_to_its_age_and_spares_a_reposted_id() {
     );
 }
 
+/// Purged jobs leave no Redis state behind: no history, no per-job keys,
+/// nothing in taskflow's trash (the feature suite's purge test checks what
+/// every board shows).
 #[tokio::test]
-async fn retry_one_job_resets_its_attempts() {
-    let (b, q) = board_and_queue("retry-one").await;
-    let id = b.post(&q, NewJob::new("r").max_attempts(2)).await.unwrap();
-    for _ in 0..2 {
-        let c = claim_one(&b, &q).await;
-        b.abandon(c.lease, retry_now("fatal-ish: no")).await.unwrap();
-    }
-    assert_eq!(b.state(&q, &id).await.unwrap(), JobState::Trashed);
-    assert_eq!(b.show(&q, &id).await.unwrap().attempts, 2);
-    let results = b.retry(&q, &[id.clone(), "no-such-job".into()]).await.unwrap();
-    assert!(results[0].is_ok());
-    assert!(results[1].as_ref().unwrap_err().is_not_found());
-    let info = b.show(&q, &id).await.unwrap();
-    assert_eq!(
-        (info.state, info.attempts, info.group),
-        (JobState::Ready, 0, None)
-    );
-    assert!(b.failed(&q).await.unwrap().is_empty(), "the group emptied");
-    assert!(
-        ids_in(&b, &q, JobState::Trashed).await.is_empty(),
-        "gone from taskflow's trash"
-    );
-    let c = claim_one(&b, &q).await;
-    assert_eq!(
-        (c.lease.job().clone(), c.attempt, c.max_attempts),
-        (id.clone(), 1, 2)
-    );
-    // Retrying a job that is not trashed is refused.
-    assert!(b.retry(&q, &[id]).await.unwrap()[0]
-        .as_ref()
-        .unwrap_err()
-        .is_not_found());
-}
-
-#[tokio::test]
-async fn retry_a_whole_group_or_every_group() {
-    let (b, q) = board_and_queue("retry-group").await;
-    let fatal = trashed(&b, &q, "f", 2, "fatal: x").await;
-    let errors = trashed(&b, &q, "e", 3, "oops").await;
-    let crashed = trashed(&b, &q, "c", 1, "crashed: signal 9").await;
-    assert_eq!(b.settle_failed(&q, Some("error"), false).await.unwrap(), 3);
-    for id in &errors {
-        let info = b.show(&q, id).await.unwrap();
-        assert_eq!((info.state, info.attempts), (JobState::Ready, 0));
-    }
-    let groups: BTreeSet<String> = b.failed(&q).await.unwrap().into_iter().map(|g| g.group).collect();
-    assert_eq!(groups, ["crashed".to_owned(), "fatal".to_owned()].into());
-    assert_eq!(b.settle_failed(&q, None, false).await.unwrap(), 3);
-    assert!(b.failed(&q).await.unwrap().is_empty());
-    for id in fatal.iter().chain(&crashed) {
-        assert_eq!(b.state(&q, id).await.unwrap(), JobState::Ready);
-    }
-    assert_eq!(b.job_count(&q).await.unwrap(), 6);
-    assert_eq!(claim(&b, &q, 10).await.len(), 6);
-}
-
-#[tokio::test]
-async fn purge_deletes_trashed_jobs_for_good() {
+async fn purge_leaves_no_state_behind() {
     let (b, q) = board_and_queue("purge").await;
     let keys = b.keys(&q).unwrap();
     let one = trashed(&b, &q, "p", 1, "fatal: x").await.remove(0);
-    let rest = trashed(&b, &q, "p", 3, "boom").await;
-    let results = b.purge(&q, &[one.clone(), "no-such-job".into()]).await.unwrap();
-    assert!(results[0].is_ok());
-    assert!(results[1].as_ref().unwrap_err().is_not_found());
-    assert!(b.state(&q, &one).await.unwrap_err().is_not_found());
+    trashed(&b, &q, "p", 3, "boom").await;
+    assert!(b.purge(&q, std::slice::from_ref(&one)).await.unwrap()[0].is_ok());
     assert!(b.history(&q, &one).await.unwrap_err().is_not_found());
-    let groups: Vec<String> = b.failed(&q).await.unwrap().into_iter().map(|g| g.group).collect();
-    assert_eq!(groups, ["error"]);
     assert_eq!(b.settle_failed(&q, None, true).await.unwrap(), 3);
-    assert!(b.failed(&q).await.unwrap().is_empty());
-    for id in &rest {
-        assert!(b.state(&q, id).await.unwrap_err().is_not_found());
-    }
     let mut con = b.connection();
     let trash: usize = con.hlen(keys.trash()).await.unwrap();
     assert_eq!(trash, 0, "taskflow's trash is empty");

@@ -1,9 +1,13 @@
 //! The ZooKeeper board's capabilities beyond the contract: the worker
 //! registry (taskflow's conductor entities), crash recovery and the
-//! server's clock are real; the qless operator features and maintenance
-//! (leader election and its services, which serve only those features
-//! and Redis' index) are not built on ZooKeeper and answer with an
-//! `is_unsupported` error.
+//! server's clock are real, and so are these qless operator features:
+//! cancel (`cancel.rs`), pause and resume (`settings.rs`), and failure
+//! groups with retry and purge (`failed.rs`). The other operator features
+//! (queue listing and counts, limits, priorities, tags, tracking, history,
+//! statistics, recurring jobs, configuration, events, throughput) and
+//! maintenance (leader election and its services, which serve only those
+//! features and Redis' index) are not built on ZooKeeper and answer with
+//! an `is_unsupported` error.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -74,20 +78,22 @@ impl Admin for ZooKeeperBoard {
     async fn tracked(&self, _: &str) -> Result<Vec<JobId>> {
         refuse("tracking")
     }
-    async fn failed(&self, _: &str) -> Result<Vec<FailureGroup>> {
-        refuse("failure groups")
+    /// A scan of the trash, bounded by its retention (see `failed.rs`).
+    async fn failed(&self, queue: &str) -> Result<Vec<FailureGroup>> {
+        self.failure_groups(queue).await
     }
-    async fn failed_jobs(&self, _: &str, _: &str, _: Page) -> Result<Vec<JobId>> {
-        refuse("failure groups")
+    /// A scan of the trash, bounded by its retention (see `failed.rs`).
+    async fn failed_jobs(&self, queue: &str, group: &str, page: Page) -> Result<Vec<JobId>> {
+        self.failed_in_group(queue, group, page).await
     }
-    async fn retry(&self, _: &str, _: &[JobId]) -> Result<Vec<Result<()>>> {
-        refuse("retrying trashed jobs")
+    async fn retry(&self, queue: &str, ids: &[JobId]) -> Result<Vec<Result<()>>> {
+        self.retry_trashed(queue, ids).await
     }
-    async fn purge(&self, _: &str, _: &[JobId]) -> Result<Vec<Result<()>>> {
-        refuse("purging trashed jobs")
+    async fn purge(&self, queue: &str, ids: &[JobId]) -> Result<Vec<Result<()>>> {
+        self.purge_trashed(queue, ids).await
     }
-    async fn settle_failed(&self, _: &str, _: Option<&str>, _: bool) -> Result<usize> {
-        refuse("failure groups")
+    async fn settle_failed(&self, queue: &str, group: Option<&str>, purge: bool) -> Result<usize> {
+        self.settle_trashed(queue, group, purge).await
     }
     async fn history(&self, _: &str, _: &JobId) -> Result<Vec<serde_json::Value>> {
         refuse("job history")

@@ -7,7 +7,7 @@
 //! | `R/Q/jobs` | persistent | taskflow's `path`: the job znodes |
 //! | `R/Q/jobs/jobNNNNNNNNNN` | persistent sequential | JSON posting |
 //! | `R/Q/jobs/jobNNNNNNNNNN.lock` | ephemeral | `{"owner": …}` + lease |
-//! | `R/Q/.trash/jobNNNNNNNNNN` | persistent | trashed posting (taskflow's rule) |
+//! | `R/Q/.trash/jobNNNNNNNNNN` | persistent | trashed posting (taskflow's rule); in a failure group when its record says jobworker trashed it (`failed.rs`) |
 //! | `R/Q/.entities/conductor/<owner>` | ephemeral | a worker serving `Q` |
 //! | `R/Q/.jw/ids/<uuid>` | persistent | jobworker's job record |
 //! | `R/Q/.jw/delayed/<uuid>@<ms>` | persistent, empty | a job not claimable before `ms` |

@@ -4,13 +4,15 @@
 //! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
 //!
 //! It grows one capability at a time as ZooKeeper gains them, one file per
-//! capability (`cancel`, `pause`); the Redis feature tests
+//! capability (`cancel`, `pause`, `failed`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
+mod failed;
 mod pause;
 
 pub use cancel::*;
+pub use failed::*;
 pub use pause::*;
 
 use std::future::Future;
@@ -45,7 +47,10 @@ macro_rules! feature_tests {
             a_cancel_racing_claims_leaves_each_job_one_ending,
             a_paused_queue_hands_out_nothing_until_resumed,
             a_paused_queue_still_takes_back_expired_leases,
-            wait_on_a_paused_queue_sleeps_until_resumed);
+            wait_on_a_paused_queue_sleeps_until_resumed,
+            trashed_jobs_go_to_failure_groups_by_reason_kind,
+            retry_one_job_resets_its_attempts, retry_a_whole_group_or_every_group,
+            purge_deletes_trashed_jobs_for_good, a_retried_job_keeps_its_id_name_and_args);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(
