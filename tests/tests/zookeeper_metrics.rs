@@ -1,7 +1,7 @@
 //! The board's Prometheus metrics on ZooKeeper, against a real server:
-//! what the backend keeps is rendered, and what it does not support (the
-//! daily statistics, failure groups, queue settings, the waiting state) is
-//! left out instead of failing the scrape.
+//! what the backend keeps is rendered (failure groups included), and what
+//! it does not support (the daily statistics, queue settings, the waiting
+//! state) is left out instead of failing the scrape.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -29,7 +29,8 @@ fn num(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
     }
 }
 
-/// 3 jobs posted, 2 claimed, 1 of them consumed; one worker registered.
+/// 4 jobs posted, 3 claimed, 1 of them consumed and 1 trashed; one worker
+/// registered.
 #[tokio::test]
 async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
     let root = unique_queue("zk-metrics");
@@ -38,15 +39,18 @@ async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
         .await
         .unwrap();
     let q = unique_queue("metrics");
-    for _ in 0..3 {
+    for _ in 0..4 {
         b.post(&q, NewJob::new("z")).await.unwrap();
     }
     let mut got = b
-        .claim(&[&q], "w-metrics", Duration::from_secs(60), 2)
+        .claim(&[&q], "w-metrics", Duration::from_secs(60), 3)
         .await
         .unwrap();
-    assert_eq!(got.len(), 2);
+    assert_eq!(got.len(), 3);
     b.consume(got.pop().unwrap().lease).await.unwrap();
+    b.trash(got.pop().unwrap().lease, "fatal: bad input")
+        .await
+        .unwrap();
     let now = b.server_ms().await.unwrap() as u64;
     let worker = WorkerInfo {
         owner: "w-metrics".into(),
@@ -78,7 +82,7 @@ async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
         ("claimed", 1),
         ("completed", 1),
         ("scheduled", 0),
-        ("trashed", 0),
+        ("trashed", 1),
         ("cancelled", 0),
     ] {
         assert_eq!(state(name), Some(n as f64), "{name}\n{text}");
@@ -92,11 +96,15 @@ async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
     assert!(num(&s, "jobworker_oldest_ready_age_seconds", &[("queue", &q)]).unwrap() >= 0.0);
     assert_eq!(num(&s, "jobworker_workers_alive", &[]), Some(1.0));
     assert_eq!(num(&s, "jobworker_jobs_held", &[]), Some(1.0));
+    assert_eq!(
+        num(&s, "jobworker_trashed_jobs", &[("queue", &q), ("group", "fatal")]),
+        Some(1.0),
+        "{text}"
+    );
     for unsupported in [
         "jobworker_jobs_completed",
         "jobworker_wait_seconds",
         "jobworker_run_seconds",
-        "jobworker_trashed_jobs",
         "jobworker_queue_paused",
         "jobworker_queue_limit",
     ] {

@@ -56,6 +56,7 @@ fn retried(record: &JobRecord) -> JobRecord {
         job: None,
         ending: Ending::Live,
         attempts: 0,
+        crashes: 0,
         run_at_ms: 0,
         reason: None,
         group: None,
@@ -279,6 +280,7 @@ mod tests {
             priority: 7,
             max_attempts: 3,
             attempts: 3,
+            crashes: 3,
             run_at_ms: 5,
             token: 42,
             ending: Ending::Trashed,
@@ -289,8 +291,8 @@ mod tests {
         r.fail("fatal: no");
         let fresh = retried(&r);
         assert_eq!(
-            (fresh.ending, fresh.attempts, fresh.run_at_ms),
-            (Ending::Live, 0, 0)
+            (fresh.ending, fresh.attempts, fresh.crashes, fresh.run_at_ms),
+            (Ending::Live, 0, 0, 0)
         );
         assert_eq!(
             (fresh.job, fresh.reason, fresh.group, fresh.finished_ms),
