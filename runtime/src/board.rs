@@ -15,6 +15,7 @@ pub(crate) mod agent;
 mod any;
 #[cfg(feature = "cli")]
 mod blocking;
+pub(crate) mod config;
 mod contract;
 mod events;
 mod inspect;
@@ -28,6 +29,7 @@ pub use admin::{Admin, FailureGroup, QueueCounts, QueueSettings};
 pub use any::AnyBoard;
 #[cfg(feature = "cli")]
 pub(crate) use blocking::BlockingBoard;
+pub use config::CONFIG_KEYS;
 pub(crate) use contract::validate_claim;
 pub use contract::{Board, ClaimRequest, ReapReport, Woken, MAX_CLAIM_COUNT};
 pub use events::{CancelStream, EventStream, Events};

@@ -45,11 +45,11 @@ mod track;
 mod trash;
 mod wait;
 
+pub use crate::board::CONFIG_KEYS;
 pub use board::{
     RedisBoard, RedisOptions, DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_COUNT, DEFAULT_TRASH_AGE,
     DEFAULT_TRASH_COUNT,
 };
-pub use config::CONFIG_KEYS;
 pub use connect::{RedisConnection, MIN_REDIS_VERSION};
 pub use durability::Durability;
 pub use keys::{QueueKeys, DEFAULT_PREFIX};

@@ -63,6 +63,7 @@ mod cache;
 mod cancel;
 mod capabilities;
 mod claim;
+mod config;
 mod consume;
 mod entities;
 mod extend;

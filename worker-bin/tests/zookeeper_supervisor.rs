@@ -192,3 +192,32 @@ async fn an_aborting_handler_is_trashed_as_a_poison_pill_after_three_crashes() {
         sup.log()
     );
 }
+
+/// The stored `expiry` reaches the workers on ZooKeeper (the supervisor
+/// reads it through its agent before it forks them): a claim is held for
+/// the stored 300 s, not the built-in 30 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_stored_expiry_reaches_the_workers() {
+    let _serial = serial().await;
+    let connect = fresh_root("zk-expiry");
+    let board = board(&connect).await;
+    jobworker::board::Admin::set_config(&board, "expiry", Some("300"))
+        .await
+        .unwrap();
+    let q = unique_queue("zk-expiry");
+    let dir = tempfile::tempdir().unwrap();
+    let id = post(
+        &board,
+        &q,
+        &logged(Action::Sleep, 600_000, &dir.path().join("runs.log")),
+        3,
+    )
+    .await;
+    let _sup = Supervisor::start_on(&["--zookeeper", &connect], &q, &["--workers", "1"], None);
+    let expires_in = wait_for(&"the job claimed", Duration::from_secs(60), || async {
+        let info = board.show(&q, &id).await.unwrap();
+        info.expires_in_ms.filter(|_| info.state == JobState::Claimed)
+    })
+    .await;
+    assert!(expires_in > 60_000, "the lease runs {expires_in} ms");
+}

@@ -16,12 +16,14 @@
 //! [`REPLY_TIMEOUT`] fails the request, and the agent is killed and forked
 //! again at the next request.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::wait::waitpid;
+use nix::unistd::{getpid, getppid, setpgid, ForkResult, Pid};
 use serde::{Deserialize, Serialize};
 
 use crate::board::{QueueCounts, Recovered, Recovery};
@@ -32,12 +34,14 @@ use crate::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The agent's process name (`/proc/<pid>/comm`).
-pub(crate) const PROCESS_NAME: &std::ffi::CStr = c"jobworker-agent";
+const PROCESS_NAME: &std::ffi::CStr = c"jobworker-agent";
 
 /// A question of the supervisor.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Request {
+    /// The board's stored configuration.
+    Config,
     /// How many jobs these queues hold together.
     Counts(Vec<String>),
     /// Give back every claim of a dead worker in a queue.
@@ -55,6 +59,8 @@ enum Request {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Reply {
+    /// The stored configuration.
+    Config(HashMap<String, String>),
     /// The counts: listed, claimed, completed, trashed.
     Counts([usize; 4]),
     /// Claims given back: back to ready, trashed.
@@ -73,9 +79,47 @@ pub(crate) struct Agent {
 }
 
 impl Agent {
+    /// Forks the agent of the board `opts`. The caller must be
+    /// single-threaded (see `fork.rs`); `let_go` runs first in the child,
+    /// to drop what is the caller's (the supervisor's signal handlers,
+    /// listeners). The child never returns.
+    pub(crate) fn fork(opts: ZooKeeperOptions, let_go: impl FnOnce()) -> Result<Agent> {
+        let (ours, theirs) =
+            UnixStream::pair().map_err(|e| Error::io("cannot make the zookeeper agent's socket", e))?;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        let parent = getpid();
+        match crate::fork::fork_single_threaded() {
+            Ok(ForkResult::Parent { child }) => {
+                drop(theirs);
+                tracing::debug!(pid = child.as_raw(), "zookeeper agent started");
+                Agent::new(child, ours)
+            }
+            Ok(ForkResult::Child) => {
+                drop(ours);
+                let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let_go();
+                    if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != parent {
+                        return 1;
+                    }
+                    // Out of the terminal's process group: Ctrl-C is the
+                    // supervisor's.
+                    let _ = setpgid(Pid::from_raw(0), Pid::from_raw(0));
+                    // Told apart from the workers in `ps` (and by tests that
+                    // signal workers).
+                    let _ = nix::sys::prctl::set_name(PROCESS_NAME);
+                    serve(opts, theirs)
+                }))
+                .unwrap_or(101);
+                std::process::exit(code);
+            }
+            Err(e) => Err(Error::io("cannot fork the zookeeper agent", e.into())),
+        }
+    }
+
     /// The supervisor's end of the agent `pid`, forked with the other end
     /// of `stream`.
-    pub(crate) fn new(pid: Pid, stream: UnixStream) -> Result<Agent> {
+    fn new(pid: Pid, stream: UnixStream) -> Result<Agent> {
         stream
             .set_read_timeout(Some(REPLY_TIMEOUT))
             .map_err(|e| Error::io("cannot set up the zookeeper agent's socket", e))?;
@@ -94,6 +138,14 @@ impl Agent {
     /// or this is a forked worker's copy of the supervisor's end.
     pub(crate) fn disown(&mut self) {
         self.pid = None;
+    }
+
+    /// The board's stored configuration.
+    pub(crate) fn config(&mut self) -> Result<HashMap<String, String>> {
+        match self.ask(&Request::Config)? {
+            Reply::Config(stored) => Ok(stored),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// How many jobs `queues` hold together.
@@ -142,11 +194,13 @@ impl Agent {
 }
 
 impl Drop for Agent {
-    /// Kills the agent (it holds nothing to lose); the supervisor's wait
-    /// for its children reaps it.
+    /// Kills the agent (it holds nothing to lose) and waits for it. (An
+    /// agent the supervisor already waited was disowned: its pid may be
+    /// another process' now.)
     fn drop(&mut self) {
         if let Some(pid) = self.pid {
             let _ = kill(pid, Signal::SIGKILL);
+            let _ = waitpid(pid, None);
         }
     }
 }
@@ -157,7 +211,7 @@ fn unexpected(reply: &Reply) -> Error {
 
 /// The agent's life in the forked child: answers the supervisor on
 /// `stream` until it closes its end. Returns the exit code.
-pub(crate) fn serve(opts: ZooKeeperOptions, stream: UnixStream) -> i32 {
+fn serve(opts: ZooKeeperOptions, stream: UnixStream) -> i32 {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -197,6 +251,7 @@ async fn answer(opts: &ZooKeeperOptions, board: &mut Option<ZooKeeperBoard>, req
         return Reply::Failed("the zookeeper agent has no board".into());
     };
     let done = match request {
+        Request::Config => b.config().await.map(Reply::Config),
         Request::Counts(queues) => b
             .counts_of(&queues)
             .await

@@ -47,25 +47,26 @@ impl BlockingBoard {
         match self {
             BlockingBoard::Redis(b) => b.config(),
             #[cfg(feature = "zookeeper")]
-            BlockingBoard::ZooKeeper(..) => Ok(Default::default()),
+            BlockingBoard::ZooKeeper(_, None) => {
+                tracing::warn!("no zookeeper agent: the stored configuration is not read");
+                Ok(Default::default())
+            }
+            #[cfg(feature = "zookeeper")]
+            BlockingBoard::ZooKeeper(_, agent) => through(agent, Agent::config),
         }
     }
 
-    /// The options of a ZooKeeper board that has no agent: the supervisor
-    /// forks one and gives it to [`BlockingBoard::set_agent`].
-    #[cfg(feature = "zookeeper")]
-    pub(crate) fn wants_agent(&self) -> Option<&ZooKeeperOptions> {
-        match self {
-            BlockingBoard::ZooKeeper(opts, None) => Some(opts),
-            _ => None,
-        }
-    }
-
-    /// Gives a ZooKeeper board its agent.
-    #[cfg(feature = "zookeeper")]
-    pub(crate) fn set_agent(&mut self, agent: Agent) {
-        if let BlockingBoard::ZooKeeper(_, slot) = self {
-            *slot = Some(agent);
+    /// Forks the agent of a ZooKeeper board that has none (`let_go` runs
+    /// first in the child: see [`Agent::fork`]). A fork that fails leaves
+    /// the board without: counts fail, recoveries go to the next worker
+    /// forked, the stored configuration reads as empty.
+    pub(crate) fn ensure_agent(&mut self, let_go: impl FnOnce()) {
+        #[cfg(feature = "zookeeper")]
+        if let BlockingBoard::ZooKeeper(opts, slot @ None) = self {
+            match Agent::fork(opts.clone(), let_go) {
+                Ok(agent) => *slot = Some(agent),
+                Err(e) => tracing::warn!(error = %e, "cannot fork the zookeeper agent"),
+            }
         }
     }
 

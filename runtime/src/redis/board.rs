@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::board::config::{stored_age, stored_count};
 use crate::board::{lease_back, leases_back, Board, ClaimRequest, ReapReport, SettleResult, Woken};
 use crate::error::{Error, Result};
 use crate::job::{
@@ -121,20 +122,6 @@ impl std::fmt::Debug for RedisBoard {
         f.debug_struct("RedisBoard")
             .field("url", &crate::redis::connect::redact(&self.conn.url))
             .finish()
-    }
-}
-
-/// A count left at its default takes the stored configuration.
-fn stored_count(option: &mut usize, default: usize, stored: Option<usize>) {
-    if let (Some(n), true) = (stored, *option == default) {
-        *option = n;
-    }
-}
-
-/// An age left at its default takes the stored configuration (seconds).
-fn stored_age(option: &mut Duration, default: Duration, stored: Option<f64>) {
-    if let (Some(secs), true) = (stored, *option == default) {
-        *option = Duration::try_from_secs_f64(secs).unwrap_or(default);
     }
 }
 

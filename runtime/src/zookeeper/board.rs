@@ -14,6 +14,7 @@ use crate::board::{lease_back, leases_back, validate_claim, Board, ClaimRequest,
 use crate::error::{Error, Result};
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page};
 use crate::zookeeper::cache::Caches;
+use crate::zookeeper::config::apply_stored;
 use crate::zookeeper::options::ZooKeeperOptions;
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::JobRecord;
@@ -55,6 +56,9 @@ impl std::fmt::Debug for ZooKeeperBoard {
 impl ZooKeeperBoard {
     /// Connects with `opts`. The root path is made on demand (with
     /// `world:anyone` ACLs, as kazoo makes it); nothing is written here.
+    /// History and trash limits left at their defaults take the board's
+    /// stored configuration (`history-count`, `history-age`, `trash-count`,
+    /// `trash-age`; see [`ZooKeeperBoard::set_config`]).
     ///
     /// Errors: `is_invalid` for a bad connect string, `is_unavailable` when
     /// no server answers.
@@ -62,7 +66,7 @@ impl ZooKeeperBoard {
         opts.validate()?;
         let (hosts, root) = opts.split()?;
         let session = Session::connect(&hosts, opts.session_timeout, opts.access()?).await?;
-        Ok(ZooKeeperBoard {
+        let mut board = ZooKeeperBoard {
             inner: Arc::new(Inner {
                 opts,
                 root,
@@ -71,7 +75,13 @@ impl ZooKeeperBoard {
                 made: Mutex::default(),
                 pruned: Mutex::default(),
             }),
-        })
+        };
+        let stored = board.config().await?;
+        // Nothing else holds the board yet.
+        if let Some(inner) = Arc::get_mut(&mut board.inner) {
+            apply_stored(&mut inner.opts, &stored);
+        }
+        Ok(board)
     }
 
     /// The options this board runs with.

@@ -1,13 +1,14 @@
 //! The ZooKeeper board's capabilities beyond the contract: the worker
 //! registry (taskflow's conductor entities), crash recovery and the
 //! server's clock are real, and so are these qless operator features:
-//! cancel (`cancel.rs`), pause and resume (`settings.rs`), and failure
-//! groups with retry and purge (`failed.rs`). The other operator features
-//! (queue listing and counts, limits, priorities, tags, tracking, history,
-//! statistics, recurring jobs, configuration, events, throughput) and
-//! maintenance (leader election and its services, which serve only those
-//! features and Redis' index) are not built on ZooKeeper and answer with
-//! an `is_unsupported` error.
+//! cancel (`cancel.rs`), pause and resume (`settings.rs`), failure groups
+//! with retry and purge (`failed.rs`), the board configuration
+//! (`config.rs`), the queue list (`locate.rs`) and job counts
+//! (`read/overview.rs`). The other operator features (limits, priorities,
+//! tags, tracking, history, statistics, recurring jobs, events,
+//! throughput) and maintenance (leader election and its services, which
+//! serve only those features and Redis' index) are not built on ZooKeeper
+//! and answer with an `is_unsupported` error.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -111,10 +112,10 @@ impl Admin for ZooKeeperBoard {
         refuse("recurring jobs")
     }
     async fn config(&self) -> Result<HashMap<String, String>> {
-        refuse("board configuration")
+        ZooKeeperBoard::config(self).await
     }
-    async fn set_config(&self, _: &str, _: Option<&str>) -> Result<()> {
-        refuse("board configuration")
+    async fn set_config(&self, key: &str, value: Option<&str>) -> Result<()> {
+        ZooKeeperBoard::set_config(self, key, value).await
     }
 }
 

@@ -16,6 +16,7 @@
 //! | `R/Q/.jw/quarantine/<name>` | persistent | an undecodable job znode, moved aside |
 //! | `R/Q/.jw/settings` | persistent | the queue's settings: `{"paused": …}` |
 //! | `R/.entities/conductor/<owner>` | ephemeral | every registered worker |
+//! | `R/.jw/config` | persistent | the board configuration: a JSON object of strings |
 //! | `R/.jw/cancels/<owner>/<uuid>` | persistent, empty | a cancel of a job `owner` held, until `owner` hears it |
 //!
 //! Trash and entities follow taskflow's rule: the jobs path with every

@@ -4,14 +4,16 @@
 //! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
 //!
 //! It grows one capability at a time as ZooKeeper gains them, one file per
-//! capability (`cancel`, `pause`, `failed`); the Redis feature tests
+//! capability (`cancel`, `pause`, `failed`, `config`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
+mod config;
 mod failed;
 mod pause;
 
 pub use cancel::*;
+pub use config::*;
 pub use failed::*;
 pub use pause::*;
 
@@ -50,7 +52,9 @@ macro_rules! feature_tests {
             wait_on_a_paused_queue_sleeps_until_resumed,
             trashed_jobs_go_to_failure_groups_by_reason_kind,
             retry_one_job_resets_its_attempts, retry_a_whole_group_or_every_group,
-            purge_deletes_trashed_jobs_for_good, a_retried_job_keeps_its_id_name_and_args);
+            purge_deletes_trashed_jobs_for_good, a_retried_job_keeps_its_id_name_and_args,
+            config_values_are_checked_stored_and_removed,
+            queues_are_listed_and_their_jobs_counted);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(

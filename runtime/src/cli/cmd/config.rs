@@ -1,5 +1,5 @@
-//! `jobworker config get|set|unset`: the board configuration stored in
-//! Redis.
+//! `jobworker config get|set|unset`: the board configuration stored on
+//! the board (Redis or ZooKeeper).
 
 use clap::Subcommand;
 

@@ -131,7 +131,12 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
         );
     }
     let spec = server::spec(board)?;
-    let stored = BlockingBoard::connect(&spec)?.config()?;
+    let stored = {
+        // Nothing to let go of yet: no signal handlers, no listeners.
+        let mut board = BlockingBoard::connect(&spec)?;
+        board.ensure_agent(|| {});
+        board.config()?
+    };
     let mut worker = worker_config(a, &stored)?;
     // Without --workdir, a directory of this run's own (removed at exit).
     let own = match &a.workdir {
