@@ -82,7 +82,9 @@ mod recover;
 mod retention;
 mod session;
 mod settings;
+mod tags;
 mod take_back;
+mod track;
 mod trash;
 mod wait;
 

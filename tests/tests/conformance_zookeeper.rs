@@ -61,7 +61,6 @@ mod zookeeper_only {
         let cases = [
             NewJob::new("d").depends_on("other"),
             NewJob::new("u").unique("key", Duration::from_secs(60)),
-            NewJob::new("t").track(),
         ];
         for job in cases {
             let e = board.post(&q, job).await.unwrap_err();

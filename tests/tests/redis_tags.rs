@@ -1,71 +1,11 @@
 //! What a posting can be found by on the Redis board against a real
-//! server: tags (added, removed, found, counted) and unique keys.
+//! server: unique keys (tags are in the feature suite both backends run,
+//! `tests/src/feature_suite/tags.rs`).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use jobworker::{Board, JobId, NewJob, Page};
+use jobworker::{Board, NewJob};
 use jobworker_tests::features::*;
-
-#[tokio::test]
-async fn tags_are_added_removed_found_and_counted() {
-    let (b, q) = board_and_queue("tags").await;
-    let a = b.post(&q, NewJob::new("a").tag("red").tag("blue")).await.unwrap();
-    let bb = b.post(&q, NewJob::new("b").tag("red")).await.unwrap();
-    let c = b
-        .post(&q, NewJob::new("c").tag("red").tag("green"))
-        .await
-        .unwrap();
-    assert_eq!(b.show(&q, &a).await.unwrap().tags, ["red", "blue"]);
-    // Tag times are in ms: make a's tagging the most recent one.
-    next_server_ms(&b).await;
-    assert_eq!(
-        b.tag(&q, &a, &["green", "red"]).await.unwrap(),
-        ["red", "blue", "green"],
-        "an existing tag is not added twice"
-    );
-    assert_eq!(
-        b.untag(&q, &a, &["red", "nope"]).await.unwrap(),
-        ["blue", "green"]
-    );
-    assert_eq!(b.show(&q, &a).await.unwrap().tags, ["blue", "green"]);
-
-    let red: BTreeSet<JobId> = b
-        .tagged(&q, "red", Page::default())
-        .await
-        .unwrap()
-        .into_iter()
-        .collect();
-    assert_eq!(red, set([&bb, &c]));
-    let green = b.tagged(&q, "green", Page::default()).await.unwrap();
-    assert_eq!(green, [a.clone(), c.clone()], "most recently tagged first");
-    assert_eq!(
-        b.tagged(&q, "green", page(1)).await.unwrap(),
-        std::slice::from_ref(&a)
-    );
-    assert!(b.tagged(&q, "nobody", Page::default()).await.unwrap().is_empty());
-
-    let top = b.top_tags(&q, Page::default()).await.unwrap();
-    assert_eq!(top[0], ("red".to_owned(), 2), "{top:?}");
-    let top: BTreeMap<String, u64> = top.into_iter().collect();
-    assert_eq!(
-        top,
-        [("red".into(), 2), ("green".into(), 2), ("blue".into(), 1)].into()
-    );
-    assert_eq!(b.top_tags(&q, page(1)).await.unwrap().len(), 1);
-
-    assert!(b
-        .tag(&q, &"no-such-job".into(), &["x"])
-        .await
-        .unwrap_err()
-        .is_not_found());
-    assert!(b.tag(&q, &a, &["bad tag"]).await.unwrap_err().is_invalid());
-    assert!(b
-        .post(&q, NewJob::new("d").tag(""))
-        .await
-        .unwrap_err()
-        .is_invalid());
-}
 
 #[tokio::test]
 async fn a_unique_key_returns_the_existing_job_until_its_ttl_passes() {

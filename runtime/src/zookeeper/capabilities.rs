@@ -3,10 +3,10 @@
 //! server's clock are real, and so are these qless operator features:
 //! cancel (`cancel.rs`), pause and resume (`settings.rs`), failure groups
 //! with retry and purge (`failed.rs`), the board configuration
-//! (`config.rs`), the queue list (`locate.rs`) and job counts
-//! (`read/overview.rs`). The other operator features (limits, priorities,
-//! tags, tracking, history, statistics, recurring jobs, events,
-//! throughput) and maintenance (leader election and its services, which
+//! (`config.rs`), the queue list (`locate.rs`), job counts
+//! (`read/overview.rs`), tags (`tags.rs`) and tracking (`track.rs`). The
+//! other operator features (limits, priorities, history, statistics,
+//! recurring jobs, events, throughput) and maintenance (leader election and its services, which
 //! serve only those features and Redis' index) are not built on ZooKeeper
 //! and answer with an `is_unsupported` error.
 
@@ -58,26 +58,26 @@ impl Admin for ZooKeeperBoard {
     async fn cancel(&self, queue: &str, ids: &[JobId], _: bool) -> Result<Vec<(String, JobId)>> {
         self.cancel_jobs(queue, ids).await
     }
-    async fn tag(&self, _: &str, _: &JobId, _: &[&str]) -> Result<Vec<String>> {
-        refuse("tagging a posted job")
+    async fn tag(&self, queue: &str, job: &JobId, tags: &[&str]) -> Result<Vec<String>> {
+        self.retag(queue, job, tags, true).await
     }
-    async fn untag(&self, _: &str, _: &JobId, _: &[&str]) -> Result<Vec<String>> {
-        refuse("untagging a job")
+    async fn untag(&self, queue: &str, job: &JobId, tags: &[&str]) -> Result<Vec<String>> {
+        self.retag(queue, job, tags, false).await
     }
-    async fn tagged(&self, _: &str, _: &str, _: Page) -> Result<Vec<JobId>> {
-        refuse("finding jobs by tag")
+    async fn tagged(&self, queue: &str, tag: &str, page: Page) -> Result<Vec<JobId>> {
+        self.tagged_jobs(queue, tag, page).await
     }
-    async fn top_tags(&self, _: &str, _: Page) -> Result<Vec<(String, u64)>> {
-        refuse("counting tags")
+    async fn top_tags(&self, queue: &str, page: Page) -> Result<Vec<(String, u64)>> {
+        self.tag_counts(queue, page).await
     }
-    async fn track(&self, _: &str, _: &JobId) -> Result<()> {
-        refuse("tracking")
+    async fn track(&self, queue: &str, job: &JobId) -> Result<()> {
+        self.set_tracked(queue, job, true).await
     }
-    async fn untrack(&self, _: &str, _: &JobId) -> Result<()> {
-        refuse("tracking")
+    async fn untrack(&self, queue: &str, job: &JobId) -> Result<()> {
+        self.set_tracked(queue, job, false).await
     }
-    async fn tracked(&self, _: &str) -> Result<Vec<JobId>> {
-        refuse("tracking")
+    async fn tracked(&self, queue: &str) -> Result<Vec<JobId>> {
+        self.tracked_jobs(queue).await
     }
     /// A scan of the trash, bounded by its retention (see `failed.rs`).
     async fn failed(&self, queue: &str) -> Result<Vec<FailureGroup>> {

@@ -45,6 +45,11 @@ impl ZooKeeperBoard {
                     if history {
                         self.count_consumed(&paths.queue);
                     }
+                    if !keep {
+                        // The record went: so do its index entries.
+                        let uuid = lease.job().as_str();
+                        self.drop_index_entries(&paths, uuid, &finish.record.tags).await;
+                    }
                     return Ok(());
                 }
                 Err(Failed::NoBucket) => {

@@ -15,6 +15,8 @@
 //! | `R/Q/.jw/history/<hour>/<uuid>@cancelled` | persistent, empty | cancelled in that hour |
 //! | `R/Q/.jw/quarantine/<name>` | persistent | an undecodable job znode, moved aside |
 //! | `R/Q/.jw/settings` | persistent | the queue's settings: `{"paused": …}` |
+//! | `R/Q/.jw/tags/<tag>/<uuid>` | persistent, empty | a job tagged `<tag>` (percent-encoded; the record's tags are the truth) |
+//! | `R/Q/.jw/tracked/<uuid>` | persistent, empty | a tracked job |
 //! | `R/.entities/conductor/<owner>` | ephemeral | every registered worker |
 //! | `R/.jw/config` | persistent | the board configuration: a JSON object of strings |
 //! | `R/.jw/cancels/<owner>/<uuid>` | persistent, empty | a cancel of a job `owner` held, until `owner` hears it |
@@ -58,6 +60,10 @@ pub(crate) struct QueuePaths {
     pub quarantine: String,
     /// `R/Q/.jw/settings` (made on the first pause).
     pub settings: String,
+    /// `R/Q/.jw/tags` (made with the first tag).
+    pub tags: String,
+    /// `R/Q/.jw/tracked` (made with the first tracked job).
+    pub tracked: String,
 }
 
 impl QueuePaths {
@@ -77,6 +83,8 @@ impl QueuePaths {
             history: format!("{jw}/history"),
             quarantine: format!("{jw}/quarantine"),
             settings: format!("{jw}/settings"),
+            tags: format!("{jw}/tags"),
+            tracked: format!("{jw}/tracked"),
         })
     }
 
@@ -123,6 +131,21 @@ impl QueuePaths {
     /// A cancelled job's history entry.
     pub(crate) fn cancelled_entry(&self, hour: i64, uuid: &str) -> String {
         format!("{}/{hour}/{uuid}{CANCELLED_MARK}", self.history)
+    }
+
+    /// The index directory of `tag`.
+    pub(crate) fn tag_dir(&self, tag: &str) -> String {
+        format!("{}/{}", self.tags, encode_word(tag))
+    }
+
+    /// The index entry of job `uuid` under `tag`.
+    pub(crate) fn tag_entry(&self, tag: &str, uuid: &str) -> String {
+        format!("{}/{uuid}", self.tag_dir(tag))
+    }
+
+    /// The tracking entry of job `uuid`.
+    pub(crate) fn tracked_entry(&self, uuid: &str) -> String {
+        format!("{}/{uuid}", self.tracked)
     }
 
     /// A quarantined znode.
@@ -196,6 +219,39 @@ pub(crate) fn sequence_of(name: &str) -> Option<i64> {
 pub(crate) fn parse_delayed(entry: &str) -> Option<(&str, i64)> {
     let (uuid, at) = entry.rsplit_once(DELAY_SEP)?;
     Some((uuid, at.parse().ok()?))
+}
+
+/// A tag as a znode name: bytes other than ASCII letters, digits and
+/// `_-:` percent-encoded (`/`, `.`, `%` and whatever ZooKeeper refuses
+/// included), so any tag names one znode and comes back from it.
+pub(crate) fn encode_word(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    for b in word.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The tag a znode name encodes (see [`encode_word`]); `None` for a name
+/// it did not make.
+pub(crate) fn decode_word(name: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(name.len());
+    let mut rest = name.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// Characters ZooKeeper refuses in a path (`PathUtils.validatePath`).
@@ -278,6 +334,18 @@ pub(crate) fn split_connect(connect: &str) -> Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_tag_names_one_znode_and_comes_back() {
+        for tag in ["red", "a/b", ".", "..", "50%", "état", "x.y", "a:b_c-d"] {
+            let name = encode_word(tag);
+            assert!(is_znode_name(&name) && !name.contains('.'), "{tag} -> {name}");
+            assert_eq!(decode_word(&name).as_deref(), Some(tag));
+        }
+        assert_eq!(encode_word("a/b"), "a%2Fb");
+        assert_eq!(decode_word("bad%G1"), None);
+        assert_eq!(decode_word("cut%2"), None);
+    }
 
     #[test]
     fn trash_and_entities_follow_taskflow_s_replace() {

@@ -1,12 +1,14 @@
 //! post: one transaction creates jobworker's record of the job (which
-//! refuses a duplicate id), its delayed entry when it runs later, and the
-//! persistent sequential job znode with taskflow's JSON posting.
+//! refuses a duplicate id), its delayed entry when it runs later, its tag
+//! and tracking entries (`tags.rs`, `track.rs`), and the persistent
+//! sequential job znode with taskflow's JSON posting.
 
 use zookeeper_client as zk;
 
 use crate::codec::details_of;
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
+use crate::zookeeper::access::Access;
 use crate::zookeeper::cache::Known;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
@@ -23,8 +25,6 @@ fn check_supported(job: &NewJob, queue: &str) -> Result<()> {
         "dependencies"
     } else if job.unique.is_some() {
         "unique keys"
-    } else if job.track {
-        "tracking"
     } else {
         return Ok(());
     };
@@ -63,8 +63,19 @@ impl ZooKeeperBoard {
             nonce: JobId::random().0,
             ..JobRecord::default()
         };
+        let mut index: Vec<String> = job.tags.iter().map(|t| paths.tag_entry(t, id.as_str())).collect();
+        if job.track {
+            index.push(paths.tracked_entry(id.as_str()));
+        }
+        let mut entries = Entries {
+            index,
+            leftovers: Vec::new(),
+        };
         for _ in 0..POST_TRIES {
-            match self.post_once(&paths, id.as_str(), &record, &bytes).await? {
+            match self
+                .post_once(&paths, id.as_str(), &record, &bytes, &mut entries)
+                .await?
+            {
                 Posted::Done(znode) => {
                     if let Some(znode) = znode {
                         self.posted(&paths, id.as_str(), &znode, &job, details.clone(), &record)
@@ -88,26 +99,23 @@ impl ZooKeeperBoard {
         id: &str,
         record: &JobRecord,
         bytes: &[u8],
+        entries: &mut Entries,
     ) -> Result<Posted> {
         let what = format!("cannot post job {id} to queue {}", paths.queue);
+        self.ensure_parents(&what, &entries.index).await?;
         let client = self.client(&what).await?;
         let delayed = (record.run_at_ms > 0).then(|| paths.delayed_entry(id, record.run_at_ms));
-        let access = self.session().access();
-        let persistent = &access.persistent();
         let mut w = client.new_multi_writer();
-        let staged = w
-            .add_create(&paths.record(id), &record.to_bytes(), persistent)
-            .and_then(|_| match &delayed {
-                Some(entry) => w.add_create(entry, b"", persistent),
-                None => Ok(()),
-            })
-            .and_then(|_| {
-                w.add_create(
-                    &format!("{}/{}", paths.jobs, paths::JOB_PREFIX),
-                    bytes,
-                    &access.sequential(),
-                )
-            });
+        let staged = stage(
+            &mut w,
+            paths,
+            id,
+            record,
+            bytes,
+            delayed.as_deref(),
+            entries,
+            self.session().access(),
+        );
         staged.map_err(|e| self.session().error(&what, &e))?;
         match w.commit().await {
             Ok(results) => {
@@ -123,6 +131,15 @@ impl ZooKeeperBoard {
             }
             Err(e) => match failed_op(&e) {
                 Some((0, zk::Error::NodeExists)) => self.landed_or_exists(paths, id, record).await,
+                // Entries an earlier job of this id left: replace them.
+                Some((i, zk::Error::NodeExists)) if entries.is_entry(i, delayed.is_some()) => {
+                    let found = self.read_many(&what, entries.index.clone()).await?;
+                    entries.leftovers = (entries.index.iter().zip(found))
+                        .filter(|(_, f)| f.is_some())
+                        .map(|(e, _)| e.clone())
+                        .collect();
+                    Ok(Posted::Retry)
+                }
                 Some((1, zk::Error::NodeExists)) if delayed.is_some() => {
                     // A stale entry of an earlier job with this id.
                     if let Some(entry) = &delayed {
@@ -131,7 +148,9 @@ impl ZooKeeperBoard {
                     Ok(Posted::Retry)
                 }
                 Some((_, zk::Error::NoNode)) => {
-                    // The queue's directories were removed meanwhile.
+                    // The queue's directories (or a leftover) were removed
+                    // meanwhile.
+                    entries.leftovers.clear();
                     self.unmade(&paths.queue);
                     self.ensure_queue(paths).await?;
                     Ok(Posted::Retry)
@@ -202,6 +221,52 @@ impl ZooKeeperBoard {
         {
             tracing::debug!(job = id, queue = %paths.queue, error = %e, "cannot record the job's znode name");
         }
+    }
+}
+
+/// Stages the post transaction: the record, the delayed entry, the index
+/// entries (leftovers deleted first), and the job znode last (its name is
+/// read from the last create's result).
+#[allow(clippy::too_many_arguments)]
+fn stage(
+    w: &mut zk::MultiWriter<'_>,
+    paths: &QueuePaths,
+    id: &str,
+    record: &JobRecord,
+    bytes: &[u8],
+    delayed: Option<&str>,
+    entries: &Entries,
+    access: &Access,
+) -> Result<(), zk::Error> {
+    let persistent = &access.persistent();
+    w.add_create(&paths.record(id), &record.to_bytes(), persistent)?;
+    if let Some(entry) = delayed {
+        w.add_create(entry, b"", persistent)?;
+    }
+    entries.leftovers.iter().try_for_each(|e| w.add_delete(e, None))?;
+    entries
+        .index
+        .iter()
+        .try_for_each(|e| w.add_create(e, b"", persistent))?;
+    w.add_create(
+        &format!("{}/{}", paths.jobs, paths::JOB_PREFIX),
+        bytes,
+        &access.sequential(),
+    )
+}
+
+/// The index entries a post makes (tags, tracking), and those among them
+/// that an earlier job of the same id left behind (deleted first).
+struct Entries {
+    index: Vec<String>,
+    leftovers: Vec<String>,
+}
+
+impl Entries {
+    /// True when op `i` of the transaction created an index entry.
+    fn is_entry(&self, i: usize, delayed: bool) -> bool {
+        let first = 1 + usize::from(delayed) + self.leftovers.len();
+        i.checked_sub(first).is_some_and(|k| k < self.index.len())
     }
 }
 

@@ -176,15 +176,16 @@ impl ZooKeeperBoard {
                     .collect(),
             )
             .await?;
-        // Oldest first: (finished, uuid, record version if still completed).
-        let mut entries: Vec<(i64, String, Option<i32>)> = uuids
+        // Oldest first: (finished, uuid, record version and tags if still
+        // completed).
+        let mut entries: Vec<(i64, String, Option<Doomed>)> = uuids
             .into_iter()
             .zip(records)
             .map(|(uuid, found)| {
                 let record = found.and_then(|(d, stat)| JobRecord::from_bytes(&d).map(|r| (r, stat.version)));
                 match record {
                     Some((r, v)) if matches!(r.ending, Ending::Completed | Ending::Cancelled) => {
-                        (r.finished_ms.unwrap_or(0), uuid, Some(v))
+                        (r.finished_ms.unwrap_or(0), uuid, Some((v, r.tags)))
                     }
                     _ => (0, uuid, None),
                 }
@@ -198,16 +199,24 @@ impl ZooKeeperBoard {
             for (_, uuid, version) in chunk {
                 let mut w = client.new_multi_writer();
                 let mut staged = w.add_delete(&paths.history_entry(hour, uuid), None);
-                if let Some(v) = version {
+                if let Some((v, _)) = version {
                     let record = paths.record(paths::history_job(uuid).0);
                     staged = staged.and_then(|_| w.add_delete(&record, Some(*v)));
                 }
                 staged.map_err(|e| self.session().error(&what, &e))?;
                 ops.push(w.commit());
             }
-            for result in futures_util::future::join_all(ops).await {
+            for (result, (_, uuid, version)) in
+                futures_util::future::join_all(ops).await.into_iter().zip(chunk)
+            {
                 match result {
-                    Ok(_) => dropped += 1,
+                    Ok(_) => {
+                        dropped += 1;
+                        if let Some((_, tags)) = version {
+                            self.drop_index_entries(paths, paths::history_job(uuid).0, tags)
+                                .await;
+                        }
+                    }
                     Err(e) if is_definite(source(&e)) => {}
                     Err(e) => return Err(self.session().error(&what, source(&e))),
                 }
@@ -285,7 +294,10 @@ impl ZooKeeperBoard {
                 .and_then(|_| w.add_delete(&paths.record(uuid), Some(stat.version)))
                 .map_err(|e| self.session().error(&what, &e))?;
             match w.commit().await {
-                Ok(_) => removed += 1,
+                Ok(_) => {
+                    removed += 1;
+                    self.drop_index_entries(paths, uuid, &r.tags).await;
+                }
                 Err(e) if is_definite(source(&e)) => {}
                 Err(e) => return Err(self.session().error(&what, source(&e))),
             }
@@ -306,6 +318,9 @@ impl ZooKeeperBoard {
         due
     }
 }
+
+/// A finished job's record about to go: its version and tags.
+type Doomed = (i32, Vec<String>);
 
 /// The history bucket (hour since the epoch) of a time in ms.
 pub(crate) fn hour_of(ms: i64) -> i64 {

@@ -4,18 +4,20 @@
 //! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
 //!
 //! It grows one capability at a time as ZooKeeper gains them, one file per
-//! capability (`cancel`, `pause`, `failed`, `config`); the Redis feature tests
+//! capability (`cancel`, `pause`, `failed`, `config`, `tags`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
 mod config;
 mod failed;
 mod pause;
+mod tags;
 
 pub use cancel::*;
 pub use config::*;
 pub use failed::*;
 pub use pause::*;
+pub use tags::*;
 
 use std::future::Future;
 use std::time::Duration;
@@ -54,7 +56,9 @@ macro_rules! feature_tests {
             retry_one_job_resets_its_attempts, retry_a_whole_group_or_every_group,
             purge_deletes_trashed_jobs_for_good, a_retried_job_keeps_its_id_name_and_args,
             config_values_are_checked_stored_and_removed,
-            queues_are_listed_and_their_jobs_counted);
+            queues_are_listed_and_their_jobs_counted,
+            tags_are_added_removed_found_and_counted, a_finished_job_is_still_found_by_its_tags,
+            tracked_jobs_are_listed_until_untracked);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(

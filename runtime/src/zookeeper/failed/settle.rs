@@ -234,7 +234,7 @@ impl ZooKeeperBoard {
     }
 
     /// After a retry or purge of `f`: the caches forget the old znode, a
-    /// stale delayed entry goes, and a retried job's record names its new
+    /// stale delayed entry goes, a purged job's index entries go, and a retried job's record names its new
     /// znode (`znode`, when known). All best effort: a stale delayed entry
     /// only delays the job until its time, and a record without the name
     /// costs a later lookup a scan.
@@ -244,6 +244,9 @@ impl ZooKeeperBoard {
             self.inner.cache.forget(q, old);
         }
         self.inner.cache.unlocate(q, &f.uuid);
+        if how == Settle::Purge {
+            self.drop_index_entries(paths, &f.uuid, &f.record.tags).await;
+        }
         let Some(client) = self.session().current() else {
             return;
         };
