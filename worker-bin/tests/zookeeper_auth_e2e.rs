@@ -80,3 +80,54 @@ async fn workers_run_jobs_with_credentials_and_the_password_shows_nowhere() {
         );
     }
 }
+
+/// `jobworker bench --zookeeper user:password@…` starts its supervisors
+/// with the board in their environment: the password is on no command line
+/// (which every user of the machine can read in /proc).
+#[test]
+fn the_bench_keeps_the_password_off_its_children_s_command_lines() {
+    let plain = format!(
+        "{}/{}",
+        shared_zookeeper().connect_string(),
+        unique_queue("zk-auth-bench")
+    );
+    let mut bench = common::cli::jobworker_command()
+        .env("JOBWORKER_ZOOKEEPER", format!("app:{PASSWORD}@{plain}"))
+        .args([
+            "bench",
+            "--jobs",
+            "200",
+            "--workers",
+            "1",
+            "--no-claim-cost",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    let status = loop {
+        if let Some(status) = bench.try_wait().unwrap() {
+            break status;
+        }
+        for child in children(bench.id()) {
+            let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            assert!(!cmdline.contains(PASSWORD), "a child's command line: {cmdline}");
+            seen.insert(child);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "the bench failed: {status}");
+    assert!(!seen.is_empty(), "the bench started no supervisor");
+}
+
+/// The pids of `pid`'s children.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}

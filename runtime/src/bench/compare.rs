@@ -45,11 +45,12 @@ async fn post_n(board: &AnyBoard, queue: &str, n: usize) -> Result<()> {
     Ok(())
 }
 
-/// Measures `board`, whose workers are started with `board_args`.
+/// Measures `board`, whose workers are started on `board_env` (see
+/// `Spawned::start`).
 pub async fn measure_board(
     backend: &str,
     board: &AnyBoard,
-    board_args: &[&str],
+    board_env: (&str, &str),
     opts: &BenchOptions,
     progress: &dyn Fn(&str),
 ) -> Result<BoardFigures> {
@@ -72,7 +73,7 @@ pub async fn measure_board(
     let empty = || async { Ok(board.job_count(&q).await? == 0) };
     board.post(&q, NewJob::new(NAME)).await?;
     let started = Instant::now();
-    let sup = Spawned::start(board_args, opts, &q)?;
+    let sup = Spawned::start(board_env, opts, &q)?;
     until("the first job", Duration::from_millis(1), empty).await?;
     f.first_job_ms = started.elapsed().as_secs_f64() * 1e3;
     sup.signal(nix::sys::signal::Signal::SIGTSTP);
@@ -100,7 +101,7 @@ pub async fn measure_board(
     let q = queue("startup");
     post_n(board, &q, opts.jobs).await?;
     let t0 = Instant::now();
-    let sup = Spawned::start(board_args, opts, &q)?;
+    let sup = Spawned::start(board_env, opts, &q)?;
     until("the drain", Duration::from_millis(5), || async {
         Ok(board.job_count(&q).await? == 0)
     })

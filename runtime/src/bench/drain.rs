@@ -29,12 +29,18 @@ pub(crate) struct Spawned {
 }
 
 impl Spawned {
-    /// Starts `jobworker <board> --queues queue` with the bench's workers.
-    pub(super) fn start(board: &[&str], opts: &BenchOptions, queue: &str) -> Result<Spawned> {
+    /// Starts `jobworker --queues queue` with the bench's workers, on the
+    /// board that `board` (an environment variable and its value,
+    /// `JOBWORKER_REDIS_URL` or `JOBWORKER_ZOOKEEPER`) names: in the
+    /// environment, a password in it stays off the command line, which
+    /// every user of the machine can read.
+    pub(super) fn start(board: (&str, &str), opts: &BenchOptions, queue: &str) -> Result<Spawned> {
         let exe = std::env::current_exe().map_err(|e| Error::io("cannot find the jobworker binary", e))?;
         let workdir = tempfile::tempdir().map_err(|e| Error::io("cannot make a work directory", e))?;
         let child = Command::new(exe)
-            .args(board)
+            .env_remove("JOBWORKER_REDIS_URL")
+            .env_remove("JOBWORKER_ZOOKEEPER")
+            .env(board.0, board.1)
             .args(["--queues", queue])
             .args([
                 "--workers",
@@ -134,7 +140,7 @@ pub(crate) async fn measure(
     // First job: from starting jobworker to one queued job handled.
     board.post(&q, NewJob::new(NAME)).await?;
     let started = Instant::now();
-    let sup = Spawned::start(&["--redis", &opts.url], opts, &q)?;
+    let sup = Spawned::start(("JOBWORKER_REDIS_URL", &opts.url), opts, &q)?;
     until("the first job", Duration::from_millis(1), empty).await?;
     f.first_job_ms = started.elapsed().as_secs_f64() * 1e3;
     until("the workers to register", Duration::from_millis(10), || async {
@@ -187,7 +193,7 @@ pub(crate) async fn measure(
     progress("drain including start-up");
     post_noops(board, &q, opts.jobs).await?;
     let t0 = Instant::now();
-    let sup = Spawned::start(&["--redis", &opts.url], opts, &q)?;
+    let sup = Spawned::start(("JOBWORKER_REDIS_URL", &opts.url), opts, &q)?;
     until("the drain", Duration::from_millis(5), empty).await?;
     f.drain_incl_startup_per_s = opts.jobs as f64 / t0.elapsed().as_secs_f64();
     sup.stop().await?;

@@ -119,13 +119,20 @@ async fn zookeeper(
     let zk_fig = measure_board(
         "ZooKeeper",
         &spec.connect().await?,
-        &["--zookeeper", zk],
+        ("JOBWORKER_ZOOKEEPER", zk),
         opts,
         progress,
     )
     .await?;
     let redis = AnyBoard::Redis(RedisBoard::connect(&opts.url).await?);
-    let redis_fig = measure_board("Redis", &redis, &["--redis", &opts.url], opts, progress).await?;
+    let redis_fig = measure_board(
+        "Redis",
+        &redis,
+        ("JOBWORKER_REDIS_URL", &opts.url),
+        opts,
+        progress,
+    )
+    .await?;
     if json {
         output::json(&serde_json::json!({ "zookeeper": zk_fig, "redis": redis_fig }));
     } else {
