@@ -284,3 +284,21 @@ async fn unreadable_settings_count_as_the_defaults_and_are_written_anew() {
     board.resume(&q).await.unwrap();
     assert_eq!(board.claim(&[&q], "w", LONG, 1).await.unwrap().len(), 1);
 }
+
+/// A job whose record nobody can decode can still be cancelled: the
+/// cancel writes the record anew (before, it retried until "keeps
+/// changing").
+#[tokio::test]
+async fn a_job_with_an_undecodable_record_can_be_cancelled() {
+    use jobworker::board::Admin;
+    let (board, root) = board(|_| {}).await;
+    let q = unique_queue("bad-record-cancel");
+    let id = board.post(&q, NewJob::new("f")).await.unwrap();
+    let client = shared_zookeeper().client().await;
+    let record = format!("{root}/{q}/.jw/ids/{id}");
+    client.set_data(&record, b"not json", None).await.unwrap();
+    let done = board.cancel(&q, std::slice::from_ref(&id), false).await.unwrap();
+    assert_eq!(done, [(q.clone(), id.clone())]);
+    assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Cancelled);
+    assert!(board.claim(&[&q], "w", LONG, 1).await.unwrap().is_empty());
+}

@@ -134,11 +134,12 @@ impl ZooKeeperBoard {
             self.inner.cache.unlocate(q, uuid);
             return Ok(None);
         };
-        let (mut record, record_version) =
-            match record.and_then(|(d, s)| JobRecord::from_bytes(&d).map(|r| (r, s))) {
-                Some((r, stat)) => (r, Some(stat.version)),
-                None => (JobRecord::default(), None),
-            };
+        // A record nobody can decode is written anew at its version (it
+        // would otherwise block the cancel for good).
+        let (mut record, record_version) = match record {
+            Some((d, stat)) => (JobRecord::from_bytes(&d).unwrap_or_default(), Some(stat.version)),
+            None => (JobRecord::default(), None),
+        };
         let delayed = (record.run_at_ms > 0).then_some(record.run_at_ms);
         record.job = Some(znode.clone());
         record.ending = Ending::Cancelled;
