@@ -10,23 +10,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::runs::logged;
+use common::zookeeper::{board, fresh_root};
 use common::{serial, Supervisor};
-use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
+use jobworker::zookeeper::ZooKeeperBoard;
 use jobworker::{Board, JobId, ListFilter, NewJob, Page};
 use jobworker_examples::scripted::run_log::{RunLine, RunOutcome};
 use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::{shared_zookeeper, unique_queue, wait_for, wait_until};
-
-/// `host:port/root` of a fresh root on the shared ZooKeeper.
-fn fresh_root(name: &str) -> String {
-    format!("{}/{}", shared_zookeeper().connect_string(), unique_queue(name))
-}
-
-async fn board(connect: &str) -> ZooKeeperBoard {
-    ZooKeeperBoard::connect(ZooKeeperOptions::new(connect))
-        .await
-        .expect("connect to the test ZooKeeper")
-}
 
 /// How many runs each job in `log` started, and how many ended `ok`.
 fn tally(log: &Path) -> HashMap<String, (usize, usize)> {

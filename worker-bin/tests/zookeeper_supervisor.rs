@@ -10,23 +10,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::runs::logged;
+use common::zookeeper::{board, fresh_root};
 use common::{serial, Supervisor};
-use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
+use jobworker::zookeeper::ZooKeeperBoard;
 use jobworker::{Board, JobId, JobState, NewJob};
 use jobworker_examples::scripted::run_log::RunLine;
 use jobworker_examples::scripted::{Action, Script};
-use jobworker_tests::{shared_zookeeper, unique_queue, wait_for, wait_until};
-
-/// `host:port/root` of a fresh root on the shared ZooKeeper.
-fn fresh_root(name: &str) -> String {
-    format!("{}/{}", shared_zookeeper().connect_string(), unique_queue(name))
-}
-
-async fn board(connect: &str) -> ZooKeeperBoard {
-    ZooKeeperBoard::connect(ZooKeeperOptions::new(connect))
-        .await
-        .expect("connect to the test ZooKeeper")
-}
+use jobworker_tests::{unique_queue, wait_for, wait_until};
 
 async fn post(board: &ZooKeeperBoard, q: &str, s: &Script, max_attempts: u32) -> JobId {
     let job = NewJob::new("scripted")

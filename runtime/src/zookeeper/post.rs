@@ -118,17 +118,7 @@ impl ZooKeeperBoard {
         );
         staged.map_err(|e| self.session().error(&what, &e))?;
         match w.commit().await {
-            Ok(results) => {
-                let znode = results.into_iter().rev().find_map(|r| match r {
-                    zk::MultiWriteResult::Create { path, .. } => path
-                        .rsplit('/')
-                        .next()
-                        .map(str::to_owned)
-                        .filter(|n| paths::is_job_name(n)),
-                    _ => None,
-                });
-                Ok(Posted::Done(znode))
-            }
+            Ok(results) => Ok(Posted::Done(created_job(results))),
             Err(e) => match failed_op(&e) {
                 Some((0, zk::Error::NodeExists)) => self.landed_or_exists(paths, id, record).await,
                 // Entries an earlier job of this id left: replace them.
@@ -222,6 +212,20 @@ impl ZooKeeperBoard {
             tracing::debug!(job = id, queue = %paths.queue, error = %e, "cannot record the job's znode name");
         }
     }
+}
+
+/// The job znode a transaction created: its last create of a job name
+/// (the job znode is created last, after entries whose job id may look
+/// like one).
+pub(crate) fn created_job(results: Vec<zk::MultiWriteResult>) -> Option<String> {
+    results.into_iter().rev().find_map(|r| match r {
+        zk::MultiWriteResult::Create { path, .. } => path
+            .rsplit('/')
+            .next()
+            .map(str::to_owned)
+            .filter(|n| paths::is_job_name(n)),
+        _ => None,
+    })
 }
 
 /// Stages the post transaction: the record, the delayed entry, the index

@@ -19,6 +19,7 @@ use redis::AsyncCommands;
 pub mod cli;
 pub mod runs;
 pub mod web;
+pub mod zookeeper;
 
 /// These tests start several processes each; run them one at a time so
 /// that timing bounds measure jobworker, not a crowded machine.

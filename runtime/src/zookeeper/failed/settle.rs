@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::zookeeper::lease::TRIES;
 use crate::zookeeper::paths::{self, QueuePaths};
+use crate::zookeeper::post::created_job;
 use crate::zookeeper::posting;
 use crate::zookeeper::record::{Ending, JobRecord};
 use crate::zookeeper::session::{failed_op, is_definite, source};
@@ -63,18 +64,6 @@ fn retried(record: &JobRecord) -> JobRecord {
         finished_ms: None,
         ..record.clone()
     }
-}
-
-/// The job znode a retry created, from its transaction's results.
-fn created_job(results: Vec<zk::MultiWriteResult>) -> Option<String> {
-    results.into_iter().find_map(|r| match r {
-        zk::MultiWriteResult::Create { path, .. } => path
-            .rsplit('/')
-            .next()
-            .map(str::to_owned)
-            .filter(|n| paths::is_job_name(n)),
-        _ => None,
-    })
 }
 
 impl ZooKeeperBoard {
