@@ -12,8 +12,10 @@ use jobworker_tests::chaos::config::{DEFAULT_CONCURRENCY, DEFAULT_JOBS, DEFAULT_
 use jobworker_tests::chaos::{self, Appendfsync, Backend, ChaosConfig};
 
 /// Runs a real jobworker supervisor over N jobs while killing workers,
-/// the supervisor tree and the board server, and freezing a worker past
-/// its lease; then checks that every job completed exactly once.
+/// the supervisor tree and the board server, pausing the queue, freezing
+/// a worker past its lease and cancelling jobs with `jobworker cancel`;
+/// then checks that every job completed exactly once or was cancelled as
+/// asked.
 #[derive(Debug, Parser)]
 #[command(name = "chaos")]
 struct Args {
@@ -32,6 +34,10 @@ struct Args {
     /// Jobs each worker runs at once.
     #[arg(long, default_value_t = DEFAULT_CONCURRENCY)]
     concurrency: usize,
+    /// Jobs to cancel during the run, two thirds while they run (default:
+    /// 1 % of the jobs, at least 10, at most half).
+    #[arg(long)]
+    cancels: Option<usize>,
     /// Lease length in seconds.
     #[arg(long)]
     expiry: Option<f64>,
@@ -61,6 +67,9 @@ fn main() -> ExitCode {
     let mut cfg = ChaosConfig::new(args.jobs, backend, args.jobworker);
     cfg.workers = args.workers;
     cfg.concurrency = args.concurrency;
+    if let Some(cancels) = args.cancels {
+        cfg.cancels = cancels;
+    }
     if let Some(expiry) = args.expiry {
         match Duration::try_from_secs_f64(expiry) {
             Ok(d) => cfg.expiry = d,
@@ -81,13 +90,14 @@ fn main() -> ExitCode {
         cfg.settle_timeout = Duration::from_secs(secs);
     }
     println!(
-        "chaos: {} jobs on {}, seed {}, {} workers x {}, expiry {:?}",
+        "chaos: {} jobs on {}, seed {}, {} workers x {}, expiry {:?}, {} cancels",
         cfg.jobs,
         cfg.backend.name(),
         cfg.seed,
         cfg.workers,
         cfg.concurrency,
-        cfg.expiry
+        cfg.expiry,
+        cfg.cancels
     );
     match chaos::run(&cfg) {
         Ok(report) => {

@@ -18,13 +18,23 @@
 //!   ZooKeeper claimers' `recovering an expired lease`).
 //!
 //! Anything else is unexplained: a bug.
+//!
+//! How each job **ended**, against the cancels: a job the board cancelled
+//! (`jobworker cancel` exited 0) must be `cancelled` on the board and
+//! never completed: no worker logged its consume as accepted (its handler
+//! may have returned `ok` and its consume been refused, or been stopped).
+//! Every other job must be `completed` (a cancel refused because the job
+//! had finished is a race lost, nothing more), with a last run that
+//! ended `ok`; one whose cancel got no answer (the CLI failed) may end
+//! either way. A job neither completed nor cancelled as asked is lost.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
+use jobworker::JobState;
 use jobworker_examples::scripted::run_log::RunOutcome;
 
-use crate::chaos::events::{Events, KillKind};
+use crate::chaos::events::{CancelAnswer, Events, KillKind};
 use crate::chaos::evidence::Expired;
 use crate::chaos::runs::Run;
 
@@ -118,9 +128,38 @@ impl Cause {
     }
 }
 
+/// The `jobworker cancel` calls, by answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CancelFigures {
+    /// Calls made (one job each).
+    pub asked: usize,
+    /// Of those, jobs with a run in flight when asked.
+    pub asked_running: usize,
+    /// Exit 0: cancelled.
+    pub cancelled: usize,
+    /// Of those, jobs with a run in flight when asked.
+    pub cancelled_running: usize,
+    /// Exit 3: refused (the job had finished).
+    pub refused: usize,
+    /// Calls that failed otherwise: job id and what the CLI said.
+    pub failed: Vec<(String, String)>,
+}
+
 /// What the analysis found.
 #[derive(Debug, Clone, Default)]
 pub struct Analysis {
+    /// Posted jobs neither completed on the board nor cancelled as asked.
+    pub lost: usize,
+    /// Posted jobs that ended cancelled on the board, as asked.
+    pub cancelled: usize,
+    /// The cancel calls.
+    pub cancels: CancelFigures,
+    /// Jobs a `jobworker cancel` cancelled (exit 0) that the board shows
+    /// in another state: id and state.
+    pub cancel_not_kept: Vec<(String, String)>,
+    /// Jobs a `jobworker cancel` cancelled (exit 0) whose consume a
+    /// worker logged as accepted: completed too.
+    pub completed_after_cancel: Vec<String>,
     /// Runs in the log.
     pub runs: usize,
     /// Runs by how they ended (`killed` for no end line).
@@ -141,8 +180,9 @@ pub struct Analysis {
     pub same_claim_twice: Vec<(String, u64)>,
     /// Runs without an end line whose process exit was never seen.
     pub unknown_end: usize,
-    /// Jobs whose last run (by token) did not end `ok`: something else
-    /// completed them, or they were claimed again after completing.
+    /// Jobs not cancelled whose last run (by token) did not end `ok`:
+    /// something else completed them, or they were claimed again after
+    /// completing.
     pub last_run_not_ok: Vec<String>,
     /// Examples of unexplained extra runs.
     pub unexplained_runs: Vec<Run>,
@@ -170,6 +210,12 @@ pub struct Facts<'a> {
     pub horizon: Duration,
     /// Expired leases on record.
     pub expired: &'a Expired,
+    /// Every posted job's state on the board at the end (`None`: unknown
+    /// to the board).
+    pub states: &'a HashMap<String, Option<JobState>>,
+    /// Jobs whose consume a worker logged as accepted (at least those
+    /// asked to be cancelled).
+    pub completed_logged: &'a HashSet<String>,
 }
 
 impl Facts<'_> {
@@ -264,12 +310,58 @@ impl Facts<'_> {
 /// Examples of unexplained runs kept for the report.
 const EXAMPLES: usize = 10;
 
+/// Counts the cancel calls by answer.
+fn cancel_figures(events: &Events) -> CancelFigures {
+    let mut out = CancelFigures::default();
+    for c in &events.cancels {
+        out.asked += 1;
+        out.asked_running += usize::from(c.running);
+        match &c.answer {
+            CancelAnswer::Cancelled => {
+                out.cancelled += 1;
+                out.cancelled_running += usize::from(c.running);
+            }
+            CancelAnswer::Refused(_) => out.refused += 1,
+            CancelAnswer::Failed(said) => out.failed.push((c.id.clone(), said.clone())),
+        }
+    }
+    out
+}
+
+/// Judges how every posted job ended against the cancels (see the module
+/// docs); returns the jobs that ended cancelled as asked.
+fn endings<'a>(facts: &Facts<'a>, out: &mut Analysis) -> HashSet<&'a str> {
+    let (cancelled, unknown) = facts.events.cancelled_jobs();
+    let mut ended_cancelled = HashSet::new();
+    for (id, state) in facts.states {
+        let is_cancelled = *state == Some(JobState::Cancelled);
+        if cancelled.contains(id) && !is_cancelled {
+            let name = state.map_or("missing", JobState::as_str);
+            out.cancel_not_kept.push((id.clone(), name.to_owned()));
+        } else if is_cancelled && (cancelled.contains(id) || unknown.contains(id)) {
+            ended_cancelled.insert(id.as_str());
+        } else if *state != Some(JobState::Completed) {
+            out.lost += 1;
+        }
+    }
+    out.cancelled = ended_cancelled.len();
+    out.completed_after_cancel = cancelled
+        .into_iter()
+        .filter(|id| facts.completed_logged.contains(id))
+        .collect();
+    out.cancel_not_kept.sort();
+    out.completed_after_cancel.sort();
+    ended_cancelled
+}
+
 /// Analyses `facts`.
 pub fn analyse(facts: &Facts<'_>) -> Analysis {
     let mut out = Analysis {
         runs: facts.runs.len(),
+        cancels: cancel_figures(facts.events),
         ..Analysis::default()
     };
+    let ended_cancelled = endings(facts, &mut out);
     let mut by_job: HashMap<&str, Vec<&Run>> = HashMap::new();
     for run in facts.runs {
         by_job.entry(run.id.as_str()).or_default().push(run);
@@ -307,7 +399,7 @@ pub fn analyse(facts: &Facts<'_>) -> Analysis {
         let Some((last, superseded)) = runs.split_last() else {
             continue;
         };
-        if !matches!(last.end, Some((_, RunOutcome::Ok))) {
+        if !matches!(last.end, Some((_, RunOutcome::Ok))) && !ended_cancelled.contains(id) {
             out.last_run_not_ok.push(id.to_owned());
         }
         if superseded.is_empty() {
@@ -340,7 +432,7 @@ pub fn analyse(facts: &Facts<'_>) -> Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chaos::events::{Freeze, Kill, Outage};
+    use crate::chaos::events::{Cancel, Freeze, Kill, Outage};
 
     const MS: u64 = 1_000;
 
@@ -354,12 +446,22 @@ mod tests {
         }
     }
 
-    fn facts<'a>(runs: &'a [Run], events: &'a Events, expired: &'a Expired) -> Facts<'a> {
+    /// The board's side of the facts: the jobs' states, and the jobs
+    /// whose consume a worker logged.
+    #[derive(Default)]
+    struct Board {
+        states: HashMap<String, Option<JobState>>,
+        completed_logged: HashSet<String>,
+    }
+
+    fn facts<'a>(runs: &'a [Run], events: &'a Events, expired: &'a Expired, board: &'a Board) -> Facts<'a> {
         Facts {
             runs,
             events,
             horizon: Duration::from_secs(3),
             expired,
+            states: &board.states,
+            completed_logged: &board.completed_logged,
         }
     }
 
@@ -379,7 +481,7 @@ mod tests {
             run("a", 11, 2, 60, Some((80, RunOutcome::Ok))),
         ];
         let expired = Expired::new();
-        let a = analyse(&facts(&runs, &events, &expired));
+        let a = analyse(&facts(&runs, &events, &expired, &Board::default()));
         assert!(a.overlaps.is_empty());
         assert_eq!(a.extra_runs, BTreeMap::from([(Cause::KilledMidRun, 1)]));
         assert_eq!(a.jobs_run_again, 1);
@@ -402,13 +504,13 @@ mod tests {
             run("a", 11, 2, 90, Some((120, RunOutcome::Ok))),
         ];
         let expired = Expired::new();
-        let a = analyse(&facts(&runs, &events, &expired));
+        let a = analyse(&facts(&runs, &events, &expired, &Board::default()));
         assert_eq!(a.overlaps.len(), 1);
         assert_eq!(a.overlaps[0].explanation, Explanation::Unexplained);
         assert_eq!(a.overlaps[0].earlier_end_us, Some(101 * MS));
         // With the expiry on record it is explained.
         let expired = Expired::from([("a".to_owned(), 10)]);
-        let a = analyse(&facts(&runs, &events, &expired));
+        let a = analyse(&facts(&runs, &events, &expired, &Board::default()));
         assert_eq!(a.overlaps_by(Explanation::ExpiryOnRecord), 1);
     }
 
@@ -431,7 +533,7 @@ mod tests {
             run("a", 11, 2, 3_500, Some((3_520, RunOutcome::Ok))),
         ];
         let expired = Expired::new();
-        let a = analyse(&facts(&runs, &events, &expired));
+        let a = analyse(&facts(&runs, &events, &expired, &Board::default()));
         assert_eq!(a.overlaps_by(Explanation::Frozen), 1);
         assert_eq!(a.extra_runs, BTreeMap::from([(Cause::Frozen, 1)]));
         // Claimed again 0.5 s into the freeze: the lease could not have expired.
@@ -439,7 +541,7 @@ mod tests {
             run("a", 10, 1, 990, Some((5_510, RunOutcome::Aborted))),
             run("a", 11, 2, 1_500, Some((1_520, RunOutcome::Ok))),
         ];
-        let a = analyse(&facts(&runs, &events, &expired));
+        let a = analyse(&facts(&runs, &events, &expired, &Board::default()));
         assert_eq!(a.overlaps_by(Explanation::Unexplained), 1);
     }
 
@@ -453,7 +555,7 @@ mod tests {
             run("a", 11, 2, 3_500, Some((3_520, RunOutcome::Ok))),
         ];
         let expired = Expired::new();
-        let a = analyse(&facts(&runs, &events, &expired));
+        let a = analyse(&facts(&runs, &events, &expired, &Board::default()));
         assert_eq!(a.overlaps_by(Explanation::Frozen), 1);
         assert_eq!(a.extra_runs, BTreeMap::from([(Cause::Frozen, 1)]));
         assert_eq!(a.extra_ok_runs, BTreeMap::from([(Cause::Frozen, 1)]));
@@ -489,7 +591,7 @@ mod tests {
             run("d", 13, 7, 400, Some((420, RunOutcome::Ok))),
         ];
         let expired = Expired::new();
-        let a = analyse(&facts(&runs, &events, &expired));
+        let a = analyse(&facts(&runs, &events, &expired, &Board::default()));
         assert_eq!(a.extra_runs[&Cause::KilledBeforeConsume], 1);
         assert_eq!(a.extra_runs[&Cause::ServerRestart], 1);
         assert_eq!(a.extra_runs[&Cause::Unexplained], 2);
@@ -498,5 +600,145 @@ mod tests {
         assert_eq!(a.same_claim_twice, [("d".to_owned(), 7)]);
         assert!(a.overlaps.is_empty());
         assert_eq!(a.outcomes["ok"], 7);
+    }
+
+    fn cancel(id: &str, running: bool, answer: CancelAnswer) -> Cancel {
+        Cancel {
+            id: id.into(),
+            running,
+            asked_us: 100 * MS,
+            answered_us: 130 * MS,
+            answer,
+        }
+    }
+
+    /// Job `a` cancelled while it ran (its handler stopped), `b` asked
+    /// before it ran, `c` completed without a cancel.
+    fn cancelled_a_and_b() -> (Vec<Run>, Events) {
+        let mut events = Events::default();
+        events.cancels.push(cancel("a", true, CancelAnswer::Cancelled));
+        events.cancels.push(cancel("b", false, CancelAnswer::Cancelled));
+        let runs = vec![
+            run("a", 10, 1, 90, Some((110, RunOutcome::Aborted))),
+            run("c", 10, 1, 95, Some((120, RunOutcome::Ok))),
+        ];
+        (runs, events)
+    }
+
+    fn states(of: &[(&str, Option<JobState>)]) -> HashMap<String, Option<JobState>> {
+        of.iter().map(|(id, s)| ((*id).to_owned(), *s)).collect()
+    }
+
+    #[test]
+    fn jobs_cancelled_on_the_board_as_asked_are_neither_lost_nor_odd() {
+        let (runs, events) = cancelled_a_and_b();
+        let board = Board {
+            states: states(&[
+                ("a", Some(JobState::Cancelled)),
+                ("b", Some(JobState::Cancelled)),
+                ("c", Some(JobState::Completed)),
+            ]),
+            ..Board::default()
+        };
+        let a = analyse(&facts(&runs, &events, &Expired::new(), &board));
+        assert_eq!(a.lost, 0);
+        assert_eq!(a.cancelled, 2);
+        assert!(a.cancel_not_kept.is_empty() && a.completed_after_cancel.is_empty());
+        assert!(a.last_run_not_ok.is_empty(), "a's aborted run was its cancel");
+        assert_eq!(
+            a.cancels,
+            CancelFigures {
+                asked: 2,
+                asked_running: 1,
+                cancelled: 2,
+                cancelled_running: 1,
+                refused: 0,
+                failed: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn a_job_cancelled_by_the_cli_but_completed_on_the_board_is_caught() {
+        let (runs, events) = cancelled_a_and_b();
+        let board = Board {
+            states: states(&[
+                ("a", Some(JobState::Completed)),
+                ("b", Some(JobState::Ready)),
+                ("c", Some(JobState::Completed)),
+            ]),
+            ..Board::default()
+        };
+        let a = analyse(&facts(&runs, &events, &Expired::new(), &board));
+        assert_eq!(
+            a.cancel_not_kept,
+            [
+                ("a".to_owned(), "completed".to_owned()),
+                ("b".to_owned(), "ready".to_owned())
+            ]
+        );
+        assert_eq!(a.cancelled, 0);
+        // Cancelled on the board, but a worker's consume went through too.
+        let board = Board {
+            states: states(&[
+                ("a", Some(JobState::Cancelled)),
+                ("b", Some(JobState::Cancelled)),
+                ("c", Some(JobState::Completed)),
+            ]),
+            completed_logged: HashSet::from(["a".to_owned()]),
+        };
+        let a = analyse(&facts(&runs, &events, &Expired::new(), &board));
+        assert_eq!(a.completed_after_cancel, ["a"]);
+    }
+
+    #[test]
+    fn a_refused_cancel_is_a_lost_race_and_its_job_must_complete() {
+        let mut events = Events::default();
+        events.cancels.push(cancel(
+            "a",
+            true,
+            CancelAnswer::Refused("already completed".into()),
+        ));
+        let runs = [run("a", 10, 1, 90, Some((110, RunOutcome::Ok)))];
+        let completed = Board {
+            states: states(&[("a", Some(JobState::Completed))]),
+            ..Board::default()
+        };
+        let a = analyse(&facts(&runs, &events, &Expired::new(), &completed));
+        assert_eq!((a.lost, a.cancelled), (0, 0));
+        assert!(a.cancel_not_kept.is_empty() && a.last_run_not_ok.is_empty());
+        assert_eq!((a.cancels.refused, a.cancels.cancelled), (1, 0));
+        // Refused, yet cancelled on the board: lost.
+        let cancelled = Board {
+            states: states(&[("a", Some(JobState::Cancelled))]),
+            ..Board::default()
+        };
+        let a = analyse(&facts(&runs, &events, &Expired::new(), &cancelled));
+        assert_eq!((a.lost, a.cancelled), (1, 0));
+    }
+
+    #[test]
+    fn a_job_cancelled_without_a_cancel_is_lost_and_an_unanswered_cancel_may_go_either_way() {
+        let mut events = Events::default();
+        events
+            .cancels
+            .push(cancel("b", false, CancelAnswer::Failed("exit status: 4".into())));
+        let runs = [
+            run("a", 10, 1, 90, Some((110, RunOutcome::Aborted))),
+            run("c", 10, 1, 90, Some((110, RunOutcome::Ok))),
+        ];
+        let board = Board {
+            states: states(&[
+                ("a", Some(JobState::Cancelled)),
+                ("b", Some(JobState::Cancelled)),
+                ("c", Some(JobState::Completed)),
+                ("d", None),
+            ]),
+            ..Board::default()
+        };
+        let a = analyse(&facts(&runs, &events, &Expired::new(), &board));
+        assert_eq!((a.lost, a.cancelled), (2, 1), "a and d lost, b cancelled");
+        assert_eq!(a.last_run_not_ok, ["a"]);
+        assert_eq!(a.cancels.failed, [("b".to_owned(), "exit status: 4".to_owned())]);
     }
 }

@@ -18,6 +18,15 @@ pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(3);
 pub const DEFAULT_KILL_EVERY_MS: RangeInclusive<u64> = 100..=300;
 /// Default time one job's handler sleeps: a random time in this range.
 pub const DEFAULT_JOB_MS: RangeInclusive<u64> = 5..=30;
+/// Jobs cancelled during a run by default: this share of the jobs …
+pub const CANCEL_SHARE: f64 = 0.01;
+/// … and at least this many (at most half the jobs).
+pub const MIN_CANCELS: usize = 10;
+/// Time the handler of a job to cancel while it runs sleeps: far longer
+/// than a `jobworker cancel` takes to land, so that its run is still in
+/// flight when the cancel comes (the other jobs end in 5–30 ms, before
+/// any CLI call could reach them).
+pub const SLOW_JOB_MS: RangeInclusive<u64> = 2_000..=4_000;
 /// Tries every job is posted with: high enough that the attempts counted
 /// by kills and expired leases never trash a job.
 pub const JOB_MAX_ATTEMPTS: u32 = 1_000;
@@ -90,12 +99,16 @@ pub struct ChaosConfig {
     pub concurrency: usize,
     /// `--expiry`: the lease length.
     pub expiry: Duration,
-    /// Seed of every random choice (job lengths, kill times, victims).
+    /// Seed of every random choice (job lengths, kill times, victims, jobs
+    /// to cancel).
     pub seed: u64,
     /// Pause between two worker kills (milliseconds, inclusive).
     pub kill_every_ms: RangeInclusive<u64>,
     /// Time one job's handler sleeps (milliseconds, inclusive).
     pub job_ms: RangeInclusive<u64>,
+    /// Jobs cancelled with `jobworker cancel` while the run goes on (see
+    /// [`cancels`](crate::chaos::cancels); 0: none).
+    pub cancels: usize,
     /// Redis' `appendfsync`.
     pub appendfsync: Appendfsync,
     /// Longest wait, after the faults, for every job to be settled.
@@ -119,6 +132,7 @@ impl ChaosConfig {
             seed: clock_seed(),
             kill_every_ms: DEFAULT_KILL_EVERY_MS,
             job_ms: DEFAULT_JOB_MS,
+            cancels: default_cancels(jobs),
             appendfsync: Appendfsync::Always,
             settle_timeout: DEFAULT_SETTLE_TIMEOUT,
             dir: None,
@@ -146,6 +160,9 @@ impl ChaosConfig {
         }
         if self.job_ms.is_empty() {
             return Err("the job length must be a non-empty range".into());
+        }
+        if self.cancels > self.jobs / 2 {
+            return Err("--cancels must be at most half the jobs (the rest must complete)".into());
         }
         if !self.jobworker.is_file() {
             return Err(format!(
@@ -176,6 +193,14 @@ impl ChaosConfig {
     }
 }
 
+/// Jobs cancelled in a run of `jobs` jobs by default: 1 %, at least 10,
+/// at most half of them.
+pub fn default_cancels(jobs: usize) -> usize {
+    // Truncation intended: a share of the job count.
+    let share = (CANCEL_SHARE * jobs as f64) as usize;
+    share.max(MIN_CANCELS).min(jobs / 2)
+}
+
 /// The session timeout `jobworker --zookeeper` workers use.
 pub fn zookeeper_session() -> Duration {
     jobworker::zookeeper::DEFAULT_SESSION_TIMEOUT
@@ -189,4 +214,18 @@ fn clock_seed() -> u64 {
         .unwrap_or_default();
     // Truncation intended: the low bits vary the most.
     (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_percent_of_the_jobs_are_cancelled_at_least_ten_at_most_half() {
+        assert_eq!(default_cancels(20_000), 200);
+        assert_eq!(default_cancels(2_000), 20);
+        assert_eq!(default_cancels(500), 10);
+        assert_eq!(default_cancels(12), 6);
+        assert_eq!(default_cancels(1), 0);
+    }
 }

@@ -6,8 +6,9 @@
 //! with it), ticking every [`TICK`]: read the run log, find new workers
 //! and exits, restart a supervisor that exited on its own (it is recorded
 //! as a failure), end a freeze that is due, kill a worker when the kill
-//! timer fires, and start the next planned fault when its share of the
-//! jobs has succeeded.
+//! timer fires, start and collect the cancels that are due (see
+//! [`cancels`](crate::chaos::cancels)), and start the next planned fault
+//! when its share of the jobs has succeeded.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -19,8 +20,9 @@ use jobworker::{AnyBoard, Board, JobId, NewJob};
 use jobworker_examples::scripted::{Action, Script};
 
 use crate::chaos::analysis::{analyse, Facts};
+use crate::chaos::cancels::{CancelPlan, Canceller, View};
 use crate::chaos::config::{
-    Backend, ChaosConfig, JOB_MAX_ATTEMPTS, PAUSE_FOR, SERVER_DOWN, SUPERVISOR_GRACE,
+    Backend, ChaosConfig, JOB_MAX_ATTEMPTS, PAUSE_FOR, SERVER_DOWN, SLOW_JOB_MS, SUPERVISOR_GRACE,
 };
 use crate::chaos::events::{now_us, Events, Freeze, Outage};
 use crate::chaos::evidence;
@@ -70,8 +72,9 @@ pub fn run(cfg: &ChaosConfig) -> io::Result<Report> {
     let board = rt.block_on(server.spec().connect()).map_err(other)?;
     let log = dir.join("runs.log");
     let mut rng = Rng::new(cfg.seed);
+    let plan = CancelPlan::new(cfg.jobs, cfg.cancels, &mut rng);
     let ids = rt
-        .block_on(post_jobs(&board, cfg, &log, &mut rng))
+        .block_on(post_jobs(&board, cfg, &plan, &log, &mut rng))
         .map_err(other)?;
     let workdir = dir.join("work");
     std::fs::create_dir_all(&workdir)?;
@@ -94,9 +97,12 @@ pub fn run(cfg: &ChaosConfig) -> io::Result<Report> {
         next_kill: Instant::now(),
         next_fault: 0,
         server_down: false,
+        canceller: Canceller::new(&plan, &ids),
+        cancels_held: false,
+        ids,
     };
     let timing = chaos.run(&rt, &board)?;
-    let mut report = chaos.report(&rt, &board, &ids, timing)?;
+    let mut report = chaos.report(&rt, &board, timing)?;
     // The servers stop here, before their directory goes.
     drop(chaos);
     report.dir = match temp {
@@ -145,19 +151,25 @@ fn supervisor_args(cfg: &ChaosConfig, workdir: &Path) -> Vec<String> {
     ]
 }
 
-/// Posts `cfg.jobs` scripted jobs that sleep a random time and log their
-/// runs to `log`.
+/// Posts `cfg.jobs` scripted jobs that sleep a random time (the slow jobs
+/// of `plan` longer) and log their runs to `log`.
 async fn post_jobs(
     board: &AnyBoard,
     cfg: &ChaosConfig,
+    plan: &CancelPlan,
     log: &Path,
     rng: &mut Rng,
 ) -> jobworker::Result<Vec<JobId>> {
     let mut jobs = Vec::with_capacity(cfg.jobs);
-    for _ in 0..cfg.jobs {
+    for i in 0..cfg.jobs {
+        let millis = if plan.slow.contains(&i) {
+            &SLOW_JOB_MS
+        } else {
+            &cfg.job_ms
+        };
         let script = Script {
             action: Action::Sleep,
-            millis: rng.in_range(&cfg.job_ms),
+            millis: rng.in_range(millis),
             until_attempt: 0,
             count_key: None,
             sandbox_key: None,
@@ -208,6 +220,12 @@ struct Chaos<'a> {
     next_fault: usize,
     /// The board server is killed and not restarted yet.
     server_down: bool,
+    /// The cancels.
+    canceller: Canceller,
+    /// No cancel may start (the server is about to be killed).
+    cancels_held: bool,
+    /// Every posted job, in post order.
+    ids: Vec<JobId>,
 }
 
 impl Chaos<'_> {
@@ -217,6 +235,7 @@ impl Chaos<'_> {
         let began = Instant::now();
         self.start_supervisor()?;
         self.faults()?;
+        self.canceller.finish(&mut self.events)?;
         let chaos = began.elapsed();
         let settled = self.settle(rt, board)?;
         let settle = began.elapsed() - chaos;
@@ -232,32 +251,28 @@ impl Chaos<'_> {
     }
 
     /// Asks the board, reads the evidence, analyses the runs.
-    fn report(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        board: &AnyBoard,
-        ids: &[JobId],
-        timing: Timing,
-    ) -> io::Result<Report> {
+    fn report(&self, rt: &tokio::runtime::Runtime, board: &AnyBoard, timing: Timing) -> io::Result<Report> {
         let expired = match self.cfg.backend {
             Backend::Redis => rt
                 .block_on(evidence::from_redis_history(board, QUEUE, &self.jobs_run_again()))
                 .map_err(other)?,
             Backend::ZooKeeper => evidence::from_worker_logs(&self.supervisor_logs()),
         };
-        let check = rt.block_on(verify::check(board, QUEUE, ids)).map_err(other)?;
+        let check = rt
+            .block_on(verify::check(board, QUEUE, &self.ids))
+            .map_err(other)?;
+        let asked: HashSet<String> = self.events.cancels.iter().map(|c| c.id.clone()).collect();
+        let completed_logged = evidence::completed_in_logs(&self.supervisor_logs(), &asked);
         let analysis = analyse(&Facts {
             runs: self.runs.all(),
             events: &self.events,
             horizon: self.cfg.lease_horizon(),
             expired: &expired,
+            states: &check.states,
+            completed_logged: &completed_logged,
         });
         let logged: HashSet<&str> = self.runs.all().iter().map(|r| r.id.as_str()).collect();
-        let completed_without_run = check
-            .completed_ids
-            .iter()
-            .filter(|id| !logged.contains(id.as_str()))
-            .count();
+        let completed_without_run = check.completed_ids().filter(|id| !logged.contains(id)).count();
         Ok(Report {
             backend: self.cfg.backend.name(),
             server: self.server.describe(),
@@ -396,6 +411,7 @@ impl Chaos<'_> {
                 self.events.pauses.push((from_us, now_us()));
             }
             Fault::ServerRestart => {
+                self.quiet_cancels()?;
                 let down_us = now_us();
                 self.server.kill()?;
                 self.server_down = true;
@@ -406,6 +422,7 @@ impl Chaos<'_> {
                 }
                 self.server.restart()?;
                 self.server_down = false;
+                self.cancels_held = false;
                 self.events.outages.push(Outage {
                     down_us,
                     up_us: now_us(),
@@ -432,15 +449,17 @@ impl Chaos<'_> {
                     to_us: None,
                 });
                 self.frozen = Some((pid, Instant::now() + self.cfg.freeze_for()));
+                self.cancel_frozen(pid)?;
             }
         }
         Ok(true)
     }
 
-    /// One tick of watching, thawing and killing.
+    /// One tick of watching, thawing, cancelling and killing.
     fn tick(&mut self) -> io::Result<()> {
         self.watch()?;
         self.thaw();
+        self.cancel()?;
         // A kill falls at a random time: when no worker runs two jobs
         // then, it is skipped (a kill that waited for one would always hit
         // a worker right after its first claim).
@@ -455,9 +474,70 @@ impl Chaos<'_> {
         Ok(())
     }
 
-    /// Worker kills and the planned faults, until every job has succeeded
-    /// at least once and every fault is over (or nothing progresses for
-    /// the settle timeout).
+    /// Starts and collects the cancels that are due.
+    fn cancel(&mut self) -> io::Result<()> {
+        let workers = self.workers();
+        let view = View {
+            runs: &self.runs,
+            workers: &workers,
+            ids: &self.ids,
+            ok: self.runs.ok_jobs(),
+            done: self.jobs_done() >= self.ids.len(),
+        };
+        self.canceller.tick(
+            &view,
+            self.server_down || self.cancels_held,
+            &self.launch,
+            QUEUE,
+            &mut self.rng,
+            &mut self.events,
+        )
+    }
+
+    /// Holds new cancels and waits (ticking) until none is in flight: a
+    /// call that met the server's kill would have no answer.
+    fn quiet_cancels(&mut self) -> io::Result<()> {
+        self.cancels_held = true;
+        while self.canceller.calls_in_flight() > 0 {
+            self.tick()?;
+            std::thread::sleep(TICK);
+        }
+        Ok(())
+    }
+
+    /// Cancels one of the jobs the frozen worker `pid` runs (unless the
+    /// run cancels none).
+    fn cancel_frozen(&mut self, pid: u32) -> io::Result<()> {
+        if self.cfg.cancels == 0 {
+            return Ok(());
+        }
+        let held: Vec<String> = self
+            .runs
+            .open_runs()
+            .filter(|r| r.pid == pid)
+            .map(|r| r.id.clone())
+            .collect();
+        self.canceller
+            .cancel_frozen(&held, &self.launch, QUEUE, &mut self.rng)?;
+        Ok(())
+    }
+
+    /// Jobs done with for the faults: those that succeeded at least once,
+    /// and the others the board cancelled (or may have: the CLI failed).
+    fn jobs_done(&self) -> usize {
+        let (cancelled, unknown) = self.events.cancelled_jobs();
+        let never_ok = cancelled
+            .iter()
+            .chain(&unknown)
+            .filter(|id| !self.runs.ended_ok(id))
+            .count();
+        self.runs.ok_jobs() + never_ok
+    }
+
+    /// Worker kills, the planned faults and the cancels, until every job
+    /// has succeeded at least once or been cancelled, every fault is over
+    /// and every cancel answered (or nothing progresses for the settle
+    /// timeout).
     fn faults(&mut self) -> io::Result<()> {
         let (mut progress, mut progressed) = (0, Instant::now());
         loop {
@@ -466,7 +546,7 @@ impl Chaos<'_> {
             if ok > progress {
                 (progress, progressed) = (ok, Instant::now());
             }
-            let all_ok = ok >= self.cfg.jobs;
+            let all_ok = self.jobs_done() >= self.cfg.jobs;
             if self.frozen.is_none() {
                 if let Some(&(share, fault)) = PLAN.get(self.next_fault) {
                     // Truncation intended: a share of the job count.
@@ -481,7 +561,7 @@ impl Chaos<'_> {
                     }
                 }
             }
-            if all_ok && self.frozen.is_none() && self.next_fault >= PLAN.len() {
+            if all_ok && self.frozen.is_none() && self.next_fault >= PLAN.len() && self.canceller.is_idle() {
                 return Ok(());
             }
             if progressed.elapsed() > self.cfg.settle_timeout {

@@ -1,9 +1,9 @@
 //! What the chaos run did and saw, with wall-clock times in microseconds
 //! since the epoch (the clock the run log uses): kills, freezes, server
-//! outages, supervisor lives, and when each worker process was seen to
-//! exit.
+//! outages, cancels, supervisor lives, and when each worker process was
+//! seen to exit.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub use jobworker_examples::scripted::run_log::now_us;
 
@@ -49,6 +49,39 @@ pub struct Outage {
     pub down_us: u64,
     /// When the restarted server answered.
     pub up_us: u64,
+}
+
+/// What one `jobworker cancel` call answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelAnswer {
+    /// Exit 0: the board cancelled the job.
+    Cancelled,
+    /// Exit 3: the board refused (the job had finished: a race lost to its
+    /// consume); what the CLI said.
+    Refused(String),
+    /// Anything else (the server unavailable, a failure, a signal): the
+    /// status and what the CLI said. Whether the job was cancelled is
+    /// unknown.
+    Failed(String),
+}
+
+/// One `jobworker cancel` of one job (one id per call: a call with
+/// several ids is all or nothing, so a refusal would hide which job was
+/// finished).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cancel {
+    /// The job.
+    pub id: String,
+    /// The job had a run in flight on a live worker when it was asked
+    /// (by the run log); otherwise it had not run yet, or its run had
+    /// ended.
+    pub running: bool,
+    /// Just before the CLI was started.
+    pub asked_us: u64,
+    /// When its exit was seen.
+    pub answered_us: u64,
+    /// What it answered.
+    pub answer: CancelAnswer,
 }
 
 /// How a supervisor's life ended.
@@ -100,6 +133,8 @@ pub struct Events {
     /// When each worker process was seen to have exited (at most one tick
     /// late; for a killed worker, its `dead_us`).
     pub worker_exits: HashMap<u32, u64>,
+    /// `jobworker cancel` calls, in the order they ended.
+    pub cancels: Vec<Cancel>,
     /// Planned faults that could not happen, with the reason.
     pub missed: Vec<String>,
 }
@@ -108,6 +143,20 @@ impl Events {
     /// The kill of `pid`, if the run killed it.
     pub fn kill_of(&self, pid: u32) -> Option<&Kill> {
         self.kills.iter().find(|k| k.pid == pid)
+    }
+
+    /// Jobs the board cancelled (exit 0), and jobs whose cancel answer
+    /// is unknown (the CLI failed): these may have ended either way.
+    pub fn cancelled_jobs(&self) -> (HashSet<String>, HashSet<String>) {
+        let (mut cancelled, mut unknown) = (HashSet::new(), HashSet::new());
+        for c in &self.cancels {
+            match c.answer {
+                CancelAnswer::Cancelled => cancelled.insert(c.id.clone()),
+                CancelAnswer::Failed(_) => unknown.insert(c.id.clone()),
+                CancelAnswer::Refused(_) => false,
+            };
+        }
+        (cancelled, unknown)
     }
 
     /// Supervisors that exited on their own.

@@ -1,8 +1,8 @@
 //! The faults of a chaos run, in order, each when a share of the jobs has
 //! succeeded: the whole supervisor tree killed and restarted, the queue
 //! paused and resumed by an operator, the board server killed and
-//! restarted, a worker frozen past its lease. Worker kills go on all along
-//! (see `driver`).
+//! restarted, a worker frozen past its lease. Worker kills (see `driver`)
+//! and cancels (see `cancels`) go on all along.
 
 /// One planned fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,6 @@
-//! The report of a chaos run: the figures, the duplicates with their
-//! causes, the overlaps with their explanations, and the verdict.
+//! The report of a chaos run: the figures, the cancels and how their jobs
+//! ended, the duplicates with their causes, the overlaps with their
+//! explanations, and the verdict.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -46,13 +47,26 @@ pub struct Report {
 }
 
 impl Report {
+    /// Every job completed exactly once or cancelled as asked, and
+    /// nothing left in the queue.
+    pub fn exactly_once(&self) -> bool {
+        let a = &self.analysis;
+        a.lost == 0
+            && a.cancel_not_kept.is_empty()
+            && a.completed_after_cancel.is_empty()
+            && self.board.queue_empty()
+    }
+
     /// Why the run failed; empty when it passed.
     pub fn failures(&self) -> Vec<String> {
         let mut out = Vec::new();
-        let lost = self.board.lost();
+        let lost = self.analysis.lost;
         if lost > 0 {
-            out.push(format!("{lost} jobs lost (not completed on the board)"));
+            out.push(format!(
+                "{lost} jobs lost (neither completed on the board nor cancelled as asked)"
+            ));
         }
+        out.extend(self.cancel_failures());
         if self.board.live_left > 0 || self.board.trashed_left > 0 {
             out.push(format!(
                 "jobs left in the queue: {} live, {} trashed",
@@ -108,9 +122,63 @@ impl Report {
         out
     }
 
+    /// What went wrong with the cancels and their jobs.
+    fn cancel_failures(&self) -> Vec<String> {
+        let a = &self.analysis;
+        let mut out = Vec::new();
+        if !a.cancel_not_kept.is_empty() {
+            out.push(format!(
+                "{} jobs cancelled by `jobworker cancel` (exit 0) are not cancelled on the board: {:?}",
+                a.cancel_not_kept.len(),
+                a.cancel_not_kept
+            ));
+        }
+        if !a.completed_after_cancel.is_empty() {
+            out.push(format!(
+                "{} jobs cancelled by `jobworker cancel` (exit 0) were completed too (a worker's consume was accepted): {:?}",
+                a.completed_after_cancel.len(),
+                a.completed_after_cancel
+            ));
+        }
+        if !a.cancels.failed.is_empty() {
+            out.push(format!(
+                "{} `jobworker cancel` calls neither cancelled nor refused: {:?}",
+                a.cancels.failed.len(),
+                a.cancels.failed
+            ));
+        }
+        out
+    }
+
     /// True when nothing failed.
     pub fn passed(&self) -> bool {
         self.failures().is_empty()
+    }
+
+    /// The cancels' lines.
+    fn fmt_cancels(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.analysis.cancels;
+        writeln!(f, "-- cancels (jobworker cancel, one job per call)")?;
+        writeln!(
+            f,
+            "asked:           {} ({} with a run in flight)",
+            c.asked, c.asked_running
+        )?;
+        writeln!(
+            f,
+            "cancelled:       {} ({} of them while running)",
+            c.cancelled, c.cancelled_running
+        )?;
+        writeln!(
+            f,
+            "refused:         {} (the job had finished: a race lost)",
+            c.refused
+        )?;
+        writeln!(f, "failed:          {}", c.failed.len())?;
+        for (id, said) in &c.failed {
+            writeln!(f, "  {id}: {said}")?;
+        }
+        Ok(())
     }
 
     fn kills(&self, kind: KillKind) -> usize {
@@ -197,10 +265,12 @@ impl fmt::Display for Report {
                 writeln!(f, "    {line}")?;
             }
         }
+        self.fmt_cancels(f)?;
         writeln!(f, "-- board")?;
         writeln!(f, "jobs posted:     {}", b.posted)?;
         writeln!(f, "completed:       {}", b.completed())?;
-        writeln!(f, "lost:            {}", b.lost())?;
+        writeln!(f, "cancelled:       {} ({} as asked)", b.cancelled(), a.cancelled)?;
+        writeln!(f, "lost:            {}", a.lost)?;
         writeln!(f, "by state:        {:?}", b.by_state)?;
         writeln!(
             f,
@@ -209,11 +279,11 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "exactly once:    {} (every job completed, nothing left; a consumed job leaves the board, so none completes twice)",
-            if b.exactly_once() { "yes" } else { "NO" }
+            "exactly once:    {} (every job completed or cancelled as asked, nothing left; a consumed job leaves the board, so none completes twice)",
+            if self.exactly_once() { "yes" } else { "NO" }
         )?;
-        for (id, state, reason) in &b.not_completed {
-            writeln!(f, "  not completed: {id} {state} {reason}")?;
+        for (id, state, reason) in &b.unfinished {
+            writeln!(f, "  neither completed nor cancelled: {id} {state} {reason}")?;
         }
         writeln!(f, "-- runs")?;
         writeln!(f, "runs:            {} ({:?})", a.runs, a.outcomes)?;
@@ -271,7 +341,7 @@ impl fmt::Display for Report {
         if failures.is_empty() {
             writeln!(
                 f,
-                "== PASS: every job completed exactly once on the board, none lost, no unexplained overlap"
+                "== PASS: every job completed exactly once on the board or cancelled as asked, none lost, no unexplained overlap"
             )
         } else {
             writeln!(f, "== FAIL")?;
@@ -280,5 +350,75 @@ impl fmt::Display for Report {
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::analysis::CancelFigures;
+
+    fn report(analysis: Analysis) -> Report {
+        Report {
+            backend: "Redis",
+            server: String::new(),
+            seed: 1,
+            supervisor_args: String::new(),
+            horizon: Duration::from_secs(3),
+            chaos_time: Duration::ZERO,
+            settle_time: Duration::ZERO,
+            settled: true,
+            events: Events::default(),
+            analysis,
+            bad_log_lines: Vec::new(),
+            board: BoardCheck::default(),
+            completed_without_run: 0,
+            dir: None,
+        }
+    }
+
+    #[test]
+    fn cancelled_jobs_pass_and_cancels_not_kept_fail() {
+        let cancels = CancelFigures {
+            asked: 3,
+            asked_running: 1,
+            cancelled: 2,
+            cancelled_running: 1,
+            refused: 1,
+            failed: Vec::new(),
+        };
+        let passing = report(Analysis {
+            cancelled: 2,
+            cancels: cancels.clone(),
+            ..Analysis::default()
+        });
+        assert!(passing.passed(), "{:?}", passing.failures());
+        assert!(passing.exactly_once());
+        let text = passing.to_string();
+        assert!(
+            text.contains("cancelled:       2 (1 of them while running)"),
+            "{text}"
+        );
+        let kept_badly = report(Analysis {
+            cancels: cancels.clone(),
+            cancel_not_kept: vec![("a".into(), "completed".into())],
+            ..Analysis::default()
+        });
+        assert!(!kept_badly.exactly_once());
+        assert_eq!(kept_badly.failures().len(), 1, "{:?}", kept_badly.failures());
+        let completed_too = report(Analysis {
+            cancels: cancels.clone(),
+            completed_after_cancel: vec!["a".into()],
+            ..Analysis::default()
+        });
+        assert!(!completed_too.passed());
+        let unanswered = report(Analysis {
+            cancels: CancelFigures {
+                failed: vec![("a".into(), "exit status: 4".into())],
+                ..cancels
+            },
+            ..Analysis::default()
+        });
+        assert!(!unanswered.passed());
     }
 }

@@ -37,6 +37,8 @@ pub struct Runs {
     open: HashMap<u32, BTreeSet<usize>>,
     /// Every pid that logged a run.
     pids: HashSet<u32>,
+    /// Every job with a run.
+    jobs: HashSet<String>,
     /// Jobs with at least one run that ended `ok`.
     ok_jobs: HashSet<String>,
     /// Lines that are not run lines, or `end` lines without their `start`.
@@ -54,6 +56,7 @@ impl Runs {
             by_key: HashMap::new(),
             open: HashMap::new(),
             pids: HashSet::new(),
+            jobs: HashSet::new(),
             ok_jobs: HashSet::new(),
             bad: Vec::new(),
         }
@@ -97,9 +100,10 @@ impl Runs {
                     start_us: at_us,
                     end: None,
                 });
-                self.by_key.insert((id, pid, token), index);
+                self.by_key.insert((id.clone(), pid, token), index);
                 self.open.entry(pid).or_default().insert(index);
                 self.pids.insert(pid);
+                self.jobs.insert(id);
             }
             Some(RunLine::End {
                 id,
@@ -132,6 +136,21 @@ impl Runs {
     /// Runs of `pid` without an end line.
     pub fn open_count(&self, pid: u32) -> usize {
         self.open.get(&pid).map_or(0, BTreeSet::len)
+    }
+
+    /// Runs without an end line (of live and dead processes alike).
+    pub fn open_runs(&self) -> impl Iterator<Item = &Run> {
+        self.open.values().flatten().map(|&i| &self.runs[i])
+    }
+
+    /// True when job `id` has a run.
+    pub fn ran(&self, id: &str) -> bool {
+        self.jobs.contains(id)
+    }
+
+    /// True when job `id` has a run that ended `ok`.
+    pub fn ended_ok(&self, id: &str) -> bool {
+        self.ok_jobs.contains(id)
     }
 
     /// True when `pid` has logged a run (so its worker had started).
@@ -173,6 +192,10 @@ mod tests {
         assert_eq!(runs.open_count(10), 0);
         assert_eq!(runs.open_count(11), 1);
         assert!(runs.has_run(11) && !runs.has_run(12));
+        assert!(runs.ran("c") && !runs.ran("z"));
+        assert!(runs.ended_ok("a") && !runs.ended_ok("b"));
+        let open: Vec<&str> = runs.open_runs().map(|r| r.id.as_str()).collect();
+        assert_eq!(open, ["c"]);
         assert_eq!(runs.all()[1].end, Some((170, RunOutcome::Aborted)));
         assert_eq!(runs.bad_lines(), ["end z 1 1 1 ok"]);
     }

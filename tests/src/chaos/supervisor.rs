@@ -49,6 +49,19 @@ impl Launch {
             String::from_utf8_lossy(&out.stderr)
         )))
     }
+
+    /// Starts `jobworker <board> cancel ID -q QUEUE` as an operator would,
+    /// for one job (see [`Cancel`](crate::chaos::events::Cancel)); its
+    /// output is piped, to read once it has exited.
+    pub fn cancel(&self, id: &str, queue: &str) -> io::Result<Child> {
+        Command::new(&self.jobworker)
+            .args(&self.board_args)
+            .args(["cancel", id, "-q", queue])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+    }
 }
 
 /// A running supervisor and the workers seen so far.
