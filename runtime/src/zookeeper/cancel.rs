@@ -1,6 +1,6 @@
 //! cancel on ZooKeeper, and how a worker hears of it.
 //!
-//! A cancel is one transaction per job: the job znode goes (at the version
+//! A cancel is one transaction (for all the jobs it names): each job znode goes (at the version
 //! read), its lock goes with it when claimed (at the version read) or is
 //! proven absent when not (created and deleted in the same transaction, so
 //! a claim that lands first makes it fail and it is tried again), the
@@ -33,6 +33,45 @@ use crate::zookeeper::ZooKeeperBoard;
 /// The pause before a worker lists its cancel notes again after a failure.
 const RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// Most jobs one cancel takes (one transaction, within ZooKeeper's
+/// default 1 MB request limit).
+const MAX_CANCEL: usize = 500;
+
+/// Stages the cancel of `t` (job `uuid`): its lock deleted at the version
+/// read (or proven absent), its job znode deleted at the version read, the
+/// record saying cancelled, the history entry and the owner's note.
+fn stage(
+    w: &mut zk::MultiWriter<'_>,
+    paths: &QueuePaths,
+    uuid: &str,
+    t: &Target,
+    note: Option<&str>,
+    persistent: &zk::CreateOptions<'_>,
+) -> Result<(), zk::Error> {
+    let lock = paths.lock(&t.znode);
+    match t.lock_version {
+        Some(v) => w.add_delete(&lock, Some(v))?,
+        // No lock may appear before this commits.
+        None => {
+            w.add_create(&lock, b"", persistent)?;
+            w.add_delete(&lock, None)?;
+        }
+    }
+    w.add_delete(&paths.job(&t.znode), Some(t.job_version))?;
+    let record = paths.record(uuid);
+    match t.record_version {
+        Some(v) => w.add_set_data(&record, &t.record.to_bytes(), Some(v))?,
+        None => w.add_create(&record, &t.record.to_bytes(), persistent)?,
+    }
+    if let Some(h) = &t.history {
+        w.add_create(h, b"", persistent)?;
+    }
+    if let Some(n) = note {
+        w.add_create(n, b"", persistent)?;
+    }
+    Ok(())
+}
+
 /// What one cancel transaction did.
 enum Tried {
     /// Committed.
@@ -64,11 +103,25 @@ struct Target {
 
 impl ZooKeeperBoard {
     /// cancel: nothing unless every job can be cancelled (each is live);
-    /// then each is cancelled. Returns the (queue, job) pairs cancelled.
+    /// then all of them in one transaction, so a job that finishes
+    /// meanwhile fails the whole cancel. Returns the (queue, job) pairs
+    /// cancelled.
     pub(crate) async fn cancel_jobs(&self, queue: &str, ids: &[JobId]) -> Result<Vec<(String, JobId)>> {
         let paths = self.paths(queue)?;
+        let mut unique: Vec<&JobId> = Vec::with_capacity(ids.len());
         for id in ids {
             paths::validate_job_id(id.as_str())?;
+            if !unique.contains(&id) {
+                unique.push(id);
+            }
+        }
+        if unique.len() > MAX_CANCEL {
+            return Err(Error::invalid(format!(
+                "cannot cancel {} jobs at once on zookeeper (one transaction): at most {MAX_CANCEL}",
+                unique.len()
+            )));
+        }
+        for id in &unique {
             let state = self.show_job(queue, id.as_str()).await?.state;
             if matches!(
                 state,
@@ -77,33 +130,52 @@ impl ZooKeeperBoard {
                 return Err(Error::finished(queue, id.as_str(), &state.to_string()));
             }
         }
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            self.cancel_one(&paths, id.as_str()).await?;
-            out.push((queue.to_owned(), id.clone()));
-        }
-        Ok(out)
+        let uuids: Vec<&str> = unique.iter().map(|id| id.as_str()).collect();
+        self.cancel_all(&paths, &uuids).await?;
+        Ok(unique
+            .into_iter()
+            .map(|id| (queue.to_owned(), id.clone()))
+            .collect())
     }
 
-    async fn cancel_one(&self, paths: &QueuePaths, uuid: &str) -> Result<()> {
-        let what = format!("cannot cancel job {uuid} in queue {}", paths.queue);
+    async fn cancel_all(&self, paths: &QueuePaths, uuids: &[&str]) -> Result<()> {
+        let what = match uuids {
+            [one] => format!("cannot cancel job {one} in queue {}", paths.queue),
+            _ => format!("cannot cancel {} jobs in queue {}", uuids.len(), paths.queue),
+        };
         let mut committed = false;
         for _ in 0..TRIES {
-            let Some(target) = self.read_target(paths, uuid, &what).await? else {
-                let state = self.show_job(&paths.queue, uuid).await?.state;
-                // A commit whose answer was lost may have landed.
-                if committed && state == JobState::Cancelled {
-                    return Ok(());
+            let mut targets = Vec::with_capacity(uuids.len());
+            for uuid in uuids {
+                match self.read_target(paths, uuid, &what).await? {
+                    Some(target) => targets.push((*uuid, target)),
+                    None => return self.gone(paths, uuids, uuid, committed).await,
                 }
-                return Err(Error::finished(&paths.queue, uuid, &state.to_string()));
-            };
-            match self.commit_cancel(paths, uuid, &target, &what).await? {
+            }
+            match self.commit_cancel(paths, &targets, &what).await? {
                 Tried::Done => return Ok(()),
                 Tried::Again => {}
                 Tried::Unknown => committed = true,
             }
         }
         Err(self.keeps_changing(&what))
+    }
+
+    /// Job `uuid` left the jobs path before the cancel committed: the
+    /// cancel is refused, unless it is a commit whose answer was lost that
+    /// landed (then every job is cancelled).
+    async fn gone(&self, paths: &QueuePaths, uuids: &[&str], uuid: &str, committed: bool) -> Result<()> {
+        let state = self.show_job(&paths.queue, uuid).await?.state;
+        if committed && state == JobState::Cancelled {
+            let mut all = true;
+            for other in uuids {
+                all &= self.show_job(&paths.queue, other).await?.state == JobState::Cancelled;
+            }
+            if all {
+                return Ok(());
+            }
+        }
+        Err(Error::finished(&paths.queue, uuid, &state.to_string()))
     }
 
     /// Reads the job, its lock and its record: what a cancel changes.
@@ -166,54 +238,53 @@ impl ZooKeeperBoard {
         }))
     }
 
-    /// Commits the cancel of `t` in one transaction (see the module docs).
-    async fn commit_cancel(&self, paths: &QueuePaths, uuid: &str, t: &Target, what: &str) -> Result<Tried> {
+    /// Commits the cancel of every target in one transaction (see the
+    /// module docs).
+    async fn commit_cancel(
+        &self,
+        paths: &QueuePaths,
+        targets: &[(&str, Target)],
+        what: &str,
+    ) -> Result<Tried> {
         let client = self.client(what).await?;
         let persistent = &self.session().access().persistent();
-        let dirs = [t.history.as_deref(), t.note.as_deref()];
-        for dir in dirs.into_iter().flatten().map(paths::parent) {
+        let mut dirs: Vec<String> = Vec::new();
+        for (_, t) in targets {
+            for made in [&t.history, &t.note].into_iter().flatten() {
+                let dir = paths::parent(made).to_owned();
+                if !dirs.contains(&dir) {
+                    dirs.push(dir);
+                }
+            }
+        }
+        for dir in &dirs {
             client
                 .mkdir(dir, persistent)
                 .await
                 .map_err(|e| self.session().error(what, &e))?;
         }
-        // A note of this job not read yet (a cancel racing this one) tells
-        // the owner as well: none is written again.
-        let note = match &t.note {
-            Some(note) => match client.check_stat(note).await {
-                Ok(None) => Some(note),
-                Ok(Some(_)) => None,
-                Err(e) => return Err(self.session().error(what, &e)),
-            },
-            None => None,
-        };
         let mut w = client.new_multi_writer();
-        let lock = paths.lock(&t.znode);
-        let record = paths.record(uuid);
-        let staged = match t.lock_version {
-            Some(v) => w.add_delete(&lock, Some(v)),
-            // No lock may appear before this commits.
-            None => w
-                .add_create(&lock, b"", persistent)
-                .and_then(|_| w.add_delete(&lock, None)),
+        for (uuid, t) in targets {
+            // A note of this job not read yet (a cancel racing this one)
+            // tells the owner as well: none is written again.
+            let note = match &t.note {
+                Some(note) => match client.check_stat(note).await {
+                    Ok(None) => Some(note),
+                    Ok(Some(_)) => None,
+                    Err(e) => return Err(self.session().error(what, &e)),
+                },
+                None => None,
+            };
+            stage(&mut w, paths, uuid, t, note.map(String::as_str), persistent)
+                .map_err(|e| self.session().error(what, &e))?;
         }
-        .and_then(|_| w.add_delete(&paths.job(&t.znode), Some(t.job_version)))
-        .and_then(|_| match t.record_version {
-            Some(v) => w.add_set_data(&record, &t.record.to_bytes(), Some(v)),
-            None => w.add_create(&record, &t.record.to_bytes(), persistent),
-        })
-        .and_then(|_| {
-            t.history
-                .as_ref()
-                .map_or(Ok(()), |h| w.add_create(h, b"", persistent))
-        })
-        .and_then(|_| note.map_or(Ok(()), |n| w.add_create(n, b"", persistent)));
-        staged.map_err(|e| self.session().error(what, &e))?;
         match w.commit().await {
             Ok(_) => {
-                self.inner.cache.forget(&paths.queue, &t.znode);
-                if let Some(at) = t.delayed {
-                    let _ = client.delete(&paths.delayed_entry(uuid, at), None).await;
+                for (uuid, t) in targets {
+                    self.inner.cache.forget(&paths.queue, &t.znode);
+                    if let Some(at) = t.delayed {
+                        let _ = client.delete(&paths.delayed_entry(uuid, at), None).await;
+                    }
                 }
                 Ok(Tried::Done)
             }

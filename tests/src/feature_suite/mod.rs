@@ -49,6 +49,7 @@ macro_rules! feature_tests {
             cancel_takes_waiting_work_off_the_board, cancel_is_all_or_nothing,
             cancel_of_a_held_job_tells_its_owner_and_revokes_the_lease,
             a_cancel_racing_claims_leaves_each_job_one_ending,
+            a_cancel_of_several_jobs_racing_a_consume_is_all_or_nothing,
             a_paused_queue_hands_out_nothing_until_resumed,
             a_paused_queue_still_takes_back_expired_leases,
             wait_on_a_paused_queue_sleeps_until_resumed,
