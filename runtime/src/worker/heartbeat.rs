@@ -90,6 +90,16 @@ impl Heartbeat {
         }
     }
 
+    /// True while the server confirmed the lease `key` (claim or extend)
+    /// less than `within` ago, by this process' clock (which runs on while
+    /// the process is stopped); false for a lease not held.
+    pub(super) fn confirmed_within(&self, key: &LeaseKey, within: Duration) -> bool {
+        let Ok(held) = self.held.lock() else {
+            return false;
+        };
+        held.get(key).is_some_and(|h| h.confirmed.elapsed() < within)
+    }
+
     /// Stops extending a lease.
     pub(super) fn release(&self, key: &LeaseKey) {
         if let Ok(mut held) = self.held.lock() {

@@ -79,6 +79,12 @@ impl Worker {
             let Some(c) = self.ahead.pop_front() else {
                 break;
             };
+            if !self.surely_held(&c) {
+                self.give_back(c, "claimed ahead, its lease not confirmed within half its expiry")
+                    .await;
+                all = false;
+                continue;
+            }
             if c.suspect {
                 // Claimed alone (the claim hands a suspect only to a
                 // worker holding nothing): nothing else starts beside it.
@@ -87,6 +93,17 @@ impl Worker {
             all &= self.launch(c).await;
         }
         all
+    }
+
+    /// Whether the lease of a job claimed ahead surely still holds: the
+    /// server confirmed it less than half an expiry ago (the heartbeat
+    /// extends every third). A worker stopped (SIGSTOP) past its leases
+    /// finds them unconfirmed when it continues, and starts none of them:
+    /// another worker may run them by now.
+    fn surely_held(&self, c: &Claimed) -> bool {
+        self.heartbeat
+            .as_ref()
+            .is_none_or(|h| h.confirmed_within(&key_of(&c.lease), self.cfg.expiry / 2))
     }
 
     /// Drops a job claimed ahead whose lease is over (cancelled or lost);
