@@ -1,11 +1,13 @@
 //! cancel on ZooKeeper, and how a worker hears of it.
 //!
-//! A cancel is one transaction (for all the jobs it names): each job znode goes (at the version
-//! read), its lock goes with it when claimed (at the version read) or is
-//! proven absent when not (created and deleted in the same transaction, so
-//! a claim that lands first makes it fail and it is tried again), the
-//! record says cancelled with a history entry (`<uuid>@cancelled`, pruned
-//! with the completed jobs' entries), and, when a worker held the job, a cancel note
+//! A cancel is one transaction for all the jobs it names (at most
+//! [`MAX_CANCEL`]), so that a job finishing meanwhile fails all of it.
+//! Each job znode goes (at the version read); its lock goes with it when
+//! claimed (at the version read) or is proven absent when not (created and
+//! deleted in the same transaction, so a claim that lands first makes it
+//! fail and it is tried again); the record says cancelled, with a history
+//! entry (`<uuid>@cancelled`, pruned with the completed jobs' entries);
+//! and, when a worker held the job, a cancel note
 //! `R/.jw/cancels/<owner>/<uuid>` is created for it.
 //!
 //! Each worker watches its notes directory (a child watch, re-armed after

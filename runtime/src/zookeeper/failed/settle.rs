@@ -223,10 +223,11 @@ impl ZooKeeperBoard {
     }
 
     /// After a retry or purge of `f`: the caches forget the old znode, a
-    /// stale delayed entry goes, a purged job's index entries go, and a retried job's record names its new
-    /// znode (`znode`, when known). All best effort: a stale delayed entry
-    /// only delays the job until its time, and a record without the name
-    /// costs a later lookup a scan.
+    /// stale delayed entry goes, a purged job's index entries go, and a
+    /// retried job's record names its new znode (`znode`, when known). All
+    /// best effort: a stale delayed entry only delays the job until its
+    /// time, a leftover index entry is never listed (`tags.rs`), and a
+    /// record without the name costs a later lookup a scan.
     async fn settled(&self, paths: &QueuePaths, f: &Failure, how: Settle, znode: Option<String>) {
         let q = &paths.queue;
         if let Some(old) = &f.record.job {
