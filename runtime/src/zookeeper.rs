@@ -86,6 +86,7 @@ mod tags;
 mod take_back;
 mod track;
 mod trash;
+mod unique;
 mod wait;
 
 pub use access::Digest;

@@ -4,7 +4,8 @@
 //! cancel (`cancel.rs`), pause and resume (`settings.rs`), failure groups
 //! with retry and purge (`failed.rs`), the board configuration
 //! (`config.rs`), the queue list (`locate.rs`), job counts
-//! (`read/overview.rs`), tags (`tags.rs`) and tracking (`track.rs`). The
+//! (`read/overview.rs`), tags (`tags.rs`), tracking (`track.rs`) and, at
+//! post, unique keys (`unique.rs`). The
 //! other operator features (limits, priorities, history, statistics,
 //! recurring jobs, events, throughput) and maintenance (leader election and its services, which
 //! serve only those features and Redis' index) are not built on ZooKeeper

@@ -17,6 +17,7 @@
 //! | `R/Q/.jw/settings` | persistent | the queue's settings: `{"paused": …}` |
 //! | `R/Q/.jw/tags/<tag>/<uuid>` | persistent, empty | a job tagged `<tag>` (percent-encoded; the record's tags are the truth) |
 //! | `R/Q/.jw/tracked/<uuid>` | persistent, empty | a tracked job |
+//! | `R/Q/.jw/unique/<key>` | persistent | `{"id", "until_ms"}`: the job holding a unique key (percent-encoded) |
 //! | `R/.entities/conductor/<owner>` | ephemeral | every registered worker |
 //! | `R/.jw/config` | persistent | the board configuration: a JSON object of strings |
 //! | `R/.jw/cancels/<owner>/<uuid>` | persistent, empty | a cancel of a job `owner` held, until `owner` hears it |
@@ -64,6 +65,8 @@ pub(crate) struct QueuePaths {
     pub tags: String,
     /// `R/Q/.jw/tracked` (made with the first tracked job).
     pub tracked: String,
+    /// `R/Q/.jw/unique` (made with the first unique key).
+    pub unique: String,
 }
 
 impl QueuePaths {
@@ -85,6 +88,7 @@ impl QueuePaths {
             settings: format!("{jw}/settings"),
             tags: format!("{jw}/tags"),
             tracked: format!("{jw}/tracked"),
+            unique: format!("{jw}/unique"),
         })
     }
 
@@ -146,6 +150,11 @@ impl QueuePaths {
     /// The tracking entry of job `uuid`.
     pub(crate) fn tracked_entry(&self, uuid: &str) -> String {
         format!("{}/{uuid}", self.tracked)
+    }
+
+    /// The znode of unique key `key`.
+    pub(crate) fn unique_key(&self, key: &str) -> String {
+        format!("{}/{}", self.unique, encode_word(key))
     }
 
     /// A quarantined znode.

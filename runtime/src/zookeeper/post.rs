@@ -1,7 +1,8 @@
 //! post: one transaction creates jobworker's record of the job (which
 //! refuses a duplicate id), its delayed entry when it runs later, its tag
-//! and tracking entries (`tags.rs`, `track.rs`), and the persistent
-//! sequential job znode with taskflow's JSON posting.
+//! and tracking entries (`tags.rs`, `track.rs`), takes its unique key
+//! (`unique.rs`), and creates the persistent sequential job znode with
+//! taskflow's JSON posting.
 
 use zookeeper_client as zk;
 
@@ -14,6 +15,7 @@ use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
 use crate::zookeeper::record::JobRecord;
 use crate::zookeeper::session::{failed_op, is_definite, source};
+use crate::zookeeper::unique::Take;
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Tries of one post (a retry only follows a post known not to have landed).
@@ -23,8 +25,6 @@ const POST_TRIES: usize = 3;
 fn check_supported(job: &NewJob, queue: &str) -> Result<()> {
     let what = if !job.depends.is_empty() {
         "dependencies"
-    } else if job.unique.is_some() {
-        "unique keys"
     } else {
         return Ok(());
     };
@@ -70,8 +70,18 @@ impl ZooKeeperBoard {
         let mut entries = Entries {
             index,
             leftovers: Vec::new(),
+            unique: None,
         };
         for _ in 0..POST_TRIES {
+            if let Some((key, ttl)) = &job.unique {
+                match self
+                    .unique_key(&paths, key, id.as_str(), ttl.as_millis() as i64)
+                    .await?
+                {
+                    Ok(holder) => return Ok(holder),
+                    Err(take) => entries.unique = Some(take),
+                }
+            }
             match self
                 .post_once(&paths, id.as_str(), &record, &bytes, &mut entries)
                 .await?
@@ -122,6 +132,12 @@ impl ZooKeeperBoard {
             Err(e) => match failed_op(&e) {
                 Some((0, zk::Error::NodeExists)) => self.landed_or_exists(paths, id, record).await,
                 // Entries an earlier job of this id left: replace them.
+                // Another post took the unique key first: read it again.
+                Some((i, zk::Error::NodeExists | zk::Error::BadVersion))
+                    if entries.is_unique(i, delayed.is_some()) =>
+                {
+                    Ok(Posted::Retry)
+                }
                 Some((i, zk::Error::NodeExists)) if entries.is_entry(i, delayed.is_some()) => {
                     let found = self.read_many(&what, entries.index.clone()).await?;
                     entries.leftovers = (entries.index.iter().zip(found))
@@ -229,7 +245,7 @@ pub(crate) fn created_job(results: Vec<zk::MultiWriteResult>) -> Option<String> 
 }
 
 /// Stages the post transaction: the record, the delayed entry, the index
-/// entries (leftovers deleted first), and the job znode last (its name is
+/// entries (leftovers deleted first), the unique key, and the job znode last (its name is
 /// read from the last create's result).
 #[allow(clippy::too_many_arguments)]
 fn stage(
@@ -252,6 +268,9 @@ fn stage(
         .index
         .iter()
         .try_for_each(|e| w.add_create(e, b"", persistent))?;
+    if let Some(take) = &entries.unique {
+        take.stage(w, persistent)?;
+    }
     w.add_create(
         &format!("{}/{}", paths.jobs, paths::JOB_PREFIX),
         bytes,
@@ -259,11 +278,13 @@ fn stage(
     )
 }
 
-/// The index entries a post makes (tags, tracking), and those among them
-/// that an earlier job of the same id left behind (deleted first).
+/// The index entries a post makes (tags, tracking), those among them
+/// that an earlier job of the same id left behind (deleted first), and the
+/// write that takes its unique key.
 struct Entries {
     index: Vec<String>,
     leftovers: Vec<String>,
+    unique: Option<Take>,
 }
 
 impl Entries {
@@ -271,6 +292,12 @@ impl Entries {
     fn is_entry(&self, i: usize, delayed: bool) -> bool {
         let first = 1 + usize::from(delayed) + self.leftovers.len();
         i.checked_sub(first).is_some_and(|k| k < self.index.len())
+    }
+
+    /// True when op `i` of the transaction took the unique key.
+    fn is_unique(&self, i: usize, delayed: bool) -> bool {
+        let at = 1 + usize::from(delayed) + self.leftovers.len() + self.index.len();
+        self.unique.is_some() && i == at
     }
 }
 

@@ -4,7 +4,7 @@
 //! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
 //!
 //! It grows one capability at a time as ZooKeeper gains them, one file per
-//! capability (`cancel`, `pause`, `failed`, `config`, `tags`); the Redis feature tests
+//! capability (`cancel`, `pause`, `failed`, `config`, `tags`, `unique`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
@@ -12,12 +12,14 @@ mod config;
 mod failed;
 mod pause;
 mod tags;
+mod unique;
 
 pub use cancel::*;
 pub use config::*;
 pub use failed::*;
 pub use pause::*;
 pub use tags::*;
+pub use unique::*;
 
 use std::future::Future;
 use std::time::Duration;
@@ -59,7 +61,9 @@ macro_rules! feature_tests {
             config_values_are_checked_stored_and_removed,
             queues_are_listed_and_their_jobs_counted,
             tags_are_added_removed_found_and_counted, a_finished_job_is_still_found_by_its_tags,
-            tracked_jobs_are_listed_until_untracked);
+            tracked_jobs_are_listed_until_untracked,
+            a_unique_key_returns_the_existing_job_until_its_ttl_passes,
+            posts_racing_for_a_unique_key_post_one_job);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(
