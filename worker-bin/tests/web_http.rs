@@ -253,6 +253,14 @@ fn on_zookeeper_the_pages_show_what_the_board_keeps_and_say_what_it_does_not() {
             jobworker::zookeeper::ZooKeeperBoard::connect(jobworker::zookeeper::ZooKeeperOptions::new(&root))
                 .await
                 .unwrap();
+        let bad = board.post(q, NewJob::new("scripted")).await.unwrap();
+        let held = board
+            .claim(&[q], "w", std::time::Duration::from_secs(60), 1)
+            .await
+            .unwrap()
+            .remove(0);
+        assert_eq!(held.lease.job(), &bad);
+        board.trash(held.lease, "fatal: bad input").await.unwrap();
         let id = board.post(q, NewJob::new("scripted")).await.unwrap();
         board.post(q, NewJob::new("scripted")).await.unwrap();
         id.as_str().to_owned()
@@ -284,9 +292,15 @@ fn on_zookeeper_the_pages_show_what_the_board_keeps_and_say_what_it_does_not() {
         "{}",
         queue.body
     );
+    // Failure groups are kept on ZooKeeper too.
     let failed = app.get("/failed");
+    let groups = failed
+        .body
+        .split("id=\"failure-groups\"")
+        .nth(1)
+        .expect("the failure groups table");
     assert!(
-        failed.body.contains("Not available on this board"),
+        groups.contains(">fatal<") && groups.contains(">1<"),
         "{}",
         failed.body
     );
