@@ -111,7 +111,7 @@ fn the_bench_keeps_the_password_off_its_children_s_command_lines() {
         if let Some(status) = bench.try_wait().unwrap() {
             break status;
         }
-        for child in children(bench.id()) {
+        for child in jobworker_tests::chaos::procs::children_of(bench.id()) {
             let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
             let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
             assert!(!cmdline.contains(PASSWORD), "a child's command line: {cmdline}");
@@ -121,13 +121,4 @@ fn the_bench_keeps_the_password_off_its_children_s_command_lines() {
     };
     assert!(status.success(), "the bench failed: {status}");
     assert!(!seen.is_empty(), "the bench started no supervisor");
-}
-
-/// The pids of `pid`'s children.
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
