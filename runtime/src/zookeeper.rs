@@ -76,6 +76,7 @@ mod options;
 mod paths;
 mod post;
 mod posting;
+mod priority;
 mod read;
 mod record;
 mod recover;

@@ -1,11 +1,12 @@
-//! Priorities on the Redis board against a real server: claim order,
-//! changing a job's priority in any state, refusals, and taskflow's
-//! priority names in the posting.
+//! Priorities on the Redis board against a real server: claim order, a
+//! waiting job's new priority, and taskflow's priority names in the
+//! posting (priority changes both backends make are in the feature suite,
+//! `tests/src/feature_suite/priority.rs`).
 
 use std::time::Duration;
 
 use jobworker::codec::decode_posting;
-use jobworker::{Board, JobId, JobState, ListFilter, NewJob, Page, Priority};
+use jobworker::{Board, JobState, NewJob, Priority};
 use jobworker_tests::features::*;
 use redis::AsyncCommands;
 
@@ -32,32 +33,6 @@ async fn higher_priority_is_claimed_first_and_fifo_among_equals() {
         order,
         ["fifty", "very-high", "high", "n1", "n2", "n3", "low", "very-low"]
     );
-}
-
-#[tokio::test]
-async fn changing_a_ready_jobs_priority_moves_it_at_once() {
-    let (b, q) = board_and_queue("prio-set").await;
-    let ids = post_each(&b, &q, &["a", "b", "c", "d"]).await;
-    assert_eq!(
-        b.set_priority(&q, &ids[3], Priority::HIGH).await.unwrap(),
-        JobState::Ready
-    );
-    assert_eq!(
-        b.set_priority(&q, &ids[0], Priority::LOW).await.unwrap(),
-        JobState::Ready
-    );
-    let listed: Vec<String> = b
-        .list(&q, ListFilter::Live, Page::default())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|j| j.name)
-        .collect();
-    assert_eq!(listed, ["d", "b", "c", "a"], "listing follows the new order");
-    let got = claim(&b, &q, 4).await;
-    assert_eq!(names(&got), ["d", "b", "c", "a"]);
-    assert_eq!(got[0].priority, Priority::HIGH);
-    assert_eq!(b.show(&q, &ids[0]).await.unwrap().priority, -1);
 }
 
 #[tokio::test]
@@ -94,30 +69,6 @@ async fn a_waiting_or_scheduled_jobs_new_priority_applies_when_it_becomes_ready(
     let got = claim(&b, &q, 4).await;
     assert_eq!(names(&got), ["waiting", "scheduled", "r1", "r2"]);
     assert_eq!(got[0].priority, Priority::VERY_HIGH);
-}
-
-#[tokio::test]
-async fn priority_changes_are_refused_for_finished_missing_or_out_of_range() {
-    let (b, q) = board_and_queue("prio-bad").await;
-    let id = b.post(&q, NewJob::new("x")).await.unwrap();
-    let e = b
-        .set_priority(&q, &id, Priority(Priority::LIMIT + 1))
-        .await
-        .unwrap_err();
-    assert!(e.is_invalid(), "{e}");
-    let e = b
-        .post(&q, NewJob::new("y").priority(Priority(-Priority::LIMIT - 1)))
-        .await
-        .unwrap_err();
-    assert!(e.is_invalid(), "{e}");
-    claim_and_consume(&b, &q).await;
-    let e = b.set_priority(&q, &id, Priority::HIGH).await.unwrap_err();
-    assert!(e.is_finished(), "{e}");
-    let e = b
-        .set_priority(&q, &JobId::from("no-such-job"), Priority::HIGH)
-        .await
-        .unwrap_err();
-    assert!(e.is_not_found(), "{e}");
 }
 
 #[tokio::test]

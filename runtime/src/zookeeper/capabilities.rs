@@ -4,12 +4,13 @@
 //! cancel (`cancel.rs`), pause and resume (`settings.rs`), failure groups
 //! with retry and purge (`failed.rs`), the board configuration
 //! (`config.rs`), the queue list (`locate.rs`), job counts
-//! (`read/overview.rs`), tags (`tags.rs`), tracking (`track.rs`) and, at
-//! post, unique keys (`unique.rs`). The
-//! other operator features (limits, priorities, history, statistics,
-//! recurring jobs, events, throughput) and maintenance (leader election and its services, which
-//! serve only those features and Redis' index) are not built on ZooKeeper
-//! and answer with an `is_unsupported` error.
+//! (`read/overview.rs`), tags (`tags.rs`), tracking (`track.rs`),
+//! priority changes (`priority.rs`) and, at post, unique keys
+//! (`unique.rs`). The other operator features (limits, history,
+//! statistics, recurring jobs, events, throughput) and maintenance (leader
+//! election and its services, which serve only those features and Redis'
+//! index) are not built on ZooKeeper and answer with an `is_unsupported`
+//! error.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -52,8 +53,8 @@ impl Admin for ZooKeeperBoard {
     async fn set_limit(&self, _: &str, _: Option<u32>) -> Result<()> {
         refuse("a queue limit")
     }
-    async fn set_priority(&self, _: &str, _: &JobId, _: Priority) -> Result<JobState> {
-        refuse("changing a priority")
+    async fn set_priority(&self, queue: &str, job: &JobId, priority: Priority) -> Result<JobState> {
+        self.change_priority(queue, job, priority).await
     }
     /// No dependencies on ZooKeeper, so `with_dependents` changes nothing.
     async fn cancel(&self, queue: &str, ids: &[JobId], _: bool) -> Result<Vec<(String, JobId)>> {

@@ -4,13 +4,14 @@
 //! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
 //!
 //! It grows one capability at a time as ZooKeeper gains them, one file per
-//! capability (`cancel`, `pause`, `failed`, `config`, `tags`, `unique`); the Redis feature tests
+//! capability (`cancel`, `pause`, `failed`, `config`, `tags`, `unique`, `priority`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
 mod config;
 mod failed;
 mod pause;
+mod priority;
 mod tags;
 mod unique;
 
@@ -18,6 +19,7 @@ pub use cancel::*;
 pub use config::*;
 pub use failed::*;
 pub use pause::*;
+pub use priority::*;
 pub use tags::*;
 pub use unique::*;
 
@@ -63,7 +65,10 @@ macro_rules! feature_tests {
             tags_are_added_removed_found_and_counted, a_finished_job_is_still_found_by_its_tags,
             tracked_jobs_are_listed_until_untracked,
             a_unique_key_returns_the_existing_job_until_its_ttl_passes,
-            posts_racing_for_a_unique_key_post_one_job);
+            posts_racing_for_a_unique_key_post_one_job,
+            changing_a_ready_jobs_priority_moves_it_at_once,
+            a_claimed_jobs_new_priority_applies_once_it_is_ready_again,
+            priority_changes_are_refused_for_finished_missing_or_out_of_range);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(
