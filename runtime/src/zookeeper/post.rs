@@ -63,7 +63,14 @@ impl ZooKeeperBoard {
             nonce: JobId::random().0,
             ..JobRecord::default()
         };
-        let mut index: Vec<String> = job.tags.iter().map(|t| paths.tag_entry(t, id.as_str())).collect();
+        // One entry per tag, however often the job names it.
+        let mut index: Vec<String> = Vec::new();
+        for entry in job.tags.iter().map(|t| paths.tag_entry(t, id.as_str())) {
+            if !index.contains(&entry) {
+                index.push(entry);
+            }
+        }
+
         if job.track {
             index.push(paths.tracked_entry(id.as_str()));
         }

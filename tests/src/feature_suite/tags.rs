@@ -90,11 +90,13 @@ pub async fn tags_are_added_removed_found_and_counted<H: FeatureHarness>(h: &H) 
         .is_invalid());
 }
 
-/// A finished job keeps its tags, and is still found by them.
+/// A finished job keeps its tags, and is still found by them (once, when
+/// it was posted naming a tag twice).
 pub async fn a_finished_job_is_still_found_by_its_tags<H: FeatureHarness>(h: &H) {
     let b = h.board().await;
     let q = unique_queue("tags-done");
-    let id = b.post(&q, NewJob::new("t").tag("batch-7")).await.unwrap();
+    let job = NewJob::new("t").tag("batch-7").tag("batch-7");
+    let id = b.post(&q, job).await.unwrap();
     let c = b.claim(&[&q], "w", super::LONG, 1).await.unwrap().remove(0);
     b.consume(c.lease).await.unwrap();
     assert_eq!(b.tagged(&q, "batch-7", Page::default()).await.unwrap(), [id]);
