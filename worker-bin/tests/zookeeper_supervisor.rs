@@ -113,6 +113,14 @@ async fn a_dead_worker_s_claim_comes_back_at_once_when_no_worker_replaces_it() {
         },
     )
     .await;
+    // Running, not only claimed: a draining worker gives back the jobs it
+    // has not started (seen in CI: the job came back uncounted).
+    wait_until(
+        sup.and_log("worker 1 to run its job"),
+        Duration::from_secs(60),
+        || async { starts(&log, &held) == 1 },
+    )
+    .await;
     sup.signal(libc::SIGTTOU);
     wait_until(
         sup.and_log("worker 1 to be draining"),
