@@ -28,7 +28,7 @@ use crate::zookeeper::lease::TRIES;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::record::{Ending, JobRecord, LockBody};
 use crate::zookeeper::retention::hour_of;
-use crate::zookeeper::session::{failed_op, is_definite, source};
+use crate::zookeeper::session::{is_definite, lost_a_race, source};
 use crate::zookeeper::wait::reconnected;
 use crate::zookeeper::ZooKeeperBoard;
 
@@ -291,17 +291,7 @@ impl ZooKeeperBoard {
                 Ok(Tried::Done)
             }
             // A claim, a finish or a recovery came first: read again.
-            Err(e)
-                if matches!(
-                    failed_op(&e),
-                    Some((
-                        _,
-                        zk::Error::NodeExists | zk::Error::NoNode | zk::Error::BadVersion
-                    ))
-                ) =>
-            {
-                Ok(Tried::Again)
-            }
+            Err(e) if lost_a_race(&e) => Ok(Tried::Again),
             Err(e) if is_definite(source(&e)) => Err(self.session().error(what, source(&e))),
             Err(_) => Ok(Tried::Unknown),
         }

@@ -25,7 +25,7 @@ use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::post::created_job;
 use crate::zookeeper::posting;
 use crate::zookeeper::record::JobRecord;
-use crate::zookeeper::session::{failed_op, is_definite, source};
+use crate::zookeeper::session::{is_definite, lost_a_race, source};
 use crate::zookeeper::{json, ZooKeeperBoard};
 
 /// `posting` with its `"priority"` set to `priority`'s taskflow name, every
@@ -164,17 +164,7 @@ impl ZooKeeperBoard {
                 }
                 Ok(Some(self.waiting_state(&read)))
             }
-            Err(e)
-                if matches!(
-                    failed_op(&e),
-                    Some((
-                        _,
-                        zk::Error::NodeExists | zk::Error::NoNode | zk::Error::BadVersion
-                    ))
-                ) =>
-            {
-                Ok(None)
-            }
+            Err(e) if lost_a_race(&e) => Ok(None),
             Err(e) if is_definite(source(&e)) => Err(self.session().error(what, source(&e))),
             // The answer was lost: the next read tells (a moved job is
             // found anew; a change made twice is the same change).

@@ -331,6 +331,18 @@ pub(crate) fn failed_op(err: &zk::MultiWriteError) -> Option<(usize, &zk::Error)
     }
 }
 
+/// True when a transaction failed because something it checks changed
+/// meanwhile (made, deleted or written by someone else): read again.
+pub(crate) fn lost_a_race(err: &zk::MultiWriteError) -> bool {
+    matches!(
+        failed_op(err),
+        Some((
+            _,
+            zk::Error::NodeExists | zk::Error::NoNode | zk::Error::BadVersion
+        ))
+    )
+}
+
 /// The error inside a transaction error.
 pub(crate) fn source(err: &zk::MultiWriteError) -> &zk::Error {
     match err {
