@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use jobworker::board::{Inspect, Presence, WorkerInfo};
+use jobworker::board::{Admin, Inspect, Presence, WorkerInfo};
 use jobworker::metrics::render;
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{AnyBoard, Board, NewJob};
@@ -65,6 +65,7 @@ async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
         jobs: vec![got[0].lease.job().as_str().to_owned()],
     };
     b.record_worker(&worker).await.unwrap();
+    b.set_limit(&q, Some(3)).await.unwrap();
 
     let text = render(&AnyBoard::ZooKeeper(b.clone()), std::slice::from_ref(&q))
         .await
@@ -101,12 +102,20 @@ async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
         Some(1.0),
         "{text}"
     );
+    assert_eq!(
+        num(&s, "jobworker_queue_paused", &[("queue", &q)]),
+        Some(0.0),
+        "{text}"
+    );
+    assert_eq!(
+        num(&s, "jobworker_queue_limit", &[("queue", &q)]),
+        Some(3.0),
+        "{text}"
+    );
     for unsupported in [
         "jobworker_jobs_completed",
         "jobworker_wait_seconds",
         "jobworker_run_seconds",
-        "jobworker_queue_paused",
-        "jobworker_queue_limit",
     ] {
         assert!(!text.contains(unsupported), "{unsupported} left out:\n{text}");
     }

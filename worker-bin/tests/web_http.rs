@@ -287,8 +287,9 @@ fn on_zookeeper_the_pages_show_what_the_board_keeps_and_say_what_it_does_not() {
     assert_eq!(job.status, 200, "{}", job.body);
     assert!(job.body.contains(&id));
     let queue = app.get(&format!("/queues/{q}"));
+    // Pause and limits are kept on ZooKeeper too.
     assert!(
-        queue.body.contains(&id) && queue.body.contains("not available on this board"),
+        queue.body.contains(&id) && queue.body.contains("limit: none") && queue.body.contains("queue-state"),
         "{}",
         queue.body
     );

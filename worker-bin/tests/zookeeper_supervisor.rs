@@ -9,6 +9,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::cli::{jobworker_command, output_of};
 use common::runs::logged;
 use common::zookeeper::{board, fresh_root};
 use common::{serial, Supervisor};
@@ -218,4 +219,54 @@ async fn the_stored_expiry_reaches_the_workers() {
     })
     .await;
     assert!(expires_in > 60_000, "the lease runs {expires_in} ms");
+}
+
+/// A queue limit set with `jobworker limit` holds across the supervisor's
+/// workers on ZooKeeper: two workers with room for four jobs each never
+/// run more than two of the queue's jobs at once (from the run log: a
+/// run's start and end lie inside its claim), and every job runs once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queue_limit_holds_across_the_workers() {
+    let _serial = serial().await;
+    let connect = fresh_root("zk-limit");
+    let board = board(&connect).await;
+    let q = unique_queue("zk-limit");
+    let (code, _, err) =
+        output_of(jobworker_command().args(["--zookeeper", &connect, "limit", "2", "-q", &q]));
+    assert_eq!(code, 0, "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        ids.push(post(&board, &q, &logged(Action::Sleep, 300, &log), 3).await);
+    }
+    let mut sup = Supervisor::start_on(
+        &["--zookeeper", &connect],
+        &q,
+        &["--workers", "2", "--concurrency", "4", "--until-drained"],
+        None,
+    );
+    let status = sup.wait_exit(Duration::from_secs(120));
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    let mut edges = Vec::new();
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
+        match RunLine::parse(line) {
+            Some(RunLine::Start { at_us, .. }) => edges.push((at_us, 1)),
+            Some(RunLine::End { at_us, .. }) => edges.push((at_us, -1)),
+            None => {}
+        }
+    }
+    // Ends before starts at the same instant: a slot freed and taken again.
+    edges.sort();
+    let (mut running, mut most) = (0i64, 0i64);
+    for (_, step) in edges {
+        running += step;
+        most = most.max(running);
+    }
+    assert!(most <= 2, "{most} jobs ran at once under a limit of 2");
+    assert_eq!(most, 2, "the two workers should reach the limit");
+    for id in &ids {
+        assert_eq!(board.state(&q, id).await.unwrap(), JobState::Completed, "{id}");
+        assert_eq!(starts(&log, id), 1, "job {id} ran other than once");
+    }
 }

@@ -41,12 +41,10 @@ impl RedisBoard {
             None => redis::cmd("HDEL").arg(keys.settings()).arg("limit").clone(),
         };
         self.conn.query::<()>(&cmd).await?;
-        if limit.is_none() {
-            self.conn
-                .query::<()>(&self.conn.publish(&keys.notify, "limit"))
-                .await?;
-        }
-        Ok(())
+        // A raised or removed limit makes room: wake the idle workers.
+        self.conn
+            .query::<()>(&self.conn.publish(&keys.notify, "limit"))
+            .await
     }
 
     /// The settings of `queue`.

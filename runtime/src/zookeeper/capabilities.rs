@@ -1,12 +1,13 @@
 //! The ZooKeeper board's capabilities beyond the contract: the worker
 //! registry (taskflow's conductor entities), crash recovery and the
 //! server's clock are real, and so are these qless operator features:
-//! cancel (`cancel.rs`), pause and resume (`settings.rs`), failure groups
+//! cancel (`cancel.rs`), pause, resume (`settings.rs`) and concurrency
+//! limits (`limit.rs`), failure groups
 //! with retry and purge (`failed.rs`), the board configuration
 //! (`config.rs`), the queue list (`locate.rs`), job counts
 //! (`read/overview.rs`), tags (`tags.rs`), tracking (`track.rs`),
 //! priority changes (`priority.rs`) and, at post, unique keys
-//! (`unique.rs`). The other operator features (limits, history,
+//! (`unique.rs`). The other operator features (history,
 //! statistics, recurring jobs, events, throughput) and maintenance (leader
 //! election and its services, which serve only those features and Redis'
 //! index) are not built on ZooKeeper and answer with an `is_unsupported`
@@ -39,10 +40,12 @@ impl Admin for ZooKeeperBoard {
     async fn counts(&self, queues: &[String]) -> Result<QueueCounts> {
         self.counts_of(queues).await
     }
-    /// Paused or not; no limits on ZooKeeper yet (`limit` is `None`).
     async fn settings(&self, queue: &str) -> Result<QueueSettings> {
-        let paused = self.stored_settings(&self.paths(queue)?, false).await?.0.paused;
-        Ok(QueueSettings { paused, limit: None })
+        let stored = self.stored_settings(&self.paths(queue)?, false).await?.0;
+        Ok(QueueSettings {
+            paused: stored.paused,
+            limit: stored.limit,
+        })
     }
     async fn pause(&self, queue: &str) -> Result<()> {
         self.set_paused(queue, true).await
@@ -50,8 +53,9 @@ impl Admin for ZooKeeperBoard {
     async fn resume(&self, queue: &str) -> Result<()> {
         self.set_paused(queue, false).await
     }
-    async fn set_limit(&self, _: &str, _: Option<u32>) -> Result<()> {
-        refuse("a queue limit")
+    /// Every lock on the queue's jobs counts (see `limit.rs`).
+    async fn set_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        self.set_queue_limit(queue, limit).await
     }
     async fn set_priority(&self, queue: &str, job: &JobId, priority: Priority) -> Result<JobState> {
         self.change_priority(queue, job, priority).await

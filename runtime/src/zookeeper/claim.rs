@@ -1,12 +1,12 @@
-//! claim and claim_job: taskflow's claim transaction (check the job
-//! znode's version, create the ephemeral `.lock`) with jobworker's lease in
-//! the lock body.
+//! claim: taskflow's claim transaction (check the job znode's version,
+//! create the ephemeral `.lock`) with jobworker's lease in the lock body
+//! (`claim_named.rs` claims one job by name with it).
 //!
 //! A claim lists the queue, promotes due delayed jobs, recovers expired
 //! leases, then takes jobs in order (higher priority first, then FIFO by
 //! sequence), skipping locked and scheduled ones. Several jobs are tried
-//! at once (pipelined transactions); a job someone else locked first is
-//! skipped. The fencing token is the lock znode's creation zxid, which
+//! at once (pipelined transactions), except under a concurrency limit
+//! (`limit.rs`); a job someone else locked first is skipped. The fencing token is the lock znode's creation zxid, which
 //! ZooKeeper makes larger for every later claim of the job.
 
 use std::cmp::Reverse;
@@ -16,11 +16,11 @@ use std::time::Duration;
 use zookeeper_client as zk;
 
 use crate::codec::args_of;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::job::{Claimed, JobId, Lease};
 use crate::zookeeper::cache::Known;
-use crate::zookeeper::paths::{self, QueuePaths};
-use crate::zookeeper::posting;
+use crate::zookeeper::limit::{room, Gate, Gated};
+use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::{JobRecord, LockBody};
 use crate::zookeeper::session::{failed_op, is_definite, local_ms, source};
 use crate::zookeeper::ZooKeeperBoard;
@@ -38,7 +38,24 @@ pub(crate) enum Attempt {
     Taken,
     /// The job znode is gone (consumed, trashed) or was replaced.
     Gone,
+    /// The claim gate moved: another claim under the queue's limit came
+    /// first (`limit.rs`).
+    Contended,
 }
+
+/// What a claim attempt came to, once noted.
+pub(crate) enum Noted {
+    /// The job is ours.
+    Took,
+    /// Someone holds it, or it is gone.
+    Passed,
+    /// Another claim under the queue's limit came first.
+    Contended,
+}
+
+/// Rounds of one claim that lose to other claims under the queue's limit
+/// before it gives up (empty-handed: the caller's `wait` sees the work).
+const GATE_TRIES: usize = 4;
 
 /// A random claim id (recognises our own lock after a lost reply).
 fn claim_id() -> String {
@@ -56,20 +73,39 @@ impl ZooKeeperBoard {
     ) -> Result<Vec<Claimed>> {
         let paths = self.paths(queue)?;
         self.prune_from_claim(&paths);
-        let (snap, _) = self.snapshot(&paths, false).await?;
+        for _ in 0..GATE_TRIES {
+            if let Some(claimed) = self.claim_round(&paths, who, expiry, count).await? {
+                return Ok(claimed);
+            }
+            // Another claim under the queue's limit came first: count again.
+        }
+        Ok(Vec::new())
+    }
+
+    /// One claim of up to `count` jobs; `None` when a claim under the
+    /// queue's limit came first (`limit.rs`).
+    async fn claim_round(
+        &self,
+        paths: &QueuePaths,
+        who: &str,
+        expiry: Duration,
+        count: usize,
+    ) -> Result<Option<Vec<Claimed>>> {
+        let view = self.claim_view(paths).await?;
+        let snap = &view.snap;
         if snap.jobs.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
         let now = self.now_ms();
-        self.promote_due(&paths, &snap, now).await?;
-        let known = self.known(&paths, &snap).await?;
+        self.promote_due(paths, snap, now).await?;
+        let known = self.known(paths, snap).await?;
         // Locks seen expiring are checked at every claim; locks never read
         // (other claimers' new ones) at most every RECOVERY_INTERVAL.
-        let unknown = self.inner.cache.recovery_due(queue, RECOVERY_INTERVAL);
-        let recovered = self.recover_expired(&paths, &snap, &known, now, unknown).await?;
+        let unknown = self.inner.cache.recovery_due(&paths.queue, RECOVERY_INTERVAL);
+        let recovered = self.recover_expired(paths, snap, &known, now, unknown).await?;
         // Paused: due jobs and expired leases are seen to, nothing is handed out.
-        if self.stored_settings(&paths, false).await?.0.paused {
-            return Ok(Vec::new());
+        if view.settings.paused {
+            return Ok(Some(Vec::new()));
         }
         let mut candidates: Vec<Arc<Known>> = known
             .into_iter()
@@ -77,6 +113,35 @@ impl ZooKeeperBoard {
             .filter(|k| snap.scheduled_until(&k.uuid, now).is_none())
             .collect();
         candidates.sort_by_key(|k| (Reverse(k.priority), k.seq));
+        let Some(limit) = view.settings.limit else {
+            return self
+                .claim_batches(paths, &candidates, who, expiry, count)
+                .await
+                .map(Some);
+        };
+        let count = count.min(room(limit, snap.held(), recovered.freed.len()));
+        if count == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        match self
+            .claim_gated(paths, &candidates, who, expiry, count, view.gate)
+            .await?
+        {
+            Gated::Claimed(claimed) => Ok(Some(claimed)),
+            Gated::Contended => Ok(None),
+        }
+    }
+
+    /// Claims up to `count` of `candidates` (in order), several
+    /// transactions at once.
+    async fn claim_batches(
+        &self,
+        paths: &QueuePaths,
+        candidates: &[Arc<Known>],
+        who: &str,
+        expiry: Duration,
+        count: usize,
+    ) -> Result<Vec<Claimed>> {
         let mut claimed = Vec::new();
         let mut next = 0;
         while claimed.len() < count && next < candidates.len() {
@@ -84,25 +149,17 @@ impl ZooKeeperBoard {
             let batch = &candidates[next..end];
             next = end;
             let tries = futures_util::future::join_all(
-                batch.iter().map(|k| self.try_claim(&paths, k, who, Some(expiry))),
+                batch
+                    .iter()
+                    .map(|k| self.try_claim(paths, k, who, Some(expiry), None)),
             )
             .await;
             // Every result first: a failure must not drop the claims the
             // same batch made.
             let mut failed = None;
             for (k, attempt) in batch.iter().zip(tries) {
-                match attempt {
-                    Ok(Attempt::Claimed(c)) => {
-                        self.inner.cache.unstuck(queue, &k.znode);
-                        claimed.push(*c)
-                    }
-                    Ok(Attempt::Taken) => {}
-                    Ok(Attempt::Gone) => self.inner.cache.forget(queue, &k.znode),
-                    Err(e) => {
-                        // `wait` does not count it as work for a while.
-                        self.inner.cache.stuck(queue, &k.znode);
-                        failed = failed.or(Some(e))
-                    }
+                if let Err(e) = self.noted(paths, k, attempt, &mut claimed) {
+                    failed = failed.or(Some(e));
                 }
             }
             if let Some(e) = failed {
@@ -110,103 +167,53 @@ impl ZooKeeperBoard {
                     return Err(e);
                 }
                 // Keep what we hold; the next claim tries again.
-                tracing::warn!(queue, error = %e, "claim stopped early");
+                tracing::warn!(queue = %paths.queue, error = %e, "claim stopped early");
                 break;
             }
         }
         Ok(claimed)
     }
 
-    /// Claims job `uuid` by name (taskflow's claim), whatever its place in
-    /// the order; an expired lease on it is recovered first. Without an
-    /// expiry the lock has no deadline: like taskflow's claims, it lasts as
-    /// long as this board's session (or until released).
-    pub(crate) async fn claim_named(
+    /// Notes what a claim attempt on `k` came to (a claimed job goes to
+    /// `claimed`).
+    pub(crate) fn noted(
         &self,
-        queue: &str,
-        uuid: &str,
-        who: &str,
-        expiry: Option<Duration>,
-    ) -> Result<Claimed> {
-        let paths = self.paths(queue)?;
-        let not_found = || Error::not_found(queue, uuid);
-        for _ in 0..3 {
-            let znode = self.locate(&paths, uuid).await?.ok_or_else(not_found)?;
-            let known = self.known_one(&paths, &znode).await?.ok_or_else(not_found)?;
-            match self.try_claim(&paths, &known, who, expiry).await? {
-                Attempt::Claimed(c) => return Ok(*c),
-                Attempt::Gone => self.inner.cache.forget(queue, &znode),
-                Attempt::Taken => {
-                    let what = format!("cannot claim job {uuid} in queue {queue}");
-                    let lock = paths.lock(&znode);
-                    let read = self
-                        .read(&what, |client| {
-                            let lock = lock.clone();
-                            async move { client.get_data(&lock).await }
-                        })
-                        .await?;
-                    let (data, stat) = match read {
-                        Ok(found) => found,
-                        // Released meanwhile: try again.
-                        Err(zk::Error::NoNode) => continue,
-                        Err(e) => return Err(self.session().error(&what, &e)),
-                    };
-                    let body = LockBody::parse(&data);
-                    if body.deadline_ms.is_some_and(|d| d <= self.now_ms()) {
-                        self.stall(&paths, &known, &body, &stat).await?;
-                        continue;
-                    }
-                    let owner = body.owner.unwrap_or_else(|| "an unnamed owner".into());
-                    return Err(Error::already_claimed(queue, uuid, &owner));
-                }
+        paths: &QueuePaths,
+        k: &Known,
+        attempt: Result<Attempt>,
+        claimed: &mut Vec<Claimed>,
+    ) -> Result<Noted> {
+        let queue = &paths.queue;
+        match attempt {
+            Ok(Attempt::Claimed(c)) => {
+                self.inner.cache.unstuck(queue, &k.znode);
+                claimed.push(*c);
+                Ok(Noted::Took)
+            }
+            Ok(Attempt::Taken) => Ok(Noted::Passed),
+            Ok(Attempt::Gone) => {
+                self.inner.cache.forget(queue, &k.znode);
+                Ok(Noted::Passed)
+            }
+            Ok(Attempt::Contended) => Ok(Noted::Contended),
+            Err(e) => {
+                // `wait` does not count it as work for a while.
+                self.inner.cache.stuck(queue, &k.znode);
+                Err(e)
             }
         }
-        Err(Error::unavailable(format!(
-            "cannot claim job {uuid} in queue {queue}: it keeps changing under us"
-        )))
-    }
-
-    /// The posting of znode `znode`, from the cache or read now; `None`
-    /// when it is gone or cannot be run by jobworker.
-    pub(crate) async fn known_one(&self, paths: &QueuePaths, znode: &str) -> Result<Option<Arc<Known>>> {
-        if let Some(k) = self.inner.cache.known(&paths.queue, znode) {
-            return Ok(Some(k));
-        }
-        let what = format!("cannot read job {znode} of queue {}", paths.queue);
-        let read = self.read_many(&what, vec![paths.job(znode)]).await?;
-        let Some(Some((data, stat))) = read.into_iter().next() else {
-            return Ok(None);
-        };
-        let Ok(p) = posting::decode(&data) else {
-            return Ok(None);
-        };
-        let mut priority = p.priority;
-        if let Some((record, _)) = self.read_record(paths, &p.uuid).await? {
-            priority = crate::job::Priority(record.priority);
-        }
-        let known = Known {
-            znode: znode.to_owned(),
-            uuid: p.uuid,
-            name: p.name,
-            priority,
-            seq: paths::sequence_of(znode).unwrap_or(0),
-            version: stat.version,
-            ctime_ms: stat.ctime,
-            details: p.details,
-            book: p.book,
-        };
-        self.inner.cache.insert(&paths.queue, known);
-        Ok(self.inner.cache.known(&paths.queue, znode))
     }
 
     /// One claim transaction on `k`, with the lock and the job's record
-    /// read in the same round trip; `None` claims without a deadline.
+    /// read in the same round trip; `None` claims without a deadline. With
+    /// a `gate`, the transaction also sets it at its version (`limit.rs`).
     pub(crate) async fn try_claim(
         &self,
         paths: &QueuePaths,
         k: &Known,
         who: &str,
         expiry: Option<Duration>,
+        gate: Option<&Gate<'_>>,
     ) -> Result<Attempt> {
         let what = format!("cannot claim job {} in queue {}", k.uuid, paths.queue);
         let client = self.client(&what).await?;
@@ -217,6 +224,10 @@ impl ZooKeeperBoard {
         let mut w = client.new_multi_writer();
         w.add_check_version(&paths.job(&k.znode), k.version)
             .and_then(|_| w.add_create(&lock, &body.to_bytes(), &self.session().access().ephemeral()))
+            .and_then(|_| match gate {
+                Some(g) => w.add_set_data(g.path, &[], Some(g.version)),
+                None => Ok(()),
+            })
             .map_err(|e| self.session().error(&what, &e))?;
         let commit = w.commit();
         let lock_read = client.get_data(&lock);
@@ -228,6 +239,7 @@ impl ZooKeeperBoard {
             Err(e) => match failed_op(&e) {
                 Some((1, zk::Error::NodeExists)) => return Ok(Attempt::Taken),
                 Some((0, zk::Error::NoNode | zk::Error::BadVersion)) => return Ok(Attempt::Gone),
+                Some((2, zk::Error::NoNode | zk::Error::BadVersion)) => return Ok(Attempt::Contended),
                 _ if is_definite(source(&e)) => return Err(self.session().error(&what, source(&e))),
                 _ => {
                     tracing::warn!(job = %k.uuid, queue = %paths.queue, error = %e, "claim outcome unknown; checking");

@@ -14,7 +14,8 @@
 //! | `R/Q/.jw/history/<hour>/<uuid>` | persistent, empty | completed in that hour |
 //! | `R/Q/.jw/history/<hour>/<uuid>@cancelled` | persistent, empty | cancelled in that hour |
 //! | `R/Q/.jw/quarantine/<name>` | persistent | an undecodable job znode, moved aside |
-//! | `R/Q/.jw/settings` | persistent | the queue's settings: `{"paused": …}` |
+//! | `R/Q/.jw/settings` | persistent | the queue's settings: `{"paused": …, "limit": …}` |
+//! | `R/Q/.jw/claims` | persistent, empty | the claim gate: every claim under a limit bumps its version (`limit.rs`) |
 //! | `R/Q/.jw/tags/<tag>/<uuid>` | persistent, empty | a job tagged `<tag>` (percent-encoded; the record's tags are the truth) |
 //! | `R/Q/.jw/tracked/<uuid>` | persistent, empty | a tracked job |
 //! | `R/Q/.jw/unique/<key>` | persistent | `{"id", "until_ms"}`: the job holding a unique key (percent-encoded) |
@@ -59,8 +60,10 @@ pub(crate) struct QueuePaths {
     pub history: String,
     /// `R/Q/.jw/quarantine`.
     pub quarantine: String,
-    /// `R/Q/.jw/settings` (made on the first pause).
+    /// `R/Q/.jw/settings` (made on the first pause or limit).
     pub settings: String,
+    /// `R/Q/.jw/claims`, the claim gate (made with the first limit).
+    pub claims: String,
     /// `R/Q/.jw/tags` (made with the first tag).
     pub tags: String,
     /// `R/Q/.jw/tracked` (made with the first tracked job).
@@ -86,6 +89,7 @@ impl QueuePaths {
             history: format!("{jw}/history"),
             quarantine: format!("{jw}/quarantine"),
             settings: format!("{jw}/settings"),
+            claims: format!("{jw}/claims"),
             tags: format!("{jw}/tags"),
             tracked: format!("{jw}/tracked"),
             unique: format!("{jw}/unique"),

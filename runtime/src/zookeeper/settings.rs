@@ -1,9 +1,11 @@
-//! pause and resume on ZooKeeper: the queue's settings znode,
-//! `R/Q/.jw/settings`, JSON `{"paused": true|false}`, written at the
-//! version read. Claims read it and hand out nothing while the queue is
-//! paused; `wait` watches it, so a resume wakes the idle workers at once
-//! and a paused queue's jobs do not wake them at all. A claim of a named
-//! job (taskflow's) is not held back: it asks for that very job.
+//! pause, resume and the concurrency limit on ZooKeeper: the queue's
+//! settings znode, `R/Q/.jw/settings`, JSON `{"paused": true|false,
+//! "limit": n}` (no `limit`: none), written at the version read. Claims
+//! read it and hand out nothing while the queue is paused, and no more
+//! than the limit allows (`limit.rs`); `wait` watches it, so a resume or a
+//! raised limit wakes the idle workers at once and a paused queue's jobs
+//! do not wake them at all. A claim of a named job (taskflow's) is not held
+//! back: it asks for that very job.
 
 use serde::{Deserialize, Serialize};
 use zookeeper_client as zk;
@@ -19,13 +21,16 @@ use crate::zookeeper::ZooKeeperBoard;
 pub(crate) struct Stored {
     /// Claims hand out nothing while paused.
     pub paused: bool,
+    /// At most this many jobs of the queue held at once (`None`: no limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
 
 impl Stored {
     /// The settings in `data`; unreadable ones (written by hand, say) count
     /// as the defaults, with a warning, so they block neither the queue
     /// nor the pause or resume that writes them anew.
-    fn parse(data: &[u8], queue: &str) -> Stored {
+    pub(crate) fn parse(data: &[u8], queue: &str) -> Stored {
         serde_json::from_slice(data).unwrap_or_else(|e| {
             tracing::warn!(queue, error = %e, "the queue's settings are not readable; taking the defaults");
             Stored::default()
@@ -74,6 +79,23 @@ impl ZooKeeperBoard {
 
     /// pause (`true`) or resume (`false`) a queue.
     pub(crate) async fn set_paused(&self, queue: &str, paused: bool) -> Result<()> {
+        self.update_settings(queue, |s| s.paused = paused).await
+    }
+
+    /// Sets (or with `None` removes) the queue's concurrency limit; the
+    /// claim gate it needs is made first (see `limit.rs`).
+    pub(crate) async fn set_queue_limit(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        if limit == Some(0) {
+            return Err(Error::invalid("a concurrency limit must be at least 1"));
+        }
+        if limit.is_some() {
+            self.ensure_claim_gate(&self.paths(queue)?).await?;
+        }
+        self.update_settings(queue, |s| s.limit = limit).await
+    }
+
+    /// Rewrites the queue's settings with `change`, at the version read.
+    async fn update_settings(&self, queue: &str, change: impl Fn(&mut Stored)) -> Result<()> {
         let paths = self.paths(queue)?;
         self.ensure_queue(&paths).await?;
         let what = format!("cannot change the settings of queue {queue}");
@@ -82,7 +104,7 @@ impl ZooKeeperBoard {
             let written = match client.get_data(&paths.settings).await {
                 Ok((data, stat)) => {
                     let mut stored = Stored::parse(&data, queue);
-                    stored.paused = paused;
+                    change(&mut stored);
                     let bytes = serde_json::to_vec(&stored).map_err(|e| Error::codec(e.to_string()))?;
                     client
                         .set_data(&paths.settings, &bytes, Some(stat.version))
@@ -90,8 +112,9 @@ impl ZooKeeperBoard {
                         .map(drop)
                 }
                 Err(zk::Error::NoNode) => {
-                    let bytes =
-                        serde_json::to_vec(&Stored { paused }).map_err(|e| Error::codec(e.to_string()))?;
+                    let mut stored = Stored::default();
+                    change(&mut stored);
+                    let bytes = serde_json::to_vec(&stored).map_err(|e| Error::codec(e.to_string()))?;
                     let persistent = &self.session().access().persistent();
                     client.create(&paths.settings, &bytes, persistent).await.map(drop)
                 }

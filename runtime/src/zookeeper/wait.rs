@@ -3,8 +3,9 @@
 //!
 //! Each round lists every queue with a one-shot child watch on its jobs
 //! path (a post, a released lock or a finished job fires it) and a data
-//! watch on its settings (a pause or resume fires it; a paused queue is
-//! not listed), and returns
+//! watch on its settings (a pause, resume or new limit fires it; a paused
+//! queue is not listed, and the ready jobs of a queue at its limit are no
+//! work until a lock goes), and returns
 //! at once when a job is ready or a lease has expired. Otherwise it sleeps
 //! until a watch fires, the earliest delayed job falls due or lease
 //! deadline passes, the session reconnects (watch events can be lost in an
@@ -99,7 +100,9 @@ impl ZooKeeperBoard {
                 let left = self.inner.cache.stuck_for(&paths.queue, znode)?;
                 Some(now + left.as_millis() as i64 + 1)
             };
-            for k in known.iter().filter(|k| !snap.locked.contains(&k.znode)) {
+            // At its limit, only a freed (or expired) lease makes room.
+            let full = settings.limit.is_some_and(|l| snap.held() >= l as usize);
+            for k in known.iter().filter(|k| !full && !snap.locked.contains(&k.znode)) {
                 match snap.scheduled_until(&k.uuid, now).or_else(|| stuck(&k.znode)) {
                     None => return Ok(Round::Work),
                     Some(at) => soonest(at),

@@ -4,12 +4,13 @@
 //! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
 //!
 //! It grows one capability at a time as ZooKeeper gains them, one file per
-//! capability (`cancel`, `pause`, `failed`, `config`, `tags`, `unique`, `priority`); the Redis feature tests
+//! capability (`cancel`, `pause`, `limit`, `failed`, `config`, `tags`, `unique`, `priority`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
 mod config;
 mod failed;
+mod limit;
 mod pause;
 mod priority;
 mod tags;
@@ -18,6 +19,7 @@ mod unique;
 pub use cancel::*;
 pub use config::*;
 pub use failed::*;
+pub use limit::*;
 pub use pause::*;
 pub use priority::*;
 pub use tags::*;
@@ -57,6 +59,9 @@ macro_rules! feature_tests {
             a_paused_queue_hands_out_nothing_until_resumed,
             a_paused_queue_still_takes_back_expired_leases,
             wait_on_a_paused_queue_sleeps_until_resumed,
+            a_concurrency_limit_caps_leases_across_claimers,
+            claimers_racing_under_a_limit_hold_exactly_the_limit,
+            wait_at_the_limit_sleeps_until_a_lease_is_freed,
             trashed_jobs_go_to_failure_groups_by_reason_kind,
             retry_one_job_resets_its_attempts, retry_a_whole_group_or_every_group,
             purge_deletes_trashed_jobs_for_good, a_retried_job_keeps_its_id_name_and_args,

@@ -24,6 +24,33 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
+    /// The snapshot of a listing: the jobs path's `children` and the
+    /// delayed path's entries.
+    pub(crate) fn from_listing(children: &[String], delayed: Vec<String>) -> Snapshot {
+        let mut snap = Snapshot::default();
+        for child in children {
+            if let Some(job) = paths::locked_job(child) {
+                snap.locked.insert(job.to_owned());
+            } else if paths::is_job_name(child) {
+                snap.jobs.push(child.clone());
+            }
+        }
+        for entry in delayed {
+            if let Some((uuid, at)) = paths::parse_delayed(&entry) {
+                let slot = snap.delayed.entry(uuid.to_owned()).or_insert((at, Vec::new()));
+                slot.0 = slot.0.max(at);
+                slot.1.push(entry);
+            }
+        }
+        snap
+    }
+
+    /// How many of the listed jobs are locked (a lock whose job is gone is
+    /// not counted): what a concurrency limit is measured against.
+    pub(crate) fn held(&self) -> usize {
+        self.jobs.iter().filter(|j| self.locked.contains(*j)).count()
+    }
+
     /// The time job `uuid` falls due, when it is not due by `now_ms`.
     pub(crate) fn scheduled_until(&self, uuid: &str, now_ms: i64) -> Option<i64> {
         self.delayed
@@ -82,21 +109,7 @@ impl ZooKeeperBoard {
             })
             .await?
             .map_err(|e| self.session().error(&what, &e))?;
-        let mut snap = Snapshot::default();
-        for child in &children {
-            if let Some(job) = paths::locked_job(child) {
-                snap.locked.insert(job.to_owned());
-            } else if paths::is_job_name(child) {
-                snap.jobs.push(child.clone());
-            }
-        }
-        for entry in delayed {
-            if let Some((uuid, at)) = paths::parse_delayed(&entry) {
-                let slot = snap.delayed.entry(uuid.to_owned()).or_insert((at, Vec::new()));
-                slot.0 = slot.0.max(at);
-                slot.1.push(entry);
-            }
-        }
+        let snap = Snapshot::from_listing(&children, delayed);
         Ok((snap, watcher))
     }
 

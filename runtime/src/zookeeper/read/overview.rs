@@ -2,11 +2,11 @@
 //! from the board's snapshot of the jobs path (what `list` reads), the
 //! finished ones from their paths' children (completed and cancelled jobs
 //! share the history, told apart by the entry's name); ZooKeeper keeps no
-//! waiting jobs and no queue settings, so those are `None`. Unlike
+//! waiting jobs, so those are `None`. Unlike
 //! Redis' O(1) counts, this reads every child name of the queue's paths.
 
 use super::list::live_state;
-use crate::board::{QueueCounts, QueueOverview, StateCounts};
+use crate::board::{QueueCounts, QueueOverview, QueueSettings, StateCounts};
 use crate::error::Result;
 use crate::job::JobState;
 use crate::zookeeper::paths;
@@ -17,6 +17,7 @@ impl ZooKeeperBoard {
     pub(crate) async fn overview_of(&self, queue: &str) -> Result<QueueOverview> {
         let paths = self.paths(queue)?;
         let (snap, _) = self.snapshot(&paths, false).await?;
+        let stored = self.stored_settings(&paths, false).await?.0;
         let known = self.known(&paths, &snap).await?;
         let now = self.now_ms();
         let (mut ready, mut scheduled, mut claimed) = (0u64, 0u64, 0u64);
@@ -63,7 +64,10 @@ impl ZooKeeperBoard {
                 quarantined: Some(quarantined),
             },
             oldest_ready_ms,
-            settings: None,
+            settings: Some(QueueSettings {
+                paused: stored.paused,
+                limit: stored.limit,
+            }),
         })
     }
 }
