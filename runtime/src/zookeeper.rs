@@ -70,6 +70,7 @@ mod entities;
 mod extend;
 mod failed;
 mod finish;
+mod history;
 mod json;
 mod lease;
 mod limit;

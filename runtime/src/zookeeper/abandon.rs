@@ -24,6 +24,7 @@ impl ZooKeeperBoard {
                     // Claimable at once: a retry time left from an earlier
                     // try must not make it show as scheduled.
                     record.run_at_ms = 0;
+                    record.log(now, "abandoned", serde_json::json!({ "worker": lease.owner() }));
                     (How::Release { delayed: None }, JobState::Ready)
                 }
                 Abandon::Retry { delay, error } => {
@@ -33,6 +34,7 @@ impl ZooKeeperBoard {
                         0 => self.inner.opts.default_max_attempts,
                         n => n,
                     };
+                    record.log_failed(now, error);
                     if record.attempts >= max {
                         record.ending = Ending::Trashed;
                         record.finished_ms = Some(now);
@@ -40,6 +42,9 @@ impl ZooKeeperBoard {
                             "{error} (attempts exhausted: {} of {max})",
                             record.attempts
                         ));
+                    }
+                    record.log_outcome(now, record.attempts);
+                    if record.ending == Ending::Trashed {
                         let trash_name = trash_name(&held, trash_suffix);
                         (
                             How::Trash {

@@ -219,6 +219,10 @@ impl ZooKeeperBoard {
         record.ending = Ending::Cancelled;
         record.finished_ms = Some(now);
         record.run_at_ms = 0;
+        if let Some((d, stat)) = &lock {
+            record.log_claim(LockBody::parse(d).owner.as_deref(), stat.czxid as u64, stat.ctime);
+        }
+        record.log(now, "cancelled", serde_json::json!({}));
         // Only jobworker's claims carry a claim id: a taskflow conductor
         // reads no notes (it learns when its consume fails).
         let note = lock

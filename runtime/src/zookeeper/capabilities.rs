@@ -6,8 +6,8 @@
 //! with retry and purge (`failed.rs`), the board configuration
 //! (`config.rs`), the queue list (`locate.rs`), job counts
 //! (`read/overview.rs`), tags (`tags.rs`), tracking (`track.rs`),
-//! priority changes (`priority.rs`) and, at post, unique keys
-//! (`unique.rs`). The other operator features (history,
+//! priority changes (`priority.rs`), job history (`history.rs`) and, at
+//! post, unique keys (`unique.rs`). The other operator features (
 //! statistics, recurring jobs, events, throughput) and maintenance (leader
 //! election and its services, which serve only those features and Redis'
 //! index) are not built on ZooKeeper and answer with an `is_unsupported`
@@ -102,8 +102,9 @@ impl Admin for ZooKeeperBoard {
     async fn settle_failed(&self, queue: &str, group: Option<&str>, purge: bool) -> Result<usize> {
         self.settle_trashed(queue, group, purge).await
     }
-    async fn history(&self, _: &str, _: &JobId) -> Result<Vec<serde_json::Value>> {
-        refuse("job history")
+    /// Kept in the job's record (see `history.rs`).
+    async fn history(&self, queue: &str, job: &JobId) -> Result<Vec<serde_json::Value>> {
+        self.job_history(queue, job).await
     }
     async fn stats(&self, _: &str, _: Option<i64>) -> Result<QueueStats> {
         refuse("statistics")

@@ -22,6 +22,7 @@ impl ZooKeeperBoard {
             let now = self.now_ms();
             record.ending = Ending::Completed;
             record.finished_ms = Some(now);
+            record.log(now, "consumed", serde_json::json!({ "worker": lease.owner() }));
             record.run_at_ms = 0;
             let hour = hour_of(now);
             let finish = Finish {

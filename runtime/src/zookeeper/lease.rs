@@ -61,6 +61,7 @@ impl Held {
         };
         record.job = Some(self.znode.clone());
         record.token = self.lock_stat.czxid as u64;
+        record.log_claim(self.lock.owner.as_deref(), record.token, self.lock_stat.ctime);
         (record, version)
     }
 }

@@ -129,6 +129,9 @@ impl ZooKeeperBoard {
             read.record.posted_ms = read.job.1.ctime;
         }
         read.record.priority = priority.0;
+        let now = self.now_ms();
+        read.record
+            .log(now, "priority", serde_json::json!({ "priority": priority.0 }));
         read.record.job = (read.claimed).then(|| read.znode.clone());
         let client = self.client(what).await?;
         let access = self.session().access();

@@ -85,6 +85,10 @@ pub(crate) struct JobRecord {
     /// whose reply was lost.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub nonce: String,
+    /// The job's history events, oldest first, without `queue` and `job`
+    /// (`history.rs`): at most `history::HISTORY_LIMIT`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<serde_json::Value>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -52,24 +52,24 @@ impl ZooKeeperBoard {
                 Some((r, v)) => (r, Some(v)),
                 None => (fresh_record(k, self.inner.opts.default_max_attempts), None),
             };
-            let Some(lock_stat) = self.lock_still(paths, k, lock_stat, &still, &what).await? else {
+            let Some((lock_stat, body)) = self.lock_still(paths, k, lock_stat, &still, &what).await? else {
                 return Ok(Stall::Skipped);
             };
             let lock_stat = &lock_stat;
-            let (max, poisoned) = self.count_attempt(&mut record, k, lock_stat, reason, crashed);
+            let held = (lock_stat, body.owner.as_deref());
+            let (max, poisoned) = self.count_attempt(&mut record, k, held, reason, crashed);
             let client = self.client(&what).await?;
-            let how = if poisoned || record.attempts >= max {
+            let (how, done) = if poisoned || record.attempts >= max {
                 let Some(posting) = self.job_posting(&client, paths, k, &what).await? else {
                     return Ok(Stall::Skipped);
                 };
                 self.exhaust(&mut record, reason, max, poisoned);
-                How::Trash {
-                    posting,
-                    trash_name: trash_name.clone(),
-                }
+                let trash_name = trash_name.clone();
+                (How::Trash { posting, trash_name }, Stall::Trashed)
             } else {
-                How::Release { delayed: None }
+                (How::Release { delayed: None }, Stall::Back)
             };
+            record.log_outcome(self.now_ms(), record.attempts);
             let finish = Finish {
                 paths,
                 znode: &k.znode,
@@ -79,11 +79,6 @@ impl ZooKeeperBoard {
                 record,
                 record_version,
                 drop_record: false,
-            };
-            let done = if matches!(how, How::Trash { .. }) {
-                Stall::Trashed
-            } else {
-                Stall::Back
             };
             match self.finish(&client, &finish, &how).await {
                 Ok(()) => {
@@ -112,9 +107,9 @@ impl ZooKeeperBoard {
         Ok(Stall::Skipped)
     }
 
-    /// Reads the lock of `k` again: its stat while it is still the lock
-    /// `lock_stat` and its body passes `still`, `None` once it changed or
-    /// went.
+    /// Reads the lock of `k` again: its stat and body while it is still the
+    /// lock `lock_stat` and its body passes `still`, `None` once it changed
+    /// or went.
     async fn lock_still(
         &self,
         paths: &QueuePaths,
@@ -122,7 +117,7 @@ impl ZooKeeperBoard {
         lock_stat: &zk::Stat,
         still: &impl Fn(&LockBody) -> bool,
         what: &str,
-    ) -> Result<Option<zk::Stat>> {
+    ) -> Result<Option<(zk::Stat, LockBody)>> {
         let lock_path = paths.lock(&k.znode);
         let lock = self
             .read(what, |client| {
@@ -130,10 +125,8 @@ impl ZooKeeperBoard {
                 async move { client.get_data(&lock_path).await }
             })
             .await?;
-        match lock {
-            Ok((data, stat)) if stat.czxid == lock_stat.czxid && still(&LockBody::parse(&data)) => {
-                Ok(Some(stat))
-            }
+        match lock.map(|(data, stat)| (stat, LockBody::parse(&data))) {
+            Ok((stat, body)) if stat.czxid == lock_stat.czxid && still(&body) => Ok(Some((stat, body))),
             Ok(_) | Err(zk::Error::NoNode) => Ok(None),
             Err(e) => Err(self.session().error(what, &e)),
         }
@@ -146,7 +139,7 @@ impl ZooKeeperBoard {
         &self,
         record: &mut JobRecord,
         k: &Known,
-        lock_stat: &zk::Stat,
+        (lock_stat, owner): (&zk::Stat, Option<&str>),
         reason: &str,
         crashed: bool,
     ) -> (u32, bool) {
@@ -155,6 +148,15 @@ impl ZooKeeperBoard {
         record.crashes += u32::from(crashed);
         record.token = lock_stat.czxid as u64;
         record.fail(reason);
+        record.log_claim(owner, record.token, lock_stat.ctime);
+        if !crashed {
+            record.log(
+                self.now_ms(),
+                "stalled",
+                serde_json::json!({ "worker": owner.unwrap_or("") }),
+            );
+        }
+        record.log_failed(self.now_ms(), reason);
         let max = match record.max_attempts {
             0 => self.inner.opts.default_max_attempts,
             n => n,

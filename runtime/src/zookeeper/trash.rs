@@ -16,9 +16,11 @@ impl ZooKeeperBoard {
         for _ in 0..TRIES {
             let held = self.held(&paths, lease).await?;
             let (mut record, record_version) = held.record(self.inner.opts.default_max_attempts);
+            let now = self.now_ms();
             record.ending = Ending::Trashed;
-            record.finished_ms = Some(self.now_ms());
+            record.finished_ms = Some(now);
             record.fail(reason);
+            record.log_outcome(now, record.attempts);
             let how = How::Trash {
                 posting: held.posting.clone(),
                 trash_name: trash_name(&held, suffix),

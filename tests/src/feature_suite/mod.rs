@@ -4,12 +4,13 @@
 //! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
 //!
 //! It grows one capability at a time as ZooKeeper gains them, one file per
-//! capability (`cancel`, `pause`, `limit`, `failed`, `config`, `tags`, `unique`, `priority`); the Redis feature tests
+//! capability (`cancel`, `pause`, `limit`, `failed`, `history`, `config`, `tags`, `unique`, `priority`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
 mod config;
 mod failed;
+mod history;
 mod limit;
 mod pause;
 mod priority;
@@ -19,6 +20,7 @@ mod unique;
 pub use cancel::*;
 pub use config::*;
 pub use failed::*;
+pub use history::*;
 pub use limit::*;
 pub use pause::*;
 pub use priority::*;
@@ -65,6 +67,8 @@ macro_rules! feature_tests {
             trashed_jobs_go_to_failure_groups_by_reason_kind,
             retry_one_job_resets_its_attempts, retry_a_whole_group_or_every_group,
             purge_deletes_trashed_jobs_for_good, a_retried_job_keeps_its_id_name_and_args,
+            history_shows_a_jobs_life_in_order, history_shows_the_trash_a_retry_and_a_cancel,
+            history_shows_a_stalled_lease,
             config_values_are_checked_stored_and_removed,
             queues_are_listed_and_their_jobs_counted,
             tags_are_added_removed_found_and_counted, a_finished_job_is_still_found_by_its_tags,

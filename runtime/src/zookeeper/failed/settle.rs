@@ -50,10 +50,11 @@ enum Tried {
     Unknown,
 }
 
-/// The record of a retried job: live and fresh, its tries to come; the
-/// new znode's name is written later.
-fn retried(record: &JobRecord) -> JobRecord {
-    JobRecord {
+/// The record of a retried job: live and fresh, its tries to come, and
+/// `retried` (from its failure group) in its history; the new znode's name
+/// is written later.
+fn retried(record: &JobRecord, now_ms: i64) -> JobRecord {
+    let mut fresh = JobRecord {
         job: None,
         ending: Ending::Live,
         attempts: 0,
@@ -63,7 +64,9 @@ fn retried(record: &JobRecord) -> JobRecord {
         group: None,
         finished_ms: None,
         ..record.clone()
-    }
+    };
+    fresh.log(now_ms, "retried", serde_json::json!({ "from": record.group }));
+    fresh
 }
 
 impl ZooKeeperBoard {
@@ -176,7 +179,11 @@ impl ZooKeeperBoard {
             .add_delete(&paths.trashed(&f.name), Some(f.copy.version))
             .and_then(|_| match how {
                 Settle::Retry => w
-                    .add_set_data(&record, &retried(&f.record).to_bytes(), Some(f.record_version))
+                    .add_set_data(
+                        &record,
+                        &retried(&f.record, self.now_ms()).to_bytes(),
+                        Some(f.record_version),
+                    )
                     .and_then(|_| {
                         let job = format!("{}/{}", paths.jobs, paths::JOB_PREFIX);
                         w.add_create(&job, &f.posting, &access.sequential())
@@ -249,7 +256,7 @@ impl ZooKeeperBoard {
             return;
         };
         self.inner.cache.located(q, &f.uuid, &znode);
-        let mut named = retried(&f.record);
+        let mut named = retried(&f.record, self.now_ms());
         named.job = Some(znode);
         let version = f.record_version.wrapping_add(1);
         if let Err(e) = client
@@ -282,7 +289,7 @@ mod tests {
             ..JobRecord::default()
         };
         r.fail("fatal: no");
-        let fresh = retried(&r);
+        let fresh = retried(&r, 1);
         assert_eq!(
             (fresh.ending, fresh.attempts, fresh.crashes, fresh.run_at_ms),
             (Ending::Live, 0, 0, 0)
