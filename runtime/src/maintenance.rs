@@ -24,8 +24,10 @@
 //! slot) and is bounded per claim, so a service would only add traffic.
 //!
 //! Errors are logged and never stop the worker. A board without these
-//! features (ZooKeeper) answers the election with an `is_unsupported`
-//! error, and the runner then ends without running anything.
+//! features answers the election with an `is_unsupported` error, and the
+//! runner then ends without running anything. Both boards have them: on
+//! ZooKeeper the leadership is an ephemeral znode of the leader's session
+//! and only the recurring service has work (no index, no outboxes).
 
 pub mod index;
 pub mod outbox;

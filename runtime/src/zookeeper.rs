@@ -22,7 +22,9 @@
 //!   attempts, retry time, last token, reason, how it ended), `delayed/
 //!   <uuid>@<ms>` (not claimable before `ms`), `history/<hour>/<uuid>`
 //!   (completed jobs, pruned to the history limits), `quarantine/` (job
-//!   znodes nobody can read, moved aside with the reason).
+//!   znodes nobody can read, moved aside with the reason), `recurring/<id>`
+//!   (recurring templates) and `leader` (the maintenance leader, ephemeral);
+//!   see `paths.rs` for all of them.
 //!
 //! # Claims and leases
 //!
@@ -50,11 +52,12 @@
 //!
 //! # Not supported on ZooKeeper
 //!
-//! Dependencies, unique keys and tracking (events) are refused with an
-//! `is_unsupported` error naming ZooKeeper; of the other qless features,
-//! cancel (`cancel.rs`), pause (`settings.rs`) and failure groups with
-//! retry and purge (`failed.rs`) are here, the rest live on the Redis
-//! board only.
+//! Dependencies are refused with an `is_unsupported` error naming
+//! ZooKeeper. Of the other qless features, those listed in
+//! `capabilities.rs` are here (cancel, pause, failure groups with retry and
+//! purge, tags, tracking, priority changes, unique keys, recurring jobs
+//! with their maintenance leader); the rest (events, statistics, history)
+//! live on the Redis board only.
 
 mod abandon;
 mod access;
@@ -72,6 +75,7 @@ mod failed;
 mod finish;
 mod history;
 mod json;
+mod leader;
 mod lease;
 mod limit;
 mod locate;
@@ -83,6 +87,7 @@ mod priority;
 mod read;
 mod record;
 mod recover;
+mod recurring;
 mod retention;
 mod session;
 mod settings;

@@ -74,24 +74,59 @@ mod zookeeper_only {
         assert_eq!(board.job_count(&q).await.unwrap(), 0, "nothing was posted");
     }
 
-    /// ZooKeeper has nothing to maintain: the election says unsupported,
-    /// and a worker's runner ends without leading or running anything.
+    /// The maintenance runner on ZooKeeper leads and keeps running quietly:
+    /// the election works and every service answers `Ok` (the runner logs
+    /// a warning only for an `Err`), the index and outbox having nothing to
+    /// do on ZooKeeper.
     #[tokio::test]
-    async fn maintenance_is_unsupported_and_its_runner_ends() {
+    async fn maintenance_runs_quietly_and_its_runner_leads() {
         use jobworker::board::Maintenance;
         use jobworker::maintenance::Maintainer;
         let board = ZooKeeperHarness.board().await;
         let q = unique_queue("maintenance");
-        let e = board.elect(&q, "w", LONG).await.unwrap_err();
-        assert!(e.is_unsupported(), "{e}");
-        assert!(board.leader(&q).await.unwrap_err().is_unsupported());
-        let runner = Maintainer::start(board, vec![q.clone()], "w".into());
-        jobworker_tests::wait_until("the runner ends", Duration::from_secs(30), || async {
-            !runner.is_running()
+        assert_eq!(board.index_postings(&q).await.unwrap(), 0);
+        assert_eq!(board.release_outbox(&q).await.unwrap(), 0);
+        assert_eq!(board.spawn_recurring(&q).await.unwrap(), 0);
+        let runner = Maintainer::with_ttl(
+            board.clone(),
+            vec![q.clone()],
+            "w".into(),
+            Duration::from_millis(300),
+        );
+        jobworker_tests::wait_until("the runner leads", Duration::from_secs(30), || async {
+            runner.leads(&q)
         })
         .await;
-        assert!(!runner.leads(&q));
+        // Several elections (every ttl / 3) and service passes later it
+        // still runs and leads.
+        let_pass(&board, Duration::from_millis(600)).await;
+        assert!(runner.is_running() && runner.leads(&q));
+        assert_eq!(board.leader(&q).await.unwrap().as_deref(), Some("w"));
         runner.stop().await;
+        assert_eq!(board.leader(&q).await.unwrap(), None, "a stopped runner resigns");
+    }
+
+    /// The leadership is the board's session's: the same worker name on
+    /// another session does not lead, and a board that goes (its session
+    /// closed) frees it long before its term would end.
+    #[tokio::test]
+    async fn the_leadership_belongs_to_the_session_that_took_it() {
+        use jobworker::board::Maintenance;
+        let (first, second) = (ZooKeeperHarness.board().await, ZooKeeperHarness.board().await);
+        let q = unique_queue("leader-session");
+        assert!(first.elect(&q, "w", LONG).await.unwrap());
+        assert!(
+            !second.elect(&q, "w", LONG).await.unwrap(),
+            "same name, other session"
+        );
+        drop(first);
+        jobworker_tests::wait_until(
+            "the closed session's leadership goes",
+            Duration::from_secs(30),
+            || async { second.leader(&q).await.unwrap().is_none() },
+        )
+        .await;
+        assert!(second.elect(&q, "w", LONG).await.unwrap());
     }
 
     /// Priorities beyond taskflow's five names show as the nearest name on

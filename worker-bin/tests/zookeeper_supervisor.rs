@@ -270,3 +270,60 @@ async fn a_queue_limit_holds_across_the_workers() {
         assert_eq!(starts(&log, id), 1, "job {id} ran other than once");
     }
 }
+
+/// A recurring job on ZooKeeper: two workers (so two maintenance runners
+/// race for the queue's leadership) spawn its due slots and run them;
+/// every run the template counts is posted once and started once.
+#[tokio::test(flavor = "multi_thread")]
+async fn recurring_runs_are_spawned_and_run_by_the_workers() {
+    use jobworker::board::Admin;
+    use jobworker::recurring::RecurringJob;
+    use jobworker::schedule::Rule;
+    let _serial = serial().await;
+    let connect = fresh_root("zk-recur");
+    let board = board(&connect).await;
+    let q = unique_queue("zk-recur");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut sup = Supervisor::start_on(&["--zookeeper", &connect], &q, &["--workers", "2"], None);
+    let every = Rule::every(Duration::from_millis(300)).unwrap();
+    let template = RecurringJob::new("scripted", every)
+        .args(&logged(Action::Ok, 0, &log))
+        .unwrap()
+        .backlog(100);
+    let id = board.recur(&q, template).await.unwrap();
+    let spawned = || async { board.recurring(&q).await.unwrap()[0].runs };
+    wait_until("5 runs spawned", Duration::from_secs(60), || async {
+        spawned().await >= 5
+    })
+    .await;
+    board.unrecur(&q, &id).await.unwrap();
+    let done = board.recurring(&q).await.unwrap();
+    assert!(done.is_empty(), "{done:?}");
+    // Every posted run completes (the workers consume what they ran).
+    wait_until("the runs to be handled", Duration::from_secs(60), || async {
+        board.job_count(&q).await.unwrap() == 0
+    })
+    .await;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut started: Vec<String> = text
+        .lines()
+        .filter_map(|l| match RunLine::parse(l) {
+            Some(RunLine::Start { id, .. }) => Some(id),
+            _ => None,
+        })
+        .collect();
+    let runs = started.len();
+    started.sort();
+    started.dedup();
+    assert_eq!(started.len(), runs, "a run started twice: {text}");
+    assert!(runs >= 5, "the spawned runs ran: {text}");
+    for run in &started {
+        let state = board.state(&q, &JobId::from(run.as_str())).await.unwrap();
+        assert_eq!(state, JobState::Completed, "{run}");
+    }
+    // Maintenance ran quietly: no failed election or service pass.
+    let logged = sup.log();
+    assert!(!logged.contains("maintenance"), "{logged}");
+    sup.stop_cleanly(Duration::from_secs(60));
+}

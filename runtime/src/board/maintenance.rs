@@ -13,7 +13,8 @@ use crate::error::Result;
 ///
 /// Leadership is per queue, so workers serving different queues share the
 /// work, and (on Redis) each queue's leadership key sits in the queue's
-/// own cluster slot. A backend without these features answers every call
+/// own cluster slot. On ZooKeeper it is an ephemeral znode: it also ends
+/// when the leader's session does (a dead worker's, or a dropped board's). A backend without these features answers every call
 /// with an error for which
 /// [`Error::is_unsupported`](crate::Error::is_unsupported) holds; the
 /// runner then runs no services.

@@ -1,9 +1,11 @@
 //! The recurring service: posts the runs of recurring templates whose slot
 //! fell due, so they are spawned on time whether or not anyone claims.
 //!
-//! Racing spawners (two leaders for a moment, or a claimer on the
+//! Racing spawners (two leaders for a moment, or a claimer on Redis'
 //! no-worker path) post each slot once: `recur_spawn.lua` posts only if
-//! the template's next slot is still the one that was read.
+//! the template's next slot is still the one that was read; on ZooKeeper
+//! the runs are posted in one transaction with the template's
+//! version-checked new next slot (`zookeeper/recurring.rs`).
 
 use std::time::Duration;
 

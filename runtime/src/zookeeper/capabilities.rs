@@ -6,12 +6,13 @@
 //! with retry and purge (`failed.rs`), the board configuration
 //! (`config.rs`), the queue list (`locate.rs`), job counts
 //! (`read/overview.rs`), tags (`tags.rs`), tracking (`track.rs`),
-//! priority changes (`priority.rs`), job history (`history.rs`) and, at
-//! post, unique keys (`unique.rs`). The other operator features (
-//! statistics, recurring jobs, events, throughput) and maintenance (leader
-//! election and its services, which serve only those features and Redis'
-//! index) are not built on ZooKeeper and answer with an `is_unsupported`
-//! error.
+//! priority changes (`priority.rs`), job history (`history.rs`),
+//! recurring jobs (`recurring.rs`) and, at post, unique keys
+//! (`unique.rs`). Maintenance elects a leader per queue on an ephemeral
+//! znode (`leader.rs`); its only service with work on ZooKeeper spawns due
+//! recurring slots (there is no index to fill and no dependency release to
+//! owe). The other operator features (statistics, events, throughput) are
+//! not built on ZooKeeper and answer with an `is_unsupported` error.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -109,14 +110,15 @@ impl Admin for ZooKeeperBoard {
     async fn stats(&self, _: &str, _: Option<i64>) -> Result<QueueStats> {
         refuse("statistics")
     }
-    async fn recur(&self, _: &str, _: RecurringJob) -> Result<String> {
-        refuse("recurring jobs")
+    /// A template znode per recurring job (see `zookeeper/recurring.rs`).
+    async fn recur(&self, queue: &str, job: RecurringJob) -> Result<String> {
+        self.recur_template(queue, job).await
     }
-    async fn unrecur(&self, _: &str, _: &str) -> Result<()> {
-        refuse("recurring jobs")
+    async fn unrecur(&self, queue: &str, id: &str) -> Result<()> {
+        self.unrecur_template(queue, id).await
     }
-    async fn recurring(&self, _: &str) -> Result<Vec<RecurringInfo>> {
-        refuse("recurring jobs")
+    async fn recurring(&self, queue: &str) -> Result<Vec<RecurringInfo>> {
+        self.recurring_of(queue).await
     }
     async fn config(&self) -> Result<HashMap<String, String>> {
         ZooKeeperBoard::config(self).await
@@ -170,26 +172,34 @@ impl Presence for ZooKeeperBoard {
     }
 }
 
-/// Nothing to maintain: a ZooKeeper board keeps no index, outboxes or
-/// recurring templates, so the runner runs no services on it.
+/// Leader election on an ephemeral znode per queue (see
+/// `zookeeper/leader.rs`); of the services only the recurring one has work
+/// on ZooKeeper.
 impl Maintenance for ZooKeeperBoard {
-    async fn elect(&self, _: &str, _: &str, _: Duration) -> Result<bool> {
-        refuse("maintenance leader election")
+    async fn elect(&self, queue: &str, who: &str, ttl: Duration) -> Result<bool> {
+        self.elect_leader(queue, who, ttl).await
     }
-    async fn resign(&self, _: &str, _: &str) -> Result<()> {
-        refuse("maintenance leader election")
+    async fn resign(&self, queue: &str, who: &str) -> Result<()> {
+        self.resign_leader(queue, who).await
     }
-    async fn leader(&self, _: &str) -> Result<Option<String>> {
-        refuse("maintenance leader election")
+    async fn leader(&self, queue: &str) -> Result<Option<String>> {
+        self.current_leader(queue).await
     }
+    /// Nothing to index: a claim lists the jobs path itself, so a job
+    /// taskflow posted is claimable as it is (an undecodable one is
+    /// quarantined by the claim that meets it).
     async fn index_postings(&self, _: &str) -> Result<usize> {
-        refuse("indexing postings")
+        Ok(0)
     }
+    /// Nothing is owed: ZooKeeper has no dependencies (a post naming one
+    /// is refused), so no queue owes another a release.
     async fn release_outbox(&self, _: &str) -> Result<usize> {
-        refuse("dependencies")
+        Ok(0)
     }
-    async fn spawn_recurring(&self, _: &str) -> Result<usize> {
-        refuse("recurring jobs")
+    /// One transaction per batch of runs with the template's
+    /// version-checked next slot (see `zookeeper/recurring.rs`).
+    async fn spawn_recurring(&self, queue: &str) -> Result<usize> {
+        self.spawn_due(queue).await
     }
 }
 

@@ -13,7 +13,9 @@
 //! | `R/Q/.jw/delayed/<uuid>@<ms>` | persistent, empty | a job not claimable before `ms` |
 //! | `R/Q/.jw/history/<hour>/<uuid>` | persistent, empty | completed in that hour |
 //! | `R/Q/.jw/history/<hour>/<uuid>@cancelled` | persistent, empty | cancelled in that hour |
+//! | `R/Q/.jw/leader` | ephemeral | `{"who", "until_ms"}`: the worker leading the queue's maintenance (`leader.rs`) |
 //! | `R/Q/.jw/quarantine/<name>` | persistent | an undecodable job znode, moved aside |
+//! | `R/Q/.jw/recurring/<id>` | persistent | a recurring template and its next slot, JSON (id percent-encoded; `recurring.rs`) |
 //! | `R/Q/.jw/settings` | persistent | the queue's settings: `{"paused": …, "limit": …}` |
 //! | `R/Q/.jw/claims` | persistent, empty | the claim gate: every claim under a limit bumps its version (`limit.rs`) |
 //! | `R/Q/.jw/tags/<tag>/<uuid>` | persistent, empty | a job tagged `<tag>` (percent-encoded; the record's tags are the truth) |
@@ -70,6 +72,10 @@ pub(crate) struct QueuePaths {
     pub tracked: String,
     /// `R/Q/.jw/unique` (made with the first unique key).
     pub unique: String,
+    /// `R/Q/.jw/leader` (the maintenance leader's ephemeral znode).
+    pub leader: String,
+    /// `R/Q/.jw/recurring` (made with the first recurring template).
+    pub recurring: String,
 }
 
 impl QueuePaths {
@@ -93,6 +99,8 @@ impl QueuePaths {
             tags: format!("{jw}/tags"),
             tracked: format!("{jw}/tracked"),
             unique: format!("{jw}/unique"),
+            leader: format!("{jw}/leader"),
+            recurring: format!("{jw}/recurring"),
         })
     }
 
@@ -159,6 +167,12 @@ impl QueuePaths {
     /// The znode of unique key `key`.
     pub(crate) fn unique_key(&self, key: &str) -> String {
         format!("{}/{}", self.unique, encode_word(key))
+    }
+
+    /// The znode of recurring template `id` (percent-encoded, so any id
+    /// names one znode).
+    pub(crate) fn template(&self, id: &str) -> String {
+        format!("{}/{}", self.recurring, encode_word(id))
     }
 
     /// A quarantined znode.

@@ -37,8 +37,45 @@ fn check_supported(job: &NewJob, queue: &str) -> Result<()> {
 impl ZooKeeperBoard {
     /// Posts `job` to `queue` (see the module docs).
     pub(crate) async fn post_job(&self, queue: &str, job: NewJob) -> Result<JobId> {
-        job.validate()?;
         let paths = self.paths(queue)?;
+        let mut post = self.prepare_post(&paths, job)?;
+        self.ensure_queue(&paths).await?;
+        // A delay counts from the post's transaction, not from before the
+        // queue's directories were made.
+        post.stamp(&paths, self.now_ms());
+        for _ in 0..POST_TRIES {
+            if let Some((key, ttl)) = &post.job.unique {
+                match self
+                    .unique_key(&paths, key, post.id.as_str(), ttl.as_millis() as i64)
+                    .await?
+                {
+                    Ok(holder) => return Ok(holder),
+                    Err(take) => post.entries.unique = Some(take),
+                }
+            }
+            match self.post_once(&paths, &mut post).await? {
+                Posted::Done(znode) => {
+                    if let Some(znode) = znode {
+                        self.posted(&paths, &post, &znode).await;
+                    }
+                    return Ok(post.id);
+                }
+                Posted::Retry => continue,
+            }
+        }
+        Err(Error::unavailable(format!(
+            "cannot post job {} to queue {queue}: zookeeper at {} keeps failing",
+            post.id,
+            self.session().hosts()
+        )))
+    }
+
+    /// Checks `job` and makes what its transaction writes (see
+    /// [`Prepared`]); nothing is written here. The unique key, which needs
+    /// a read, is taken by the caller.
+    pub(crate) fn prepare_post(&self, paths: &QueuePaths, job: NewJob) -> Result<Prepared> {
+        job.validate()?;
+        let queue = &paths.queue;
         check_supported(&job, queue)?;
         let id = job.id.clone().unwrap_or_else(JobId::random);
         paths::validate_job_id(id.as_str())?;
@@ -50,16 +87,11 @@ impl ZooKeeperBoard {
                  (zookeeper stores taskflow's json postings): {e}"
                 ))
             })?;
-        self.ensure_queue(&paths).await?;
-        let now = self.now_ms();
-        let run_at = now.saturating_add(job.run_at.delay().as_millis() as i64);
         let record = JobRecord {
             name: job.name.clone(),
             priority: job.priority.0,
             max_attempts: job.max_attempts,
-            run_at_ms: if run_at > now { run_at } else { 0 },
             tags: job.tags.clone(),
-            posted_ms: now,
             nonce: JobId::random().0,
             ..JobRecord::default()
         };
@@ -70,70 +102,36 @@ impl ZooKeeperBoard {
                 index.push(entry);
             }
         }
-
         if job.track {
             index.push(paths.tracked_entry(id.as_str()));
         }
-        let mut entries = Entries {
-            index,
-            leftovers: Vec::new(),
-            unique: None,
+        let mut post = Prepared {
+            id,
+            job,
+            details,
+            bytes,
+            record,
+            delayed: None,
+            entries: Entries {
+                index,
+                leftovers: Vec::new(),
+                unique: None,
+            },
         };
-        for _ in 0..POST_TRIES {
-            if let Some((key, ttl)) = &job.unique {
-                match self
-                    .unique_key(&paths, key, id.as_str(), ttl.as_millis() as i64)
-                    .await?
-                {
-                    Ok(holder) => return Ok(holder),
-                    Err(take) => entries.unique = Some(take),
-                }
-            }
-            match self
-                .post_once(&paths, id.as_str(), &record, &bytes, &mut entries)
-                .await?
-            {
-                Posted::Done(znode) => {
-                    if let Some(znode) = znode {
-                        self.posted(&paths, id.as_str(), &znode, &job, details.clone(), &record)
-                            .await;
-                    }
-                    return Ok(id);
-                }
-                Posted::Retry => continue,
-            }
-        }
-        Err(Error::unavailable(format!(
-            "cannot post job {id} to queue {queue}: zookeeper at {} keeps failing",
-            self.session().hosts()
-        )))
+        post.stamp(paths, self.now_ms());
+        Ok(post)
     }
 
     /// One try of the post transaction.
-    async fn post_once(
-        &self,
-        paths: &QueuePaths,
-        id: &str,
-        record: &JobRecord,
-        bytes: &[u8],
-        entries: &mut Entries,
-    ) -> Result<Posted> {
+    async fn post_once(&self, paths: &QueuePaths, post: &mut Prepared) -> Result<Posted> {
+        let id = post.id.as_str();
         let what = format!("cannot post job {id} to queue {}", paths.queue);
-        self.ensure_parents(&what, &entries.index).await?;
+        self.ensure_parents(&what, &post.entries.index).await?;
         let client = self.client(&what).await?;
-        let delayed = (record.run_at_ms > 0).then(|| paths.delayed_entry(id, record.run_at_ms));
         let mut w = client.new_multi_writer();
-        let staged = stage(
-            &mut w,
-            paths,
-            id,
-            record,
-            bytes,
-            delayed.as_deref(),
-            entries,
-            self.session().access(),
-        );
-        staged.map_err(|e| self.session().error(&what, &e))?;
+        post.stage(&mut w, paths, self.session().access())
+            .map_err(|e| self.session().error(&what, &e))?;
+        let (record, delayed, entries) = (&post.record, &post.delayed, &mut post.entries);
         match w.commit().await {
             Ok(results) => Ok(Posted::Done(created_job(results))),
             Err(e) => match failed_op(&e) {
@@ -200,15 +198,8 @@ impl ZooKeeperBoard {
     /// a whole record behind). A lost update only costs a later lookup a
     /// scan; one that finds the record rewritten (a worker already ended a
     /// claim, which names the znode too) changes nothing.
-    async fn posted(
-        &self,
-        paths: &QueuePaths,
-        id: &str,
-        znode: &str,
-        job: &NewJob,
-        details: rmpv::Value,
-        record: &JobRecord,
-    ) {
+    pub(crate) async fn posted(&self, paths: &QueuePaths, post: &Prepared, znode: &str) {
+        let (id, job, record) = (post.id.as_str(), &post.job, &post.record);
         self.inner.cache.insert_posted(
             &paths.queue,
             Known {
@@ -219,7 +210,7 @@ impl ZooKeeperBoard {
                 seq: paths::sequence_of(znode).unwrap_or(0),
                 version: 0,
                 ctime_ms: record.posted_ms,
-                details,
+                details: post.details.clone(),
                 book: job.book.clone(),
             },
         );
@@ -241,48 +232,91 @@ impl ZooKeeperBoard {
 /// (the job znode is created last, after entries whose job id may look
 /// like one).
 pub(crate) fn created_job(results: Vec<zk::MultiWriteResult>) -> Option<String> {
-    results.into_iter().rev().find_map(|r| match r {
-        zk::MultiWriteResult::Create { path, .. } => path
-            .rsplit('/')
-            .next()
-            .map(str::to_owned)
-            .filter(|n| paths::is_job_name(n)),
-        _ => None,
-    })
+    created_jobs(results).pop()
 }
 
-/// Stages the post transaction: the record, the delayed entry, the index
-/// entries (leftovers deleted first), the unique key, and the job znode last (its name is
-/// read from the last create's result).
-#[allow(clippy::too_many_arguments)]
-fn stage(
-    w: &mut zk::MultiWriter<'_>,
-    paths: &QueuePaths,
-    id: &str,
-    record: &JobRecord,
-    bytes: &[u8],
-    delayed: Option<&str>,
-    entries: &Entries,
-    access: &Access,
-) -> Result<(), zk::Error> {
-    let persistent = &access.persistent();
-    w.add_create(&paths.record(id), &record.to_bytes(), persistent)?;
-    if let Some(entry) = delayed {
-        w.add_create(entry, b"", persistent)?;
+/// The job znodes a transaction created, in order (the creates of job
+/// names: each post creates its job znode after entries whose job id may
+/// look like one, so a job's own create comes last among its ops).
+pub(crate) fn created_jobs(results: Vec<zk::MultiWriteResult>) -> Vec<String> {
+    results
+        .into_iter()
+        .filter_map(|r| match r {
+            zk::MultiWriteResult::Create { path, .. } => path.rsplit('/').next().map(str::to_owned),
+            _ => None,
+        })
+        .filter(|n| paths::is_job_name(n))
+        .collect()
+}
+
+/// A post ready for a transaction: the job, its id, the posting's bytes,
+/// jobworker's record, the delayed entry when it runs later and its index
+/// entries. [`ZooKeeperBoard::prepare_post`] makes it; a post stages it in
+/// a transaction of its own, and the recurring spawn (`recurring.rs`)
+/// stages several in one transaction with the template's version-checked
+/// write.
+pub(crate) struct Prepared {
+    /// The job's id.
+    pub id: JobId,
+    job: NewJob,
+    details: rmpv::Value,
+    bytes: Vec<u8>,
+    record: JobRecord,
+    delayed: Option<String>,
+    entries: Entries,
+}
+
+impl Prepared {
+    /// Sets the post's time to `now` (server clock): the record's post time
+    /// and, for a job that runs later, its run-at time and delayed entry.
+    fn stamp(&mut self, paths: &QueuePaths, now: i64) {
+        let run_at = now.saturating_add(self.job.run_at.delay().as_millis() as i64);
+        self.record.posted_ms = now;
+        self.record.run_at_ms = if run_at > now { run_at } else { 0 };
+        self.delayed = (run_at > now).then(|| paths.delayed_entry(self.id.as_str(), run_at));
     }
-    entries.leftovers.iter().try_for_each(|e| w.add_delete(e, None))?;
-    entries
-        .index
-        .iter()
-        .try_for_each(|e| w.add_create(e, b"", persistent))?;
-    if let Some(take) = &entries.unique {
-        take.stage(w, persistent)?;
+
+    /// The index entries the post creates (their parents must exist: see
+    /// [`ZooKeeperBoard::ensure_parents`]).
+    pub(crate) fn index(&self) -> &[String] {
+        &self.entries.index
     }
-    w.add_create(
-        &format!("{}/{}", paths.jobs, paths::JOB_PREFIX),
-        bytes,
-        &access.sequential(),
-    )
+
+    /// How many bytes the post adds to a transaction, about.
+    pub(crate) fn size(&self) -> usize {
+        self.bytes.len() + self.entries.index.len() * 64 + 512
+    }
+
+    /// Stages the post in `w`: the record, the delayed entry, the index
+    /// entries (leftovers deleted first), the unique key, and the job
+    /// znode last (its name is read from the last create's result).
+    pub(crate) fn stage(
+        &self,
+        w: &mut zk::MultiWriter<'_>,
+        paths: &QueuePaths,
+        access: &Access,
+    ) -> Result<(), zk::Error> {
+        let persistent = &access.persistent();
+        let id = self.id.as_str();
+        w.add_create(&paths.record(id), &self.record.to_bytes(), persistent)?;
+        if let Some(entry) = &self.delayed {
+            w.add_create(entry, b"", persistent)?;
+        }
+        let entries = &self.entries;
+        entries.leftovers.iter().try_for_each(|e| w.add_delete(e, None))?;
+        entries
+            .index
+            .iter()
+            .try_for_each(|e| w.add_create(e, b"", persistent))?;
+        if let Some(take) = &entries.unique {
+            take.stage(w, persistent)?;
+        }
+        w.add_create(
+            &format!("{}/{}", paths.jobs, paths::JOB_PREFIX),
+            &self.bytes,
+            &access.sequential(),
+        )
+    }
 }
 
 /// The index entries a post makes (tags, tracking), those among them

@@ -1,19 +1,22 @@
 //! The feature suite both backends run: the operator features of the
-//! capability traits (`Admin`, `Events`), each test generic over a
+//! capability traits (`Admin`, `Events`, `Maintenance`), each test generic over a
 //! [`FeatureHarness`], instantiated by `tests/tests/features_redis.rs` and
 //! `tests/tests/features_zookeeper.rs` with [`feature_tests!`].
 //!
 //! It grows one capability at a time as ZooKeeper gains them, one file per
-//! capability (`cancel`, `pause`, `limit`, `failed`, `history`, `config`, `tags`, `unique`, `priority`); the Redis feature tests
+//! capability (`cancel`, `pause`, `limit`, `failed`, `history`, `config`,
+//! `tags`, `unique`, `priority`, `recurring`, `leader` for maintenance); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
 mod config;
 mod failed;
 mod history;
+mod leader;
 mod limit;
 mod pause;
 mod priority;
+mod recurring;
 mod tags;
 mod unique;
 
@@ -21,16 +24,18 @@ pub use cancel::*;
 pub use config::*;
 pub use failed::*;
 pub use history::*;
+pub use leader::*;
 pub use limit::*;
 pub use pause::*;
 pub use priority::*;
+pub use recurring::*;
 pub use tags::*;
 pub use unique::*;
 
 use std::future::Future;
 use std::time::Duration;
 
-use jobworker::board::{Admin, Events};
+use jobworker::board::{Admin, Events, Maintenance};
 use jobworker::{Board, JobState, ListFilter, Page};
 
 /// An expiry no test outlives.
@@ -43,7 +48,7 @@ pub const SOON: Duration = Duration::from_secs(20);
 /// Boards of one backend for the feature suite.
 pub trait FeatureHarness: Sync {
     /// The backend's board.
-    type B: Board + Admin + Events + Clone + Send + Sync + 'static;
+    type B: Board + Admin + Events + Maintenance + Clone + Send + Sync + 'static;
     /// A board with its own connection.
     fn board(&self) -> impl Future<Output = Self::B> + Send;
 }
@@ -77,7 +82,15 @@ macro_rules! feature_tests {
             posts_racing_for_a_unique_key_post_one_job,
             changing_a_ready_jobs_priority_moves_it_at_once,
             a_claimed_jobs_new_priority_applies_once_it_is_ready_again,
-            priority_changes_are_refused_for_finished_missing_or_out_of_range);
+            priority_changes_are_refused_for_finished_missing_or_out_of_range,
+            templates_are_created_updated_listed_and_deleted,
+            cron_templates_find_their_next_slot_in_their_time_zone,
+            a_due_slot_is_spawned_once_with_the_templates_fields,
+            backlog_caps_how_many_missed_runs_are_caught_up,
+            racing_spawners_post_exactly_one_run_per_slot,
+            a_large_catch_up_posts_every_run_of_its_backlog,
+            elect_takes_renews_and_resigns_a_queues_leadership,
+            one_runner_leads_and_another_takes_over_when_it_goes);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(
