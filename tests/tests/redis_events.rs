@@ -1,6 +1,6 @@
 //! What the Redis board tells about jobs, against a real server: the
-//! event channels (every event, tracked jobs only), a job's history and
-//! the queue's statistics.
+//! event channels (every event, tracked jobs only) and the queue's
+//! statistics (a job's history is in the feature suite both backends run).
 
 use std::collections::BTreeSet;
 use std::pin::Pin;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
 use jobworker::redis::RedisBoard;
-use jobworker::{Abandon, Board, JobId, NewJob, Priority};
+use jobworker::{Board, JobId, NewJob};
 use jobworker_tests::features::*;
 use jobworker_tests::unique_queue;
 use serde_json::Value;
@@ -154,56 +154,6 @@ async fn a_queue_new_after_the_stream_started_is_heard() {
         );
     };
     assert_eq!(heard["name"], "n");
-}
-
-#[tokio::test]
-async fn history_shows_a_jobs_life_in_order() {
-    let (b, q) = board_and_queue("history").await;
-    let id = b.post(&q, NewJob::new("h").max_attempts(3)).await.unwrap();
-    b.set_priority(&q, &id, Priority::HIGH).await.unwrap();
-    let c1 = b.claim(&[&q], "w1", LONG, 1).await.unwrap().remove(0);
-    b.abandon(c1.lease, Abandon::Release).await.unwrap();
-    let c2 = b.claim(&[&q], "w2", LONG, 1).await.unwrap().remove(0);
-    b.abandon(c2.lease, retry_now("flaky: try again")).await.unwrap();
-    let c3 = b.claim(&[&q], "w3", LONG, 1).await.unwrap().remove(0);
-    b.consume(c3.lease).await.unwrap();
-    let h = b.history(&q, &id).await.unwrap();
-    let kinds: Vec<&str> = h.iter().map(|e| e["event"].as_str().unwrap()).collect();
-    assert_eq!(
-        kinds,
-        [
-            "posted",
-            "priority",
-            "claimed",
-            "abandoned",
-            "claimed",
-            "failed",
-            "retried",
-            "claimed",
-            "consumed"
-        ]
-    );
-    assert_eq!(h[1]["priority"], 1);
-    assert_eq!((&h[2]["worker"], &h[2]["token"]), (&"w1".into(), &1.into()));
-    assert_eq!((&h[4]["worker"], &h[4]["token"]), (&"w2".into(), &2.into()));
-    assert_eq!(
-        (&h[5]["reason"], &h[5]["attempt"]),
-        (&"flaky: try again".into(), &1.into())
-    );
-    assert_eq!((&h[7]["worker"], &h[7]["token"]), (&"w3".into(), &3.into()));
-    assert_eq!(h[8]["worker"], "w3");
-    for e in &h {
-        assert_eq!(
-            (&e["queue"], &e["job"]),
-            (&Value::from(q.as_str()), &Value::from(id.as_str()))
-        );
-    }
-    assert_in_time_order(&h);
-    assert!(b
-        .history(&q, &"no-such-job".into())
-        .await
-        .unwrap_err()
-        .is_not_found());
 }
 
 #[tokio::test]

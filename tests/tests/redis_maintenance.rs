@@ -1,11 +1,10 @@
 //! Maintenance on Redis: one elected runner per queue does the side work
 //! claims no longer do (indexing taskflow's postings, releasing
 //! dependents owed to other queues, spawning due recurring slots), with
-//! nobody claiming.
+//! nobody claiming (the election itself is in the feature suite).
 
 use std::time::Duration;
 
-use jobworker::board::Maintenance;
 use jobworker::codec::{encode_posting, CreatedOn, OsloDateTime, Posting};
 use jobworker::maintenance::Maintainer;
 use jobworker::recurring::RecurringJob;
@@ -30,45 +29,6 @@ async fn board() -> RedisBoard {
 
 fn runner(board: &RedisBoard, q: &str, who: &str) -> Maintainer {
     Maintainer::with_ttl(board.clone(), vec![q.to_owned()], who.to_owned(), TTL)
-}
-
-#[tokio::test]
-async fn one_runner_leads_a_queue_and_another_takes_over_when_it_goes() {
-    let b = board().await;
-    let q = unique_queue("elect");
-    let first = runner(&b, &q, "first");
-    let second = runner(&b, &q, "second");
-    wait_until("one runner leads", DEADLINE, || async {
-        first.leads(&q) || second.leads(&q)
-    })
-    .await;
-    assert!(!(first.leads(&q) && second.leads(&q)), "exactly one leads");
-    let (leader, follower, follower_name) = if first.leads(&q) {
-        (first, second, "second")
-    } else {
-        (second, first, "first")
-    };
-    let holder = b.leader(&q).await.unwrap().expect("a leader on the board");
-    assert_ne!(holder, follower_name, "the board names the runner that leads");
-
-    // A leader that stops resigns: the other takes over at its next election.
-    leader.stop().await;
-    wait_until("the follower takes over", DEADLINE, || async {
-        follower.leads(&q)
-    })
-    .await;
-    assert_eq!(b.leader(&q).await.unwrap().as_deref(), Some(follower_name));
-
-    // A leader that dies stops renewing: its term runs out, then a newcomer leads.
-    let newcomer = runner(&b, &q, "newcomer");
-    drop(follower);
-    wait_until("the newcomer takes over", DEADLINE, || async {
-        newcomer.leads(&q)
-    })
-    .await;
-    assert_eq!(b.leader(&q).await.unwrap().as_deref(), Some("newcomer"));
-    newcomer.stop().await;
-    assert_eq!(b.leader(&q).await.unwrap(), None, "a stopped leader resigns");
 }
 
 #[tokio::test]

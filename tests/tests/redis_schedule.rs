@@ -4,7 +4,7 @@
 //! updates, deletion, backlog).
 
 use jobworker_tests::copy_of;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
 use jobworker::recurring::RecurringJob;
@@ -203,64 +203,6 @@ async fn a_deleted_template_spawns_nothing() {
     assert!(claim(&b, &q, 10).await.is_empty());
     assert_eq!(b.spawn_due(&q).await.unwrap(), 0);
     assert_eq!(b.job_count(&q).await.unwrap(), 0);
-}
-
-#[tokio::test]
-async fn cron_templates_take_a_time_zone_and_find_the_right_next_slot() {
-    let (b, q) = board_and_queue("cron").await;
-    // Asia/Tokyo is UTC+9 all year: 09:00 there is 00:00 UTC.
-    b.recur(
-        &q,
-        RecurringJob::new("tokyo", Rule::cron("0 9 * * *", "Asia/Tokyo").unwrap()).id("tokyo"),
-    )
-    .await
-    .unwrap();
-    // Asia/Kolkata is UTC+5:30 all year: 14:30 there is 09:00 UTC.
-    b.recur(
-        &q,
-        RecurringJob::new("kolkata", Rule::cron("30 14 * * *", "Asia/Kolkata").unwrap()).id("kolkata"),
-    )
-    .await
-    .unwrap();
-    let now = server_ms(&b).await;
-    let all: BTreeMap<String, _> = b
-        .recurring(&q)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.id.clone(), r))
-        .collect();
-    let tokyo = &all["tokyo"];
-    assert_eq!(tokyo.rule, "cron '0 9 * * *' in Asia/Tokyo");
-    assert_eq!(tokyo.next_ms.rem_euclid(DAY_MS), 0, "09:00 Tokyo is 00:00 UTC");
-    assert!(tokyo.next_ms > now - 1000 && tokyo.next_ms <= now + DAY_MS);
-    let kolkata = &all["kolkata"];
-    assert_eq!(kolkata.next_ms.rem_euclid(DAY_MS), 9 * 3_600_000);
-    assert!(kolkata.next_ms > now - 1000 && kolkata.next_ms <= now + DAY_MS);
-
-    // Europe/Paris has DST: 09:00 there is 07:00 or 08:00 UTC.
-    let paris = Rule::cron("0 9 * * *", "Europe/Paris").unwrap();
-    let next = paris.next_after(now).unwrap();
-    assert!([7, 8].contains(&(next.rem_euclid(DAY_MS) / 3_600_000)), "{next}");
-
-    for (expr, tz) in [
-        ("0 9 * * *", "Mars/Olympus_Mons"),
-        ("61 * * * *", "UTC"),
-        ("not cron", "UTC"),
-        ("0 0 30 2 *", "UTC"),
-    ] {
-        let e = Rule::cron(expr, tz).unwrap_err();
-        assert!(e.is_invalid(), "{expr} in {tz}: {e}");
-    }
-    assert!(Rule::every(Duration::ZERO).unwrap_err().is_invalid());
-    let e = b
-        .recur(
-            &q,
-            RecurringJob::new("x", Rule::every(Duration::from_secs(1)).unwrap()).backlog(0),
-        )
-        .await
-        .unwrap_err();
-    assert!(e.is_invalid(), "{e}");
 }
 
 #[tokio::test]
