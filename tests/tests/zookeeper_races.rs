@@ -101,3 +101,46 @@ async fn two_claimers_recovering_one_expired_lease_never_both_hold_it() {
         "the claimers recovered only {recovered} of {races} jobs"
     );
 }
+
+/// Seen once under load: `show` said trashed with the reason of the try
+/// before (its record was read before the trash landed, its paths after).
+/// Here one board fails jobs twice (the second try trashes them) while
+/// another shows them without pause: a trashed job always shows the
+/// trash's reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn show_of_a_job_being_trashed_gives_the_trash_reason() {
+    const JOBS: usize = 40;
+    let root = format!("/{}", unique_queue("races-show"));
+    let (worker, reader) = (board(&root).await, board(&root).await);
+    let q = unique_queue("show");
+    for _ in 0..JOBS {
+        let id = worker
+            .post(&q, NewJob::new("doomed").max_attempts(2))
+            .await
+            .unwrap();
+        let (reader, q2, id2) = (reader.clone(), q.clone(), id.clone());
+        let watching = tokio::spawn(async move {
+            loop {
+                let info = reader.show(&q2, &id2).await.unwrap();
+                if info.state == jobworker::JobState::Trashed {
+                    return info.reason.unwrap_or_default();
+                }
+            }
+        });
+        for error in ["first", "second"] {
+            let c = worker
+                .claim(&[&q], "w", Duration::from_secs(60), 1)
+                .await
+                .unwrap()
+                .remove(0);
+            assert_eq!(c.lease.job(), &id);
+            let retry = jobworker::Abandon::Retry {
+                delay: Duration::ZERO,
+                error: error.into(),
+            };
+            worker.abandon(c.lease, retry).await.unwrap();
+        }
+        let reason = watching.await.unwrap();
+        assert!(reason.starts_with("second (attempts exhausted"), "{reason}");
+    }
+}

@@ -144,10 +144,18 @@ impl ZooKeeperBoard {
             };
         };
         let what = format!("cannot read job {uuid} of queue {queue}");
+        // One multi-read, a consistent snapshot: with the record read again
+        // here, a claim's end landing between the first read and this one
+        // cannot pair the old record with the new paths.
         let mut reads = self
             .read_many(
                 &what,
-                vec![paths.job(&znode), paths.lock(&znode), paths.trashed(&znode)],
+                vec![
+                    paths.job(&znode),
+                    paths.lock(&znode),
+                    paths.trashed(&znode),
+                    paths.record(uuid),
+                ],
             )
             .await?
             .into_iter();
@@ -156,6 +164,10 @@ impl ZooKeeperBoard {
             reads.next().flatten(),
             reads.next().flatten(),
         );
+        if let Some(Some((data, _))) = reads.next() {
+            facts.record = JobRecord::from_bytes(&data).or(facts.record);
+            facts.run_at_ms = facts.record.as_ref().map(|r| r.run_at_ms).filter(|at| *at > 0);
+        }
         let state = match (&job, &lock) {
             (Some(_), Some(_)) => JobState::Claimed,
             (Some(_), None) if facts.run_at_ms.is_some_and(|at| at > self.now_ms()) => JobState::Scheduled,
