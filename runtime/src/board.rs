@@ -33,6 +33,7 @@ pub use config::CONFIG_KEYS;
 pub(crate) use contract::validate_claim;
 pub use contract::{Board, ClaimRequest, ReapReport, Woken, MAX_CLAIM_COUNT};
 pub use events::{CancelStream, EventStream, Events};
+pub(crate) use inspect::MAX_MINUTES;
 pub use inspect::{Dependencies, Inspect, Minute, QueueOverview, StateCounts, STATES};
 pub(crate) use lease::{lease_back, leases_back};
 pub use lease::{Lease, SettleResult, Unsettled};
@@ -40,11 +41,3 @@ pub use maintenance::Maintenance;
 pub use presence::{Presence, WorkerInfo};
 pub use recovery::{Recovered, Recovery};
 pub use spec::BoardSpec;
-
-/// The error of a capability the ZooKeeper board does not offer (yet).
-#[cfg(feature = "zookeeper")]
-pub(crate) fn unsupported_on_zookeeper<T>(what: &str) -> crate::Result<T> {
-    Err(crate::Error::unsupported(format!(
-        "{what} is not supported on ZooKeeper (it needs the Redis board)"
-    )))
-}

@@ -36,6 +36,21 @@ pub struct QueueStats {
     pub retried: u64,
 }
 
+/// One day in ms.
+pub(crate) const DAY_MS: i64 = 86_400_000;
+
+/// The order of histogram buckets: seconds, minutes, hours, days.
+pub(crate) fn bucket_rank(b: &str) -> (u8, u32) {
+    let (unit, n) = b.split_at(b.len().min(1));
+    let unit = match unit {
+        "s" => 0,
+        "m" => 1,
+        "h" => 2,
+        _ => 3,
+    };
+    (unit, n.parse().unwrap_or(0))
+}
+
 /// `YYYY-MM-DD` of a day number (days since the Unix epoch, UTC).
 pub fn day_name(day: i64) -> String {
     let z = day + 719_468;
@@ -88,5 +103,10 @@ mod tests {
         }
         assert!(parse_day("2026-02-30").unwrap_err().is_invalid());
         assert!(parse_day("yesterday").is_err());
+    }
+
+    #[test]
+    fn buckets_are_ordered_by_unit_then_number() {
+        assert!(bucket_rank("s59") < bucket_rank("m1") && bucket_rank("h23") < bucket_rank("d1"));
     }
 }

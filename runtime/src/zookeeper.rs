@@ -53,11 +53,7 @@
 //! # Not supported on ZooKeeper
 //!
 //! Dependencies are refused with an `is_unsupported` error naming
-//! ZooKeeper. Of the other qless features, those listed in
-//! `capabilities.rs` are here (cancel, pause, failure groups with retry and
-//! purge, tags, tracking, priority changes, unique keys, recurring jobs
-//! with their maintenance leader); the rest (events, statistics, history)
-//! live on the Redis board only.
+//! ZooKeeper. The other qless features are here (see `capabilities.rs`).
 
 mod abandon;
 mod access;
@@ -70,6 +66,7 @@ mod claim_named;
 mod config;
 mod consume;
 mod entities;
+mod events;
 mod extend;
 mod failed;
 mod finish;
@@ -91,8 +88,10 @@ mod recurring;
 mod retention;
 mod session;
 mod settings;
+mod stats;
 mod tags;
 mod take_back;
+mod tally;
 mod track;
 mod trash;
 mod unique;

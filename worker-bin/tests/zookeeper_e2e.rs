@@ -291,9 +291,10 @@ async fn cli_verbs_work_on_zookeeper() {
     let claimed: serde_json::Value = serde_json::from_str(&claimed).unwrap();
     assert_eq!(claimed[0]["id"], other.trim());
     assert_eq!(claimed[0]["owner"], "cli-2");
-    let (code, _, err) = cli(&connect, &["stats", "-q", &q]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("not supported on ZooKeeper"), "{err}");
+    let (code, stats, err) = cli(&connect, &["--json", "stats", "-q", &q]);
+    assert_eq!(code, 0, "{err}");
+    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(stats["queue"], q.as_str(), "{stats}");
     let (code, _, err) = cli(&connect, &["post", "x", "-q", &q, "--depends", "some-id"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not supported on ZooKeeper"), "{err}");

@@ -77,6 +77,10 @@ pub struct QueueOverview {
     pub settings: Option<QueueSettings>,
 }
 
+/// Minutes of throughput kept (`lua/lib/stats.lua`'s MINUTES_TTL on
+/// Redis; the ZooKeeper board keeps the same window).
+pub(crate) const MAX_MINUTES: usize = 120;
+
 /// Jobs finished in one minute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Minute {

@@ -5,15 +5,12 @@ use std::collections::HashMap;
 
 use futures_util::future::try_join_all;
 
-use crate::board::{Dependencies, Minute, QueueOverview, QueueSettings, StateCounts};
+use crate::board::{Dependencies, Minute, QueueOverview, QueueSettings, StateCounts, MAX_MINUTES};
 use crate::error::Result;
 use crate::job::JobId;
 use crate::redis::board::RedisBoard;
 use crate::redis::reply::Reply;
 use crate::redis::scripts::{self, SCRIPTS};
-
-/// Minutes of throughput kept (`lib/stats.lua`'s MINUTES_TTL).
-pub(crate) const MAX_MINUTES: usize = 120;
 
 impl RedisBoard {
     /// Each queue at a glance, one script call per queue, concurrently.

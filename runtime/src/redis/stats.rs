@@ -12,19 +12,7 @@ use futures_util::{Stream, StreamExt};
 use crate::error::Result;
 use crate::redis::board::RedisBoard;
 use crate::redis::subscribe::every_queue;
-use crate::stats::{day_name, QueueStats, Timing};
-
-/// Bucket order of the histogram.
-fn bucket_rank(b: &str) -> (u8, u32) {
-    let (unit, n) = b.split_at(b.len().min(1));
-    let unit = match unit {
-        "s" => 0,
-        "m" => 1,
-        "h" => 2,
-        _ => 3,
-    };
-    (unit, n.parse().unwrap_or(0))
-}
+use crate::stats::{bucket_rank, day_name, QueueStats, Timing, DAY_MS};
 
 fn timing(raw: &HashMap<String, String>, kind: &str) -> Timing {
     let num = |f: &str| {
@@ -60,7 +48,7 @@ impl RedisBoard {
         let keys = self.keys(queue)?;
         let day = match day {
             Some(d) => d,
-            None => self.server_ms().await?.div_euclid(86_400_000),
+            None => self.server_ms().await?.div_euclid(DAY_MS),
         };
         let raw: HashMap<String, String> = self
             .conn

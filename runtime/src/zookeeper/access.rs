@@ -137,9 +137,15 @@ impl Access {
         zk::CreateMode::Persistent.with_acls(zk::Acls::new(&self.acls))
     }
 
-    /// Options for a persistent sequential znode (a job posting).
+    /// Options for a persistent sequential znode (a job posting, a tally
+    /// entry).
     pub(crate) fn sequential(&self) -> zk::CreateOptions<'_> {
         zk::CreateMode::PersistentSequential.with_acls(zk::Acls::new(&self.acls))
+    }
+
+    /// Options for an ephemeral sequential znode (an event listener).
+    pub(crate) fn ephemeral_sequential(&self) -> zk::CreateOptions<'_> {
+        zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::new(&self.acls))
     }
 
     /// Options for an ephemeral znode (a lock, a worker entity).

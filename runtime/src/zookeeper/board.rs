@@ -43,6 +43,8 @@ pub(crate) struct Inner {
     /// When each queue's history was last pruned, and the jobs this board
     /// consumed since.
     pub pruned: Mutex<std::collections::HashMap<String, crate::zookeeper::retention::Pruned>>,
+    /// Whether anyone listens to the events (`events.rs`).
+    pub listening: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for ZooKeeperBoard {
@@ -74,6 +76,7 @@ impl ZooKeeperBoard {
                 cache: Caches::default(),
                 made: Mutex::default(),
                 pruned: Mutex::default(),
+                listening: crate::zookeeper::events::not_listening(),
             }),
         };
         let stored = board.config().await?;
@@ -81,6 +84,7 @@ impl ZooKeeperBoard {
         if let Some(inner) = Arc::get_mut(&mut board.inner) {
             apply_stored(&mut inner.opts, &stored);
         }
+        board.watch_listeners();
         Ok(board)
     }
 

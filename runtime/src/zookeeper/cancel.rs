@@ -288,6 +288,7 @@ impl ZooKeeperBoard {
             Ok(_) => {
                 for (uuid, t) in targets {
                     self.inner.cache.forget(&paths.queue, &t.znode);
+                    self.emit(&paths.queue, uuid, &t.record.fresh);
                     if let Some(at) = t.delayed {
                         let _ = client.delete(&paths.delayed_entry(uuid, at), None).await;
                     }

@@ -7,20 +7,20 @@
 //! (`config.rs`), the queue list (`locate.rs`), job counts
 //! (`read/overview.rs`), tags (`tags.rs`), tracking (`track.rs`),
 //! priority changes (`priority.rs`), job history (`history.rs`),
-//! recurring jobs (`recurring.rs`) and, at post, unique keys
-//! (`unique.rs`). Maintenance elects a leader per queue on an ephemeral
-//! znode (`leader.rs`); its only service with work on ZooKeeper spawns due
-//! recurring slots (there is no index to fill and no dependency release to
-//! owe). The other operator features (statistics, events, throughput) are
-//! not built on ZooKeeper and answer with an `is_unsupported` error.
+//! recurring jobs (`recurring.rs`), statistics and throughput
+//! (`stats.rs`, `tally.rs`), the event stream (`events.rs`) and, at post,
+//! unique keys (`unique.rs`). Maintenance elects a leader per queue on an
+//! ephemeral znode (`leader.rs`); its only service with work on ZooKeeper
+//! spawns due recurring slots (there is no index to fill and no dependency
+//! release to owe). Dependencies are not built on ZooKeeper: a post naming
+//! one is refused with an `is_unsupported` error.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::board::{
-    unsupported_on_zookeeper as refuse, Admin, CancelStream, Dependencies, EventStream, Events, FailureGroup,
-    Inspect, Maintenance, Minute, Presence, QueueCounts, QueueOverview, QueueSettings, Recovered, Recovery,
-    WorkerInfo,
+    Admin, CancelStream, Dependencies, EventStream, Events, FailureGroup, Inspect, Maintenance, Minute,
+    Presence, QueueCounts, QueueOverview, QueueSettings, Recovered, Recovery, WorkerInfo,
 };
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState, Page, Priority};
@@ -107,8 +107,9 @@ impl Admin for ZooKeeperBoard {
     async fn history(&self, queue: &str, job: &JobId) -> Result<Vec<serde_json::Value>> {
         self.job_history(queue, job).await
     }
-    async fn stats(&self, _: &str, _: Option<i64>) -> Result<QueueStats> {
-        refuse("statistics")
+    /// Folded from a tally entry per ended claim (see `zookeeper/stats.rs`).
+    async fn stats(&self, queue: &str, day: Option<i64>) -> Result<QueueStats> {
+        self.queue_stats(queue, day).await
     }
     /// A template znode per recurring job (see `zookeeper/recurring.rs`).
     async fn recur(&self, queue: &str, job: RecurringJob) -> Result<String> {
@@ -129,8 +130,9 @@ impl Admin for ZooKeeperBoard {
 }
 
 impl Events for ZooKeeperBoard {
-    async fn events(&self, _: bool) -> Result<EventStream> {
-        refuse("the event stream")
+    /// Written while someone listens (see `zookeeper/events.rs`).
+    async fn events(&self, tracked_only: bool) -> Result<EventStream> {
+        self.event_stream(tracked_only).await
     }
 
     /// The worker's cancel notes, on a watch (see `zookeeper/cancel.rs`).
@@ -207,8 +209,9 @@ impl Inspect for ZooKeeperBoard {
     async fn overview(&self, queues: &[String]) -> Result<Vec<QueueOverview>> {
         futures_util::future::try_join_all(queues.iter().map(|q| self.overview_of(q))).await
     }
-    async fn throughput(&self, _: &str, _: usize) -> Result<Vec<Minute>> {
-        refuse("per-minute throughput")
+    /// From the same tally as the statistics.
+    async fn throughput(&self, queue: &str, minutes: usize) -> Result<Vec<Minute>> {
+        self.queue_throughput(queue, minutes).await
     }
     async fn dependencies(&self, _: &str, _: &JobId) -> Result<Dependencies> {
         // No dependencies on ZooKeeper: every job has none.

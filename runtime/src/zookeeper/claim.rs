@@ -19,6 +19,7 @@ use crate::codec::args_of;
 use crate::error::Result;
 use crate::job::{Claimed, JobId, Lease};
 use crate::zookeeper::cache::Known;
+use crate::zookeeper::events;
 use crate::zookeeper::limit::{room, Gate, Gated};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::{JobRecord, LockBody};
@@ -333,17 +334,18 @@ impl ZooKeeperBoard {
             .cache
             .saw_lock(&paths.queue, &k.znode, held.deadline_ms);
         let record = record.unwrap_or_default();
+        let token = lock_stat.czxid as u64;
+        self.emit(
+            &paths.queue,
+            &k.uuid,
+            &[events::claimed(who, token, lock_stat.ctime)],
+        );
         let max_attempts = match record.max_attempts {
             0 => self.inner.opts.default_max_attempts,
             n => n,
         };
         Attempt::Claimed(Box::new(Claimed {
-            lease: Lease::new(
-                paths.queue.clone(),
-                JobId(k.uuid.clone()),
-                who.to_owned(),
-                lock_stat.czxid as u64,
-            ),
+            lease: Lease::new(paths.queue.clone(), JobId(k.uuid.clone()), who.to_owned(), token),
             name: k.name.clone(),
             args: args_of(&k.details),
             details: k.details.clone(),

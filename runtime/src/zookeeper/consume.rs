@@ -6,6 +6,7 @@ use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::lease::TRIES;
 use crate::zookeeper::record::Ending;
 use crate::zookeeper::retention::hour_of;
+use crate::zookeeper::tally::{Counted, Tally};
 use crate::zookeeper::ZooKeeperBoard;
 
 impl ZooKeeperBoard {
@@ -34,6 +35,7 @@ impl ZooKeeperBoard {
                 record,
                 record_version,
                 drop_record: !keep,
+                tally: Tally::ended(held.ready_ms(), held.lock_stat.ctime, now, Counted::Completed),
             };
             let how = How::Consume {
                 history: history.then_some(hour),

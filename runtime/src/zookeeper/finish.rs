@@ -2,8 +2,8 @@
 //! trash, and the recovery of an expired lease. Each is one multi-op
 //! transaction, taskflow's ops first (delete the lock at the version read,
 //! delete the job znode, copy the posting to the trash) plus jobworker's
-//! record and its delayed or history entry, so a failed check changes
-//! nothing.
+//! record, its delayed or history entry and a tally entry for the
+//! statistics (`tally.rs`), so a failed check changes nothing.
 
 use zookeeper_client as zk;
 
@@ -11,6 +11,7 @@ use crate::zookeeper::access::Access;
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::JobRecord;
 use crate::zookeeper::session::{failed_op, is_definite, source};
+use crate::zookeeper::tally::{Counted, Tally};
 use crate::zookeeper::ZooKeeperBoard;
 
 /// How a claim ends.
@@ -35,6 +36,19 @@ pub(crate) enum How {
     },
 }
 
+impl How {
+    /// What ending so counts in the statistics: a trash a failure, a
+    /// consume a completion, a release after a `failed_try` a retry.
+    pub(crate) fn counted(&self, failed_try: bool) -> Counted {
+        match self {
+            How::Trash { .. } => Counted::Failed,
+            How::Consume { .. } => Counted::Completed,
+            How::Release { .. } if failed_try => Counted::Retried,
+            How::Release { .. } => Counted::Nothing,
+        }
+    }
+}
+
 /// One ending transaction.
 #[derive(Debug, Clone)]
 pub(crate) struct Finish<'p> {
@@ -53,6 +67,8 @@ pub(crate) struct Finish<'p> {
     pub record_version: Option<i32>,
     /// Delete the record instead of writing it (consume without history).
     pub drop_record: bool,
+    /// What the end adds to the statistics.
+    pub tally: Tally,
 }
 
 /// Why an ending transaction failed.
@@ -87,14 +103,21 @@ impl ZooKeeperBoard {
         let mut kinds = Vec::new();
         stage(&mut w, &mut kinds, f, how, self.session().access()).map_err(Failed::Refused)?;
         match w.commit().await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.tallied(f.paths);
+                self.emit(&f.paths.queue, f.uuid, &f.record.fresh);
+                Ok(())
+            }
             Err(e) => Err(match failed_op(&e) {
                 Some((i, err)) => match (kinds.get(i), err) {
                     (Some(Failed::HistoryTaken), zk::Error::NoNode) => Failed::NoBucket,
                     (Some(Failed::Record), zk::Error::NoNode) if f.record_version.is_none() => {
                         Failed::NoParent
                     }
-                    (Some(Failed::DelayedTaken | Failed::TrashTaken), zk::Error::NoNode) => Failed::NoParent,
+                    (
+                        Some(Failed::DelayedTaken | Failed::TrashTaken | Failed::NoParent),
+                        zk::Error::NoNode,
+                    ) => Failed::NoParent,
                     (
                         Some(Failed::Record),
                         zk::Error::NoNode | zk::Error::NodeExists | zk::Error::BadVersion,
@@ -164,5 +187,7 @@ fn stage(
         }
         _ => {}
     }
+    w.add_create(&p.tally_entry(&f.tally.prefix()), b"", &access.sequential())?;
+    kinds.push(Failed::NoParent);
     Ok(())
 }

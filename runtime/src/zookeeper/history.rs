@@ -29,9 +29,23 @@ impl JobRecord {
         if let (Value::Object(to), Value::Object(from)) = (&mut entry, fields) {
             to.extend(from);
         }
+        self.fresh.push(entry.clone());
         self.history.push(entry);
         let over = self.history.len().saturating_sub(HISTORY_LIMIT);
         self.history.drain(..over);
+    }
+
+    /// Since when the job has been ready (ms): its post, its retry time, or
+    /// the end of the last claim that gave it back (for the statistics'
+    /// wait times).
+    pub(crate) fn ready_since(&self) -> i64 {
+        let given_back = self
+            .history
+            .iter()
+            .rev()
+            .find(|e| e["event"] == "abandoned" || e["event"] == "retried")
+            .and_then(|e| e["at"].as_i64());
+        self.posted_ms.max(self.run_at_ms).max(given_back.unwrap_or(0))
     }
 
     /// Appends the claim with fencing `token` (made at `at_ms` by `worker`)
@@ -43,6 +57,8 @@ impl JobRecord {
                 "claimed",
                 json!({ "worker": worker.unwrap_or(""), "token": token }),
             );
+            // The claim told the event stream when it was made.
+            self.fresh.pop();
         }
     }
 

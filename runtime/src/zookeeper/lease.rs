@@ -17,6 +17,7 @@ use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::posting;
 use crate::zookeeper::record::{Ending, JobRecord, LockBody};
+use crate::zookeeper::tally::Tally;
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Tries of a verb whose transaction lost a race (each re-checks the lease).
@@ -41,6 +42,13 @@ pub(crate) struct Held {
 }
 
 impl Held {
+    /// Since when the job was ready when this claim took it (ms).
+    pub(super) fn ready_ms(&self) -> i64 {
+        self.record
+            .as_ref()
+            .map_or(self.job_stat.ctime, |(r, _)| r.ready_since())
+    }
+
     /// The job's record as of this lease (a new one for a job posted by
     /// taskflow), naming the job znode and this claim's token, and the
     /// version to write it at (`None`: create).
@@ -172,12 +180,15 @@ impl ZooKeeperBoard {
         how: &How,
         what: &str,
     ) -> Result<Ended> {
+        let attempts_before = held.record.as_ref().map_or(0, |(r, _)| r.attempts);
+        let counted = how.counted(record.attempts > attempts_before);
         let finish = Finish {
             paths,
             znode: &held.znode,
             uuid: &held.uuid,
             lock_version: held.lock_stat.version,
             job_version: held.job_stat.version,
+            tally: Tally::ended(held.ready_ms(), held.lock_stat.ctime, self.now_ms(), counted),
             record,
             record_version,
             drop_record: false,

@@ -74,6 +74,10 @@ pub(crate) struct QueuePaths {
     pub unique: String,
     /// `R/Q/.jw/leader` (the maintenance leader's ephemeral znode).
     pub leader: String,
+    /// `R/Q/.jw/tally`: an entry per ended claim, until folded (`tally.rs`).
+    pub tally: String,
+    /// `R/Q/.jw/stats`: a summary per day (made with the first fold).
+    pub stats: String,
     /// `R/Q/.jw/recurring` (made with the first recurring template).
     pub recurring: String,
 }
@@ -101,12 +105,31 @@ impl QueuePaths {
             unique: format!("{jw}/unique"),
             leader: format!("{jw}/leader"),
             recurring: format!("{jw}/recurring"),
+            tally: format!("{jw}/tally"),
+            stats: format!("{jw}/stats"),
         })
     }
 
     /// The directories a queue needs before jobs are posted.
-    pub(crate) fn dirs(&self) -> [&str; 5] {
-        [&self.jobs, &self.trash, &self.ids, &self.delayed, &self.history]
+    pub(crate) fn dirs(&self) -> [&str; 6] {
+        [
+            &self.jobs,
+            &self.trash,
+            &self.ids,
+            &self.delayed,
+            &self.history,
+            &self.tally,
+        ]
+    }
+
+    /// The summary of day `day` (days since the epoch).
+    pub(crate) fn stats_day(&self, day: i64) -> String {
+        format!("{}/{day}", self.stats)
+    }
+
+    /// A tally entry (`tally.rs`), or its prefix before the sequence.
+    pub(crate) fn tally_entry(&self, name: &str) -> String {
+        format!("{}/{name}", self.tally)
     }
 
     /// A job znode.

@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
 use crate::zookeeper::access::Access;
 use crate::zookeeper::cache::Known;
+use crate::zookeeper::events;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
 use crate::zookeeper::record::JobRecord;
@@ -200,6 +201,7 @@ impl ZooKeeperBoard {
     /// claim, which names the znode too) changes nothing.
     pub(crate) async fn posted(&self, paths: &QueuePaths, post: &Prepared, znode: &str) {
         let (id, job, record) = (post.id.as_str(), &post.job, &post.record);
+        self.emit(&paths.queue, id, &[events::posted(&job.name, record.posted_ms)]);
         self.inner.cache.insert_posted(
             &paths.queue,
             Known {

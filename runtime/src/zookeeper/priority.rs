@@ -159,6 +159,7 @@ impl ZooKeeperBoard {
         staged.map_err(|e| self.session().error(what, &e))?;
         match w.commit().await {
             Ok(results) => {
+                self.emit(&paths.queue, uuid, &read.record.fresh);
                 self.inner.cache.forget(&paths.queue, &read.znode);
                 self.inner.cache.unlocate(&paths.queue, uuid);
                 if let Some(znode) = created_job(results) {

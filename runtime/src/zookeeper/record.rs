@@ -89,6 +89,10 @@ pub(crate) struct JobRecord {
     /// (`history.rs`): at most `history::HISTORY_LIMIT`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<serde_json::Value>,
+    /// The events logged since the record was read (not stored): what a
+    /// write of it tells the event stream (`events.rs`).
+    #[serde(skip)]
+    pub fresh: Vec<serde_json::Value>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -13,6 +13,7 @@ use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
 use crate::zookeeper::record::{Ending, JobRecord};
 use crate::zookeeper::session::{is_definite, source};
+use crate::zookeeper::stats::FOLD_EVERY;
 use crate::zookeeper::ZooKeeperBoard;
 
 /// How often one board prunes a queue's history at least (from reap or a
@@ -36,6 +37,8 @@ pub(crate) struct Pruned {
     consumed: usize,
     /// When it last checked the ages in the trash.
     trash_checked: Option<Instant>,
+    /// Claims it ended (each a tally entry) since it last folded the tally.
+    tallied: usize,
 }
 
 impl Pruned {
@@ -44,6 +47,7 @@ impl Pruned {
             at: Instant::now(),
             consumed: 0,
             trash_checked: None,
+            tallied: 0,
         }
     }
 }
@@ -86,6 +90,21 @@ impl ZooKeeperBoard {
         }
     }
 
+    /// Counts a tally entry this board wrote in `queue`: true (and the
+    /// count reset) once it wrote [`FOLD_EVERY`] since it last folded.
+    pub(crate) fn fold_due(&self, queue: &str) -> bool {
+        let Ok(mut pruned) = self.inner.pruned.lock() else {
+            return false;
+        };
+        let p = pruned.entry(queue.to_owned()).or_insert_with(Pruned::new);
+        p.tallied += 1;
+        let due = p.tallied >= FOLD_EVERY;
+        if due {
+            p.tallied = 0;
+        }
+        due
+    }
+
     /// Prunes `queue`'s history and trash in the background when due (see
     /// [`ZooKeeperBoard::prune_due`]); claims call it.
     pub(crate) fn prune_from_claim(&self, paths: &QueuePaths) {
@@ -98,10 +117,13 @@ impl ZooKeeperBoard {
             .spawn(async move { board.prune(&paths).await });
     }
 
-    /// Prunes the completed history, and the trash when it is over its
-    /// count or its age is due for a check; failures are logged (the next
-    /// prune tries again).
+    /// Folds the statistics' tally, prunes the completed history, and the
+    /// trash when it is over its count or its age is due for a check;
+    /// failures are logged (the next prune tries again).
     pub(crate) async fn prune(&self, paths: &QueuePaths) {
+        if let Err(e) = self.fold_tally(paths).await {
+            tracing::warn!(queue = %paths.queue, error = %e, "cannot fold the statistics");
+        }
         if let Err(e) = self.prune_history(paths).await {
             tracing::warn!(queue = %paths.queue, error = %e, "cannot prune the completed history");
         }

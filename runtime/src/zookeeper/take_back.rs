@@ -11,6 +11,7 @@ use crate::zookeeper::finish::{Failed, Finish, How};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::{Ending, JobRecord, LockBody};
 use crate::zookeeper::recover::{fresh_record, Stall};
+use crate::zookeeper::tally::Tally;
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Tries of a transaction that lost a race on the job's record.
@@ -56,6 +57,7 @@ impl ZooKeeperBoard {
                 return Ok(Stall::Skipped);
             };
             let lock_stat = &lock_stat;
+            let ready = record.ready_since();
             let held = (lock_stat, body.owner.as_deref());
             let (max, poisoned) = self.count_attempt(&mut record, k, held, reason, crashed);
             let client = self.client(&what).await?;
@@ -69,13 +71,15 @@ impl ZooKeeperBoard {
             } else {
                 (How::Release { delayed: None }, Stall::Back)
             };
-            record.log_outcome(self.now_ms(), record.attempts);
+            let now = self.now_ms();
+            record.log_outcome(now, record.attempts);
             let finish = Finish {
                 paths,
                 znode: &k.znode,
                 uuid: &k.uuid,
                 lock_version: lock_stat.version,
                 job_version: k.version,
+                tally: Tally::ended(ready, lock_stat.ctime, now, how.counted(true)),
                 record,
                 record_version,
                 drop_record: false,

@@ -37,8 +37,14 @@ impl ZooKeeperBoard {
             })
             .await?;
         match done {
+            Ok(()) => {
+                let event = if on { "track" } else { "untrack" };
+                let at = self.now_ms();
+                self.emit(queue, uuid, &[serde_json::json!({ "event": event, "at": at })]);
+                Ok(())
+            }
             // Tracked already, or not tracked.
-            Ok(()) | Err(zk::Error::NodeExists | zk::Error::NoNode) => Ok(()),
+            Err(zk::Error::NodeExists | zk::Error::NoNode) => Ok(()),
             Err(e) => Err(self.session().error(&what, &e)),
         }
     }

@@ -5,11 +5,13 @@
 //!
 //! It grows one capability at a time as ZooKeeper gains them, one file per
 //! capability (`cancel`, `pause`, `limit`, `failed`, `history`, `config`,
-//! `tags`, `unique`, `priority`, `recurring`, `leader` for maintenance); the Redis feature tests
+//! `tags`, `unique`, `priority`, `recurring`, `leader` for maintenance,
+//! `stats`, `events`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
 mod config;
+mod events;
 mod failed;
 mod history;
 mod leader;
@@ -17,11 +19,13 @@ mod limit;
 mod pause;
 mod priority;
 mod recurring;
+mod stats;
 mod tags;
 mod unique;
 
 pub use cancel::*;
 pub use config::*;
+pub use events::*;
 pub use failed::*;
 pub use history::*;
 pub use leader::*;
@@ -29,13 +33,14 @@ pub use limit::*;
 pub use pause::*;
 pub use priority::*;
 pub use recurring::*;
+pub use stats::*;
 pub use tags::*;
 pub use unique::*;
 
 use std::future::Future;
 use std::time::Duration;
 
-use jobworker::board::{Admin, Events, Maintenance};
+use jobworker::board::{Admin, Events, Inspect, Maintenance};
 use jobworker::{Board, JobState, ListFilter, Page};
 
 /// An expiry no test outlives.
@@ -48,7 +53,7 @@ pub const SOON: Duration = Duration::from_secs(20);
 /// Boards of one backend for the feature suite.
 pub trait FeatureHarness: Sync {
     /// The backend's board.
-    type B: Board + Admin + Events + Maintenance + Clone + Send + Sync + 'static;
+    type B: Board + Admin + Events + Inspect + Maintenance + Clone + Send + Sync + 'static;
     /// A board with its own connection.
     fn board(&self) -> impl Future<Output = Self::B> + Send;
 }
@@ -90,7 +95,13 @@ macro_rules! feature_tests {
             racing_spawners_post_exactly_one_run_per_slot,
             a_large_catch_up_posts_every_run_of_its_backlog,
             elect_takes_renews_and_resigns_a_queues_leadership,
-            one_runner_leads_and_another_takes_over_when_it_goes);
+            one_runner_leads_and_another_takes_over_when_it_goes,
+            stats_count_wait_and_run_times_failures_and_retries,
+            throughput_counts_completed_and_trashed_jobs_per_minute,
+            stats_stay_exact_while_boards_work_and_fold,
+            the_event_stream_carries_every_event,
+            the_event_stream_tells_failures_the_trash_and_cancels,
+            the_tracked_stream_carries_only_tracked_jobs);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(

@@ -4,7 +4,8 @@
 //! A retry is one transaction per job: the trash copy goes and the record
 //! is reset (live, no attempts, no reason, no retry time, no znode name
 //! yet), each at the version read, and a new persistent sequential job
-//! znode is created with the posting's bytes, so the job keeps its id,
+//! znode is created with the posting's bytes (and a tally entry counts the
+//! retry in the statistics), so the job keeps its id,
 //! name and arguments and queues behind the jobs of its priority. Its
 //! creation fires the jobs path's child watch, which wakes waiting workers,
 //! and the next claim lists it. The new znode's name is written into the
@@ -25,6 +26,7 @@ use crate::zookeeper::post::created_job;
 use crate::zookeeper::posting;
 use crate::zookeeper::record::{Ending, JobRecord};
 use crate::zookeeper::session::{failed_op, is_definite, source};
+use crate::zookeeper::tally::Tally;
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Jobs retried or purged at once (their transactions pipelined on the
@@ -185,6 +187,10 @@ impl ZooKeeperBoard {
                         Some(f.record_version),
                     )
                     .and_then(|_| {
+                        let tally = Tally::retried(self.now_ms()).prefix();
+                        w.add_create(&paths.tally_entry(&tally), b"", &access.sequential())
+                    })
+                    .and_then(|_| {
                         let job = format!("{}/{}", paths.jobs, paths::JOB_PREFIX);
                         w.add_create(&job, &f.posting, &access.sequential())
                     }),
@@ -194,8 +200,9 @@ impl ZooKeeperBoard {
         match w.commit().await {
             Ok(results) => Ok(Tried::Done(created_job(results))),
             Err(e) => match failed_op(&e) {
-                // The jobs path is gone (someone deleted the queue).
-                Some((2, zk::Error::NoNode)) => {
+                // The tally or jobs path is gone (someone deleted the
+                // queue, or made it before there was a tally).
+                Some((2 | 3, zk::Error::NoNode)) if how == Settle::Retry => {
                     self.remake(paths).await?;
                     Ok(Tried::Again)
                 }
@@ -241,6 +248,9 @@ impl ZooKeeperBoard {
             self.inner.cache.forget(q, old);
         }
         self.inner.cache.unlocate(q, &f.uuid);
+        if how == Settle::Retry {
+            self.emit(q, &f.uuid, &retried(&f.record, self.now_ms()).fresh);
+        }
         if how == Settle::Purge {
             self.drop_index_entries(paths, &f.uuid, &f.record.tags).await;
         }
