@@ -23,8 +23,10 @@
 //!   <uuid>@<ms>` (not claimable before `ms`), `history/<hour>/<uuid>`
 //!   (completed jobs, pruned to the history limits), `quarantine/` (job
 //!   znodes nobody can read, moved aside with the reason), `recurring/<id>`
-//!   (recurring templates) and `leader` (the maintenance leader, ephemeral);
-//!   see `paths.rs` for all of them.
+//!   (recurring templates), `leader` (the maintenance leader, ephemeral)
+//!   and `waiting/<uuid>` (the posting of a job waiting for dependencies:
+//!   it has no job znode until they are consumed, `deps.rs`); see
+//!   `paths.rs` for all of them.
 //!
 //! # Claims and leases
 //!
@@ -50,10 +52,10 @@
 //! [`ZooKeeperOptions::digest`]) the session authenticates and every znode
 //! it creates is creator-only, plus read for an optional reader identity.
 //!
-//! # Not supported on ZooKeeper
+//! # Features
 //!
-//! Dependencies are refused with an `is_unsupported` error naming
-//! ZooKeeper. The other qless features are here (see `capabilities.rs`).
+//! The qless features are here, dependencies within and across queues
+//! included (see `capabilities.rs`).
 
 mod abandon;
 mod access;
@@ -65,6 +67,7 @@ mod claim;
 mod claim_named;
 mod config;
 mod consume;
+mod deps;
 mod entities;
 mod events;
 mod extend;

@@ -4,12 +4,14 @@
 //! posting, claiming and consuming in one call, the server's clock, and
 //! the listings those tests compare.
 //!
-//! Every helper panics with a message naming what failed, so a test reads
-//! as its steps.
+//! The helpers that take a board work on any backend (the feature suite
+//! uses them too). Every helper panics with a message naming what failed,
+//! so a test reads as its steps.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use jobworker::board::Admin;
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Abandon, Board, Claimed, JobId, JobState, ListFilter, NewJob, Page};
 
@@ -71,12 +73,12 @@ pub fn page(limit: usize) -> Page {
 }
 
 /// Claims up to `count` jobs of `q` as `w` with a [`LONG`] expiry.
-pub async fn claim(b: &RedisBoard, q: &str, count: usize) -> Vec<Claimed> {
+pub async fn claim<B: Board>(b: &B, q: &str, count: usize) -> Vec<Claimed> {
     b.claim(&[q], "w", LONG, count).await.unwrap()
 }
 
 /// Claims the one job that must be claimable in `q`.
-pub async fn claim_one(b: &RedisBoard, q: &str) -> Claimed {
+pub async fn claim_one<B: Board>(b: &B, q: &str) -> Claimed {
     let mut got = claim(b, q, 1).await;
     assert_eq!(got.len(), 1, "expected one claimable job in {q}");
     got.remove(0)
@@ -84,14 +86,14 @@ pub async fn claim_one(b: &RedisBoard, q: &str) -> Claimed {
 
 /// Claims the next job of `q` and consumes it; returns the claim (its
 /// lease already settled: read it, do not settle it again).
-pub async fn claim_and_consume(b: &RedisBoard, q: &str) -> Claimed {
+pub async fn claim_and_consume<B: Board>(b: &B, q: &str) -> Claimed {
     let c = claim_one(b, q).await;
     b.consume(crate::copy_of(&c.lease)).await.unwrap();
     c
 }
 
 /// Claims until one job comes back (claims only: no reap), or panics.
-pub async fn claim_within(b: &RedisBoard, q: &str, timeout: Duration) -> Claimed {
+pub async fn claim_within<B: Board>(b: &B, q: &str, timeout: Duration) -> Claimed {
     let what = format!("something claimable in {q}");
     wait_for(&what, timeout, || async {
         claim(b, q, 1).await.into_iter().next()
@@ -100,7 +102,7 @@ pub async fn claim_within(b: &RedisBoard, q: &str, timeout: Duration) -> Claimed
 }
 
 /// Posts one job per name of `names`, in order; returns their ids.
-pub async fn post_each(b: &RedisBoard, q: &str, names: &[&str]) -> Vec<JobId> {
+pub async fn post_each<B: Board>(b: &B, q: &str, names: &[&str]) -> Vec<JobId> {
     let mut ids = Vec::new();
     for name in names {
         ids.push(b.post(q, NewJob::new(*name)).await.unwrap());
@@ -109,7 +111,7 @@ pub async fn post_each(b: &RedisBoard, q: &str, names: &[&str]) -> Vec<JobId> {
 }
 
 /// Posts `n` jobs named `name`; returns their ids.
-pub async fn post_n(b: &RedisBoard, q: &str, name: &str, n: usize) -> Vec<JobId> {
+pub async fn post_n<B: Board>(b: &B, q: &str, name: &str, n: usize) -> Vec<JobId> {
     post_each(b, q, &vec![name; n]).await
 }
 
@@ -123,13 +125,13 @@ pub fn retry_now(error: &str) -> Abandon {
 
 /// The Redis server's clock (`TIME`) in milliseconds: the clock the
 /// board's scripts use.
-pub async fn server_ms(b: &RedisBoard) -> i64 {
+pub async fn server_ms<B: Admin>(b: &B) -> i64 {
     b.server_ms().await.expect("read the server's clock")
 }
 
 /// Waits until the server's clock is past `ms`: for tests of what the
 /// passage of time does (delays, expiries, ages), on the board's own clock.
-pub async fn server_clock_passes(b: &RedisBoard, ms: i64) {
+pub async fn server_clock_passes<B: Admin>(b: &B, ms: i64) {
     let left = u64::try_from(ms - server_ms(b).await).unwrap_or(0);
     let what = format!("the server's clock to pass {ms} ms");
     wait_until(&what, SOON + Duration::from_millis(left), || async {
@@ -140,7 +142,7 @@ pub async fn server_clock_passes(b: &RedisBoard, ms: i64) {
 
 /// Waits until the server's clock moves to its next millisecond, so that
 /// what happens next carries a later time than what happened before.
-pub async fn next_server_ms(b: &RedisBoard) {
+pub async fn next_server_ms<B: Admin>(b: &B) {
     let now = server_ms(b).await;
     server_clock_passes(b, now).await;
 }
@@ -151,7 +153,7 @@ pub fn names(claimed: &[Claimed]) -> Vec<&str> {
 }
 
 /// The ids of the jobs of `q` in `state`.
-pub async fn ids_in(b: &RedisBoard, q: &str, state: JobState) -> BTreeSet<JobId> {
+pub async fn ids_in<B: Board>(b: &B, q: &str, state: JobState) -> BTreeSet<JobId> {
     b.list(q, ListFilter::State(state), page(10_000))
         .await
         .unwrap()
@@ -166,7 +168,7 @@ pub fn set<const N: usize>(ids: [&JobId; N]) -> BTreeSet<JobId> {
 }
 
 /// The kinds of the events in the history of job `id`, oldest first.
-pub async fn event_kinds(b: &RedisBoard, q: &str, id: &JobId) -> Vec<String> {
+pub async fn event_kinds<B: Admin>(b: &B, q: &str, id: &JobId) -> Vec<String> {
     b.history(q, id)
         .await
         .unwrap()

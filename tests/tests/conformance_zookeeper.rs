@@ -54,18 +54,17 @@ mod zookeeper_only {
 
     const LONG: Duration = Duration::from_secs(120);
 
+    /// Postings ZooKeeper cannot hold, and a dependency that does not
+    /// exist, are refused, and nothing is posted.
     #[tokio::test]
-    async fn unsupported_features_say_so() {
+    async fn bad_postings_are_refused_and_nothing_is_posted() {
         let board = ZooKeeperHarness.board().await;
-        let q = unique_queue("unsupported");
-        let cases = [NewJob::new("d").depends_on("other")];
-        for job in cases {
-            let e = board.post(&q, job).await.unwrap_err();
-            assert!(
-                e.is_unsupported() && e.message().contains("not supported on ZooKeeper"),
-                "{e}"
-            );
-        }
+        let q = unique_queue("refused");
+        let e = board
+            .post(&q, NewJob::new("d").depends_on("other"))
+            .await
+            .unwrap_err();
+        assert!(e.is_not_found() && e.message().contains("other"), "{e}");
         let binary = NewJob::new("b").args_value(rmpv::Value::Binary(vec![0, 1]));
         let e = board.post(&q, binary).await.unwrap_err();
         assert!(e.is_invalid() && e.message().contains("json"), "{e}");

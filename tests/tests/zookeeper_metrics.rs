@@ -1,7 +1,6 @@
 //! The board's Prometheus metrics on ZooKeeper, against a real server:
-//! what the backend keeps is rendered (failure groups, settings and the
-//! daily statistics included), and what it does not keep (the waiting
-//! state) is left out instead of failing the scrape.
+//! every state is rendered, failure groups, settings and the daily
+//! statistics included.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -29,10 +28,10 @@ fn num(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
     }
 }
 
-/// 4 jobs posted, 3 claimed, 1 of them consumed and 1 trashed; one worker
-/// registered.
+/// 4 jobs posted, 3 claimed, 1 of them consumed and 1 trashed, 1 waiting
+/// for the one still claimed; one worker registered.
 #[tokio::test]
-async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
+async fn zookeeper_renders_every_state() {
     let root = unique_queue("zk-metrics");
     let connect = format!("{}/{root}", shared_zookeeper().connect_string());
     let b = ZooKeeperBoard::connect(ZooKeeperOptions::new(connect))
@@ -51,6 +50,8 @@ async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
     b.trash(got.pop().unwrap().lease, "fatal: bad input")
         .await
         .unwrap();
+    let held = got[0].lease.job().clone();
+    b.post(&q, NewJob::new("w").depends_on(held)).await.unwrap();
     let now = b.server_ms().await.unwrap() as u64;
     let worker = WorkerInfo {
         owner: "w-metrics".into(),
@@ -93,7 +94,7 @@ async fn zookeeper_renders_what_it_keeps_and_leaves_out_the_rest() {
         own.ready.map(|n| n as f64),
         "the board's own count"
     );
-    assert_eq!(state("waiting"), None, "not kept");
+    assert_eq!(state("waiting"), Some(1.0), "{text}");
     assert!(num(&s, "jobworker_oldest_ready_age_seconds", &[("queue", &q)]).unwrap() >= 0.0);
     assert_eq!(num(&s, "jobworker_workers_alive", &[]), Some(1.0));
     assert_eq!(num(&s, "jobworker_jobs_held", &[]), Some(1.0));

@@ -240,7 +240,7 @@ fn the_live_stream_sends_the_board_events_and_ends_at_shutdown() {
 }
 
 #[test]
-fn on_zookeeper_the_pages_show_what_the_board_keeps_and_say_what_it_does_not() {
+fn on_zookeeper_the_pages_show_every_state() {
     let root = format!(
         "{}/{}",
         shared_zookeeper().connect_string(),
@@ -263,8 +263,13 @@ fn on_zookeeper_the_pages_show_what_the_board_keeps_and_say_what_it_does_not() {
         board.trash(held.lease, "fatal: bad input").await.unwrap();
         let id = board.post(q, NewJob::new("scripted")).await.unwrap();
         board.post(q, NewJob::new("scripted")).await.unwrap();
-        id.as_str().to_owned()
+        let waiting = board
+            .post(q, NewJob::new("after").depends_on(id.clone()))
+            .await
+            .unwrap();
+        (id.as_str().to_owned(), waiting.as_str().to_owned())
     });
+    let (id, waiting) = id;
     let app = WebApp::start_on(&["--zookeeper", &root], &["--queues", q], &[]);
     let dash = app.get("/");
     assert_eq!(dash.status, 200, "{}", dash.body);
@@ -275,9 +280,17 @@ fn on_zookeeper_the_pages_show_what_the_board_keeps_and_say_what_it_does_not() {
         .expect("the queue's row")
         .to_owned();
     assert!(row.contains(">2</a>"), "two ready jobs counted: {row}");
+    assert!(row.contains("?state=waiting\">1</a>"), "one waiting job counted: {row}");
     assert!(
-        row.contains("not kept by this backend"),
-        "waiting/cancelled are not kept: {row}"
+        !row.contains("not kept by this backend"),
+        "every state is kept: {row}"
+    );
+    let page = app.get(&format!("/queues/{q}/jobs/{waiting}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("waiting") && page.body.contains(&id),
+        "{}",
+        page.body
     );
     // Throughput and statistics are kept on ZooKeeper too.
     assert!(

@@ -214,8 +214,8 @@ fn cli(connect: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// The board verbs of the command line work on ZooKeeper; the Redis-only
-/// features say so.
+/// The board verbs of the command line work on ZooKeeper, dependencies
+/// included.
 #[tokio::test(flavor = "multi_thread")]
 async fn cli_verbs_work_on_zookeeper() {
     let connect = fresh_root("zk-cli");
@@ -296,8 +296,14 @@ async fn cli_verbs_work_on_zookeeper() {
     let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["queue"], q.as_str(), "{stats}");
     let (code, _, err) = cli(&connect, &["post", "x", "-q", &q, "--depends", "some-id"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("not supported on ZooKeeper"), "{err}");
+    assert_eq!(code, 3, "a missing dependency is 'not found': {err}");
+    assert!(err.contains("some-id"), "{err}");
+    let (code, after, err) = cli(&connect, &["post", "after", "-q", &q, "--depends", other.trim()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, shown, err) = cli(&connect, &["--json", "show", after.trim(), "-q", &q]);
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["state"], "waiting", "{shown}");
     let (code, _, err) = cli("127.0.0.1:1/nowhere", &["count", "-q", &q]);
     assert_eq!(code, 4, "an unreachable ZooKeeper is 'unavailable': {err}");
 }

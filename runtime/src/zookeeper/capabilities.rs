@@ -9,11 +9,10 @@
 //! priority changes (`priority.rs`), job history (`history.rs`),
 //! recurring jobs (`recurring.rs`), statistics and throughput
 //! (`stats.rs`, `tally.rs`), the event stream (`events.rs`) and, at post,
-//! unique keys (`unique.rs`). Maintenance elects a leader per queue on an
-//! ephemeral znode (`leader.rs`); its only service with work on ZooKeeper
-//! spawns due recurring slots (there is no index to fill and no dependency
-//! release to owe). Dependencies are not built on ZooKeeper: a post naming
-//! one is refused with an `is_unsupported` error.
+//! unique keys (`unique.rs`) and dependencies (`deps.rs`). Maintenance
+//! elects a leader per queue on an ephemeral znode (`leader.rs`); its
+//! services on ZooKeeper spawn due recurring slots and settle the
+//! releases a consumer left owed (there is no index to fill).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -61,9 +60,13 @@ impl Admin for ZooKeeperBoard {
     async fn set_priority(&self, queue: &str, job: &JobId, priority: Priority) -> Result<JobState> {
         self.change_priority(queue, job, priority).await
     }
-    /// No dependencies on ZooKeeper, so `with_dependents` changes nothing.
-    async fn cancel(&self, queue: &str, ids: &[JobId], _: bool) -> Result<Vec<(String, JobId)>> {
-        self.cancel_jobs(queue, ids).await
+    async fn cancel(
+        &self,
+        queue: &str,
+        ids: &[JobId],
+        with_dependents: bool,
+    ) -> Result<Vec<(String, JobId)>> {
+        self.cancel_with(queue, ids, with_dependents).await
     }
     async fn tag(&self, queue: &str, job: &JobId, tags: &[&str]) -> Result<Vec<String>> {
         self.retag(queue, job, tags, true).await
@@ -175,8 +178,7 @@ impl Presence for ZooKeeperBoard {
 }
 
 /// Leader election on an ephemeral znode per queue (see
-/// `zookeeper/leader.rs`); of the services only the recurring one has work
-/// on ZooKeeper.
+/// `zookeeper/leader.rs`); the index service has no work on ZooKeeper.
 impl Maintenance for ZooKeeperBoard {
     async fn elect(&self, queue: &str, who: &str, ttl: Duration) -> Result<bool> {
         self.elect_leader(queue, who, ttl).await
@@ -193,10 +195,10 @@ impl Maintenance for ZooKeeperBoard {
     async fn index_postings(&self, _: &str) -> Result<usize> {
         Ok(0)
     }
-    /// Nothing is owed: ZooKeeper has no dependencies (a post naming one
-    /// is refused), so no queue owes another a release.
-    async fn release_outbox(&self, _: &str) -> Result<usize> {
-        Ok(0)
+    /// The releases a consumer left owed when it died before settling
+    /// them (see `zookeeper/deps.rs`).
+    async fn release_outbox(&self, queue: &str) -> Result<usize> {
+        self.release_owed(queue).await
     }
     /// One transaction per batch of runs with the template's
     /// version-checked next slot (see `zookeeper/recurring.rs`).
@@ -213,8 +215,7 @@ impl Inspect for ZooKeeperBoard {
     async fn throughput(&self, queue: &str, minutes: usize) -> Result<Vec<Minute>> {
         self.queue_throughput(queue, minutes).await
     }
-    async fn dependencies(&self, _: &str, _: &JobId) -> Result<Dependencies> {
-        // No dependencies on ZooKeeper: every job has none.
-        Ok(Dependencies::default())
+    async fn dependencies(&self, queue: &str, job: &JobId) -> Result<Dependencies> {
+        self.dependencies_of(queue, job).await
     }
 }

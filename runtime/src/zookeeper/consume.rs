@@ -1,4 +1,5 @@
-//! consume: ends a held claim with the job done, keeping it in the history.
+//! consume: ends a held claim with the job done, keeping it in the history,
+//! then releases the jobs that waited for it (`deps.rs`).
 
 use crate::error::Result;
 use crate::job::Lease;
@@ -26,6 +27,7 @@ impl ZooKeeperBoard {
             record.log(now, "consumed", serde_json::json!({ "worker": lease.owner() }));
             record.run_at_ms = 0;
             let hour = hour_of(now);
+            let owed = record.dependents;
             let finish = Finish {
                 paths: &paths,
                 znode: &held.znode,
@@ -39,6 +41,7 @@ impl ZooKeeperBoard {
             };
             let how = How::Consume {
                 history: history.then_some(hour),
+                owed,
             };
             let client = self.client(&what).await?;
             match self.finish(&client, &finish, &how).await {
@@ -53,8 +56,13 @@ impl ZooKeeperBoard {
                         let uuid = lease.job().as_str();
                         self.drop_index_entries(&paths, uuid, &finish.record.tags).await;
                     }
+                    if owed {
+                        self.settle_owed(&paths, lease.job().as_str()).await;
+                    }
                     return Ok(());
                 }
+                // An earlier job of this id still owes releases: settle them.
+                Err(Failed::OwedTaken) => self.settle_owed(&paths, lease.job().as_str()).await,
                 Err(Failed::NoBucket) => {
                     let bucket = paths.history_bucket(hour);
                     if let Err(e) = client.mkdir(&bucket, &self.session().access().persistent()).await {
@@ -69,6 +77,9 @@ impl ZooKeeperBoard {
                     tracing::warn!(job = %lease.job(), queue = %lease.queue(), error = %e, "consume outcome unknown; checking");
                     if self.landed(&finish, &held, &how).await? {
                         self.inner.cache.forget(&paths.queue, &held.znode);
+                        if owed {
+                            self.settle_owed(&paths, lease.job().as_str()).await;
+                        }
                         return Ok(());
                     }
                 }

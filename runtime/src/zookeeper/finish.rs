@@ -22,10 +22,13 @@ pub(crate) enum How {
         /// Due time of a delayed entry to create.
         delayed: Option<i64>,
     },
-    /// Lock and job go; a history entry in bucket `history` when given.
+    /// Lock and job go; a history entry in bucket `history` when given;
+    /// an owed entry when the job has dependents (`deps.rs`).
     Consume {
         /// The history bucket (hour) of the entry to create.
         history: Option<i64>,
+        /// Create the job's owed entry.
+        owed: bool,
     },
     /// Lock and job go; the posting is copied to the trash as `trash_name`.
     Trash {
@@ -90,6 +93,9 @@ pub(crate) enum Failed {
     HistoryTaken,
     /// A delayed entry of that id and time exists.
     DelayedTaken,
+    /// An owed entry of that id exists (an earlier job of the id still
+    /// owes releases).
+    OwedTaken,
     /// The server refused the request for another reason.
     Refused(zk::Error),
     /// The outcome is unknown (connection lost mid-request).
@@ -115,7 +121,9 @@ impl ZooKeeperBoard {
                         Failed::NoParent
                     }
                     (
-                        Some(Failed::DelayedTaken | Failed::TrashTaken | Failed::NoParent),
+                        Some(
+                            Failed::DelayedTaken | Failed::TrashTaken | Failed::NoParent | Failed::OwedTaken,
+                        ),
                         zk::Error::NoNode,
                     ) => Failed::NoParent,
                     (
@@ -126,7 +134,12 @@ impl ZooKeeperBoard {
                         kinds[i].clone()
                     }
                     (
-                        Some(kind @ (Failed::TrashTaken | Failed::HistoryTaken | Failed::DelayedTaken)),
+                        Some(
+                            kind @ (Failed::TrashTaken
+                            | Failed::HistoryTaken
+                            | Failed::DelayedTaken
+                            | Failed::OwedTaken),
+                        ),
                         zk::Error::NodeExists,
                     ) => kind.clone(),
                     _ => Failed::Refused(err.clone()),
@@ -181,9 +194,15 @@ fn stage(
             w.add_create(&p.delayed_entry(f.uuid, *at), b"", persistent)?;
             kinds.push(Failed::DelayedTaken);
         }
-        How::Consume { history: Some(hour) } => {
-            w.add_create(&p.history_entry(*hour, f.uuid), b"", persistent)?;
-            kinds.push(Failed::HistoryTaken);
+        How::Consume { history, owed } => {
+            if let Some(hour) = history {
+                w.add_create(&p.history_entry(*hour, f.uuid), b"", persistent)?;
+                kinds.push(Failed::HistoryTaken);
+            }
+            if *owed {
+                w.add_create(&p.owed_entry(f.uuid), b"", persistent)?;
+                kinds.push(Failed::OwedTaken);
+            }
         }
         _ => {}
     }

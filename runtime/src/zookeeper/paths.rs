@@ -21,6 +21,9 @@
 //! | `R/Q/.jw/tags/<tag>/<uuid>` | persistent, empty | a job tagged `<tag>` (percent-encoded; the record's tags are the truth) |
 //! | `R/Q/.jw/tracked/<uuid>` | persistent, empty | a tracked job |
 //! | `R/Q/.jw/unique/<key>` | persistent | `{"id", "until_ms"}`: the job holding a unique key (percent-encoded) |
+//! | `R/Q/.jw/waiting/<uuid>` | persistent | the JSON posting of a job waiting for dependencies (`deps.rs`); its job znode is made when the last one is consumed |
+//! | `R/Q/.jw/dependents/<uuid>/<queue>.<id>` | persistent, empty | job `<id>` of `<queue>` waits for job `<uuid>` (both percent-encoded) |
+//! | `R/Q/.jw/owed/<uuid>` | persistent, empty | job `<uuid>` was consumed and its dependents may not all be released yet |
 //! | `R/.entities/conductor/<owner>` | ephemeral | every registered worker |
 //! | `R/.jw/config` | persistent | the board configuration: a JSON object of strings |
 //! | `R/.jw/cancels/<owner>/<uuid>` | persistent, empty | a cancel of a job `owner` held, until `owner` hears it |
@@ -29,6 +32,10 @@
 //! occurrence of its last component (`jobs`) replaced by `.trash` or
 //! `.entities`, so a Python `ZookeeperJobBoard` configured with
 //! `path = R/Q/jobs` shares all of it.
+
+mod words;
+
+pub(crate) use words::{decode_word, dependent_name, encode_word, parse_dependent};
 
 use crate::error::{Error, Result};
 
@@ -80,6 +87,12 @@ pub(crate) struct QueuePaths {
     pub stats: String,
     /// `R/Q/.jw/recurring` (made with the first recurring template).
     pub recurring: String,
+    /// `R/Q/.jw/waiting`: the postings of jobs waiting for dependencies.
+    pub waiting: String,
+    /// `R/Q/.jw/dependents`: per job, the jobs that wait for it.
+    pub dependents: String,
+    /// `R/Q/.jw/owed`: consumed jobs whose dependents may wait for a release.
+    pub owed: String,
 }
 
 impl QueuePaths {
@@ -107,11 +120,14 @@ impl QueuePaths {
             recurring: format!("{jw}/recurring"),
             tally: format!("{jw}/tally"),
             stats: format!("{jw}/stats"),
+            waiting: format!("{jw}/waiting"),
+            dependents: format!("{jw}/dependents"),
+            owed: format!("{jw}/owed"),
         })
     }
 
     /// The directories a queue needs before jobs are posted.
-    pub(crate) fn dirs(&self) -> [&str; 6] {
+    pub(crate) fn dirs(&self) -> [&str; 9] {
         [
             &self.jobs,
             &self.trash,
@@ -119,6 +135,9 @@ impl QueuePaths {
             &self.delayed,
             &self.history,
             &self.tally,
+            &self.waiting,
+            &self.dependents,
+            &self.owed,
         ]
     }
 
@@ -198,6 +217,26 @@ impl QueuePaths {
         format!("{}/{}", self.recurring, encode_word(id))
     }
 
+    /// The posting of job `uuid` while it waits for dependencies.
+    pub(crate) fn waiting_entry(&self, uuid: &str) -> String {
+        format!("{}/{uuid}", self.waiting)
+    }
+
+    /// The directory of the jobs that wait for job `uuid`.
+    pub(crate) fn dependents_of(&self, uuid: &str) -> String {
+        format!("{}/{uuid}", self.dependents)
+    }
+
+    /// The entry saying that job `id` of `queue` waits for job `uuid`.
+    pub(crate) fn dependent_entry(&self, uuid: &str, queue: &str, id: &str) -> String {
+        format!("{}/{}", self.dependents_of(uuid), dependent_name(queue, id))
+    }
+
+    /// The entry saying that consumed job `uuid` may owe releases.
+    pub(crate) fn owed_entry(&self, uuid: &str) -> String {
+        format!("{}/{uuid}", self.owed)
+    }
+
     /// A quarantined znode.
     pub(crate) fn quarantined(&self, name: &str) -> String {
         format!("{}/{name}", self.quarantine)
@@ -269,39 +308,6 @@ pub(crate) fn sequence_of(name: &str) -> Option<i64> {
 pub(crate) fn parse_delayed(entry: &str) -> Option<(&str, i64)> {
     let (uuid, at) = entry.rsplit_once(DELAY_SEP)?;
     Some((uuid, at.parse().ok()?))
-}
-
-/// A tag as a znode name: bytes other than ASCII letters, digits and
-/// `_-:` percent-encoded (`/`, `.`, `%` and whatever ZooKeeper refuses
-/// included), so any tag names one znode and comes back from it.
-pub(crate) fn encode_word(word: &str) -> String {
-    let mut out = String::with_capacity(word.len());
-    for b in word.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// The tag a znode name encodes (see [`encode_word`]); `None` for a name
-/// it did not make.
-pub(crate) fn decode_word(name: &str) -> Option<String> {
-    let mut bytes = Vec::with_capacity(name.len());
-    let mut rest = name.as_bytes();
-    while let Some((&b, tail)) = rest.split_first() {
-        if b == b'%' {
-            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
-            bytes.push(u8::from_str_radix(hex, 16).ok()?);
-            rest = &tail[2..];
-        } else {
-            bytes.push(b);
-            rest = tail;
-        }
-    }
-    String::from_utf8(bytes).ok()
 }
 
 /// Characters ZooKeeper refuses in a path (`PathUtils.validatePath`).
@@ -395,6 +401,10 @@ mod tests {
         assert_eq!(encode_word("a/b"), "a%2Fb");
         assert_eq!(decode_word("bad%G1"), None);
         assert_eq!(decode_word("cut%2"), None);
+        let name = dependent_name("q.1", "a.b");
+        assert_eq!(name, "q%2E1.a%2Eb");
+        assert_eq!(parse_dependent(&name), Some(("q.1".into(), "a.b".into())));
+        assert_eq!(parse_dependent("nodot"), None);
     }
 
     #[test]

@@ -1,39 +1,30 @@
 //! post: one transaction creates jobworker's record of the job (which
 //! refuses a duplicate id), its delayed entry when it runs later, its tag
 //! and tracking entries (`tags.rs`, `track.rs`), takes its unique key
-//! (`unique.rs`), and creates the persistent sequential job znode with
-//! taskflow's JSON posting.
+//! (`unique.rs`), ties it to the dependencies it waits for (`deps.rs`),
+//! and creates the persistent sequential job znode with taskflow's JSON
+//! posting (or, while it waits for dependencies, its waiting entry).
 
 use zookeeper_client as zk;
 
 use crate::codec::details_of;
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
-use crate::zookeeper::access::Access;
+mod prepared;
+
+use prepared::Entries;
+pub(crate) use prepared::Prepared;
+
 use crate::zookeeper::cache::Known;
 use crate::zookeeper::events;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
 use crate::zookeeper::record::JobRecord;
 use crate::zookeeper::session::{failed_op, is_definite, source};
-use crate::zookeeper::unique::Take;
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Tries of one post (a retry only follows a post known not to have landed).
 const POST_TRIES: usize = 3;
-
-/// Refuses what the ZooKeeper board does not offer.
-fn check_supported(job: &NewJob, queue: &str) -> Result<()> {
-    let what = if !job.depends.is_empty() {
-        "dependencies"
-    } else {
-        return Ok(());
-    };
-    Err(Error::unsupported(format!(
-        "cannot post job {} to queue {queue}: {what} are not supported on ZooKeeper",
-        job.name
-    )))
-}
 
 impl ZooKeeperBoard {
     /// Posts `job` to `queue` (see the module docs).
@@ -54,10 +45,16 @@ impl ZooKeeperBoard {
                     Err(take) => post.entries.unique = Some(take),
                 }
             }
+            if !post.job.depends.is_empty() {
+                self.link_dependencies(&paths, &mut post).await?;
+            }
             match self.post_once(&paths, &mut post).await? {
                 Posted::Done(znode) => {
                     if let Some(znode) = znode {
                         self.posted(&paths, &post, &znode).await;
+                    } else if post.is_waiting() {
+                        let posted = events::posted(&post.job.name, post.record.posted_ms);
+                        self.emit(&paths.queue, post.id.as_str(), &[posted]);
                     }
                     return Ok(post.id);
                 }
@@ -77,7 +74,6 @@ impl ZooKeeperBoard {
     pub(crate) fn prepare_post(&self, paths: &QueuePaths, job: NewJob) -> Result<Prepared> {
         job.validate()?;
         let queue = &paths.queue;
-        check_supported(&job, queue)?;
         let id = job.id.clone().unwrap_or_else(JobId::random);
         paths::validate_job_id(id.as_str())?;
         let details = details_of(&job.args);
@@ -117,6 +113,7 @@ impl ZooKeeperBoard {
                 index,
                 leftovers: Vec::new(),
                 unique: None,
+                links: Vec::new(),
             },
         };
         post.stamp(paths, self.now_ms());
@@ -128,15 +125,32 @@ impl ZooKeeperBoard {
         let id = post.id.as_str();
         let what = format!("cannot post job {id} to queue {}", paths.queue);
         self.ensure_parents(&what, &post.entries.index).await?;
+        // A link's directory holds its entry (made now, or there already).
+        let linked: Vec<String> = post
+            .entries
+            .links
+            .iter()
+            .filter_map(|l| l.entry.clone())
+            .collect();
+        self.ensure_parents(&what, &linked).await?;
         let client = self.client(&what).await?;
         let mut w = client.new_multi_writer();
         post.stage(&mut w, paths, self.session().access())
             .map_err(|e| self.session().error(&what, &e))?;
+        let waiting = post.is_waiting();
         let (record, delayed, entries) = (&post.record, &post.delayed, &mut post.entries);
         match w.commit().await {
+            Ok(_) if waiting => Ok(Posted::Done(None)),
             Ok(results) => Ok(Posted::Done(created_job(results))),
             Err(e) => match failed_op(&e) {
                 Some((0, zk::Error::NodeExists)) => self.landed_or_exists(paths, id, record).await,
+                // A dependency changed since it was read: read it again.
+                Some((i, _)) if entries.is_link(i, delayed.is_some()) => Ok(Posted::Retry),
+                // A waiting posting of this id without a record: a leftover.
+                Some((i, zk::Error::NodeExists)) if waiting && entries.is_last(i, delayed.is_some()) => {
+                    let _ = client.delete(&paths.waiting_entry(id), None).await;
+                    Ok(Posted::Retry)
+                }
                 // Entries an earlier job of this id left: replace them.
                 // Another post took the unique key first: read it again.
                 Some((i, zk::Error::NodeExists | zk::Error::BadVersion))
@@ -249,99 +263,6 @@ pub(crate) fn created_jobs(results: Vec<zk::MultiWriteResult>) -> Vec<String> {
         })
         .filter(|n| paths::is_job_name(n))
         .collect()
-}
-
-/// A post ready for a transaction: the job, its id, the posting's bytes,
-/// jobworker's record, the delayed entry when it runs later and its index
-/// entries. [`ZooKeeperBoard::prepare_post`] makes it; a post stages it in
-/// a transaction of its own, and the recurring spawn (`recurring.rs`)
-/// stages several in one transaction with the template's version-checked
-/// write.
-pub(crate) struct Prepared {
-    /// The job's id.
-    pub id: JobId,
-    job: NewJob,
-    details: rmpv::Value,
-    bytes: Vec<u8>,
-    record: JobRecord,
-    delayed: Option<String>,
-    entries: Entries,
-}
-
-impl Prepared {
-    /// Sets the post's time to `now` (server clock): the record's post time
-    /// and, for a job that runs later, its run-at time and delayed entry.
-    fn stamp(&mut self, paths: &QueuePaths, now: i64) {
-        let run_at = now.saturating_add(self.job.run_at.delay().as_millis() as i64);
-        self.record.posted_ms = now;
-        self.record.run_at_ms = if run_at > now { run_at } else { 0 };
-        self.delayed = (run_at > now).then(|| paths.delayed_entry(self.id.as_str(), run_at));
-    }
-
-    /// The index entries the post creates (their parents must exist: see
-    /// [`ZooKeeperBoard::ensure_parents`]).
-    pub(crate) fn index(&self) -> &[String] {
-        &self.entries.index
-    }
-
-    /// How many bytes the post adds to a transaction, about.
-    pub(crate) fn size(&self) -> usize {
-        self.bytes.len() + self.entries.index.len() * 64 + 512
-    }
-
-    /// Stages the post in `w`: the record, the delayed entry, the index
-    /// entries (leftovers deleted first), the unique key, and the job
-    /// znode last (its name is read from the last create's result).
-    pub(crate) fn stage(
-        &self,
-        w: &mut zk::MultiWriter<'_>,
-        paths: &QueuePaths,
-        access: &Access,
-    ) -> Result<(), zk::Error> {
-        let persistent = &access.persistent();
-        let id = self.id.as_str();
-        w.add_create(&paths.record(id), &self.record.to_bytes(), persistent)?;
-        if let Some(entry) = &self.delayed {
-            w.add_create(entry, b"", persistent)?;
-        }
-        let entries = &self.entries;
-        entries.leftovers.iter().try_for_each(|e| w.add_delete(e, None))?;
-        entries
-            .index
-            .iter()
-            .try_for_each(|e| w.add_create(e, b"", persistent))?;
-        if let Some(take) = &entries.unique {
-            take.stage(w, persistent)?;
-        }
-        w.add_create(
-            &format!("{}/{}", paths.jobs, paths::JOB_PREFIX),
-            &self.bytes,
-            &access.sequential(),
-        )
-    }
-}
-
-/// The index entries a post makes (tags, tracking), those among them
-/// that an earlier job of the same id left behind (deleted first), and the
-/// write that takes its unique key.
-struct Entries {
-    index: Vec<String>,
-    leftovers: Vec<String>,
-    unique: Option<Take>,
-}
-
-impl Entries {
-    /// True when op `i` of the transaction created an index entry.
-    fn is_entry(&self, i: usize, delayed: bool) -> bool {
-        let first = 1 + usize::from(delayed) + self.leftovers.len();
-        i.checked_sub(first).is_some_and(|k| k < self.index.len())
-    }
-
-    /// True when op `i` of the transaction took the unique key.
-    fn is_unique(&self, i: usize, delayed: bool) -> bool {
-        let at = 1 + usize::from(delayed) + self.leftovers.len() + self.index.len();
-        self.unique.is_some() && i == at
-    }
 }
 
 /// What one try of a post did.

@@ -14,6 +14,8 @@
 //!   rewritten in place, and the new priority orders it once it is ready
 //!   again (a board that cached the old posting reads it anew when its
 //!   claim of the old version fails).
+//! - a job waiting for dependencies has its waiting posting rewritten; its
+//!   release makes the job znode with it.
 
 use rmpv::Value;
 use zookeeper_client as zk;
@@ -42,6 +44,16 @@ fn with_priority(posting: &[u8], priority: Priority) -> Option<Vec<u8>> {
     json::dumps(&Value::Map(entries)).ok().map(String::into_bytes)
 }
 
+/// What a priority change of a job waiting for dependencies did.
+enum Waiting {
+    /// Changed.
+    Changed,
+    /// Something changed meanwhile: read again.
+    Raced,
+    /// The job does not wait for dependencies.
+    Not,
+}
+
 /// What a priority change reads of its job.
 struct Read {
     znode: String,
@@ -65,6 +77,11 @@ impl ZooKeeperBoard {
         let uuid = job.as_str();
         let what = format!("cannot change the priority of job {uuid} in queue {queue}");
         for _ in 0..TRIES {
+            match self.waiting_priority(&paths, uuid, priority, &what).await? {
+                Waiting::Changed => return Ok(JobState::Waiting),
+                Waiting::Raced => continue,
+                Waiting::Not => {}
+            }
             let Some(read) = self.read_for_priority(&paths, uuid, &what).await? else {
                 let state = self.show_job(queue, uuid).await?.state;
                 return Err(Error::finished(queue, uuid, &state.to_string()));
@@ -74,6 +91,53 @@ impl ZooKeeperBoard {
             }
         }
         Err(self.keeps_changing(&what))
+    }
+
+    /// Changes the priority of job `uuid` if it waits for dependencies:
+    /// its waiting posting and its record, at the versions read.
+    async fn waiting_priority(
+        &self,
+        paths: &QueuePaths,
+        uuid: &str,
+        priority: Priority,
+        what: &str,
+    ) -> Result<Waiting> {
+        let reads = vec![paths.record(uuid), paths.waiting_entry(uuid)];
+        let mut reads = self.read_many(what, reads).await?.into_iter();
+        let (Some((data, record_stat)), Some((posting, waiting_stat))) =
+            (reads.next().flatten(), reads.next().flatten())
+        else {
+            return Ok(Waiting::Not);
+        };
+        let Some(mut record) = JobRecord::from_bytes(&data).filter(JobRecord::is_waiting) else {
+            return Ok(Waiting::Not);
+        };
+        let Some(posting) = with_priority(&posting, priority) else {
+            return Err(Error::codec(format!("{what}: its posting is not a json object")));
+        };
+        record.priority = priority.0;
+        record.log(
+            self.now_ms(),
+            "priority",
+            serde_json::json!({ "priority": priority.0 }),
+        );
+        let client = self.client(what).await?;
+        let mut w = client.new_multi_writer();
+        w.add_set_data(&paths.waiting_entry(uuid), &posting, Some(waiting_stat.version))
+            .and_then(|_| w.add_set_data(&paths.record(uuid), &record.to_bytes(), Some(record_stat.version)))
+            .map_err(|e| self.session().error(what, &e))?;
+        match w.commit().await {
+            Ok(_) => {
+                self.emit(&paths.queue, uuid, &record.fresh);
+                Ok(Waiting::Changed)
+            }
+            Err(e) if is_definite(source(&e)) && !lost_a_race(&e) => {
+                Err(self.session().error(what, source(&e)))
+            }
+            // Released, cancelled or changed meanwhile (or the answer was
+            // lost): read again.
+            Err(_) => Ok(Waiting::Raced),
+        }
     }
 
     /// The job, whether it is claimed, and its record; `None` when it left
@@ -189,7 +253,7 @@ impl ZooKeeperBoard {
 
     /// Writes a moved job's new znode name into its record (best effort:
     /// without it, a later lookup scans).
-    async fn name_znode(
+    pub(crate) async fn name_znode(
         &self,
         paths: &QueuePaths,
         uuid: &str,

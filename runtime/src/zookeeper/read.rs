@@ -2,13 +2,14 @@
 //!
 //! A job on the jobs path is claimed when it has a `.lock`, scheduled when
 //! its record's retry time (or its delayed entry) is ahead, ready
-//! otherwise. A job no longer there is what its record says (completed,
+//! otherwise; one with a waiting entry waits for dependencies (`waiting`). A job no longer there is what its record says (completed,
 //! trashed); a job jobworker never finished is trashed when taskflow's
 //! trash holds its copy and completed otherwise (taskflow consumed it), as
 //! taskflow itself derives COMPLETE from a missing znode.
 
 mod list;
 mod overview;
+mod waiting;
 
 use zookeeper_client as zk;
 
@@ -105,6 +106,11 @@ impl ZooKeeperBoard {
     pub(crate) async fn show_job(&self, queue: &str, uuid: &str) -> Result<JobInfo> {
         let paths = self.paths(queue)?;
         let record = self.read_record(&paths, uuid).await?.map(|(r, _)| r);
+        if record.as_ref().is_some_and(JobRecord::is_waiting) {
+            if let Some(info) = self.show_waiting(&paths, uuid).await? {
+                return Ok(info);
+            }
+        }
         let finished = record.as_ref().is_some_and(|r| r.ending != Ending::Live);
         let znode = match (
             self.inner.cache.znode_of(queue, uuid),
@@ -122,26 +128,7 @@ impl ZooKeeperBoard {
             ..Facts::default()
         };
         let Some(znode) = znode else {
-            if facts.record.as_ref().is_some_and(|r| r.ending == Ending::Live) {
-                // Gone from the jobs path, and the record does not know its
-                // znode: trashed by taskflow (its copy is in the trash), or
-                // consumed by taskflow (it is not).
-                if let Some((data, stat)) = self.find_in_trash(&paths, uuid).await? {
-                    facts.ctime_ms = Some(stat.ctime);
-                    if let Ok(p) = posting::decode(&data) {
-                        facts.posting(p);
-                    }
-                    return Ok(self.info(queue, JobState::Trashed, facts));
-                }
-            }
-            return match facts.record.as_ref().map(|r| r.ending) {
-                // A live record here: consumed by taskflow.
-                Some(ending) => {
-                    let state = ending.state().unwrap_or(JobState::Completed);
-                    Ok(self.info(queue, state, facts))
-                }
-                None => Err(Error::not_found(queue, uuid)),
-            };
+            return self.show_unlisted(&paths, facts).await;
         };
         let what = format!("cannot read job {uuid} of queue {queue}");
         // One multi-read, a consistent snapshot: with the record read again
@@ -193,6 +180,31 @@ impl ZooKeeperBoard {
         }
         facts.lock = lock.map(|(data, stat)| (LockBody::parse(&data), stat));
         Ok(self.info(queue, state, facts))
+    }
+
+    /// show of a job not on the jobs path, going by its record (`facts`).
+    async fn show_unlisted(&self, paths: &QueuePaths, mut facts: Facts) -> Result<JobInfo> {
+        let (queue, uuid) = (&paths.queue, facts.uuid.clone());
+        if facts.record.as_ref().is_some_and(|r| r.ending == Ending::Live) {
+            // Gone from the jobs path, and the record does not know its
+            // znode: trashed by taskflow (its copy is in the trash), or
+            // consumed by taskflow (it is not).
+            if let Some((data, stat)) = self.find_in_trash(paths, &uuid).await? {
+                facts.ctime_ms = Some(stat.ctime);
+                if let Ok(p) = posting::decode(&data) {
+                    facts.posting(p);
+                }
+                return Ok(self.info(queue, JobState::Trashed, facts));
+            }
+        }
+        match facts.record.as_ref().map(|r| r.ending) {
+            // A live record here: consumed by taskflow.
+            Some(ending) => {
+                let state = ending.state().unwrap_or(JobState::Completed);
+                Ok(self.info(queue, state, facts))
+            }
+            None => Err(Error::not_found(queue, &uuid)),
+        }
     }
 
     /// The trash copy of job `uuid`, found by reading the queue's trash (a

@@ -76,6 +76,14 @@ pub(crate) struct JobRecord {
     /// Tags given at post.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The dependencies the job still waits for (`deps.rs`): while there
+    /// are any, its posting is kept in `R/Q/.jw/waiting`, off the jobs path.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub depends: Vec<DepRef>,
+    /// Set by the first post of a job that waits for this one: its consume
+    /// then leaves an owed entry and releases them (`deps.rs`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dependents: bool,
     /// When it was posted (ms, server clock estimate).
     pub posted_ms: i64,
     /// When it ended (ms), for completed and trashed jobs.
@@ -95,6 +103,15 @@ pub(crate) struct JobRecord {
     pub fresh: Vec<serde_json::Value>,
 }
 
+/// A job of any queue (of the same root), as dependencies name them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DepRef {
+    /// Its queue.
+    pub queue: String,
+    /// Its id.
+    pub id: String,
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -111,6 +128,12 @@ impl JobRecord {
             v @ serde_json::Value::Object(_) => serde_json::from_value(v).ok(),
             _ => None,
         }
+    }
+
+    /// Whether the job waits for dependencies (its posting is in the
+    /// waiting path, not on the jobs path).
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.ending == Ending::Live && !self.depends.is_empty()
     }
 
     /// Records a failure `reason` (and its group).

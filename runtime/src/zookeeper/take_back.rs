@@ -98,7 +98,6 @@ impl ZooKeeperBoard {
                 Err(Failed::Lock | Failed::Job) => return Ok(Stall::Skipped),
                 Err(Failed::TrashTaken) => trash_name = format!("{}-{}", k.znode, lock_stat.czxid),
                 Err(Failed::NoParent) => self.remake(paths).await?,
-                Err(Failed::Record | Failed::NoBucket | Failed::HistoryTaken | Failed::DelayedTaken) => {}
                 Err(Failed::Refused(e)) => return Err(self.session().error(&what, &e)),
                 Err(Failed::Unknown(e)) => {
                     tracing::warn!(job = %k.uuid, queue = %paths.queue, error = %e, "recovery outcome unknown; checking");
@@ -106,6 +105,8 @@ impl ZooKeeperBoard {
                         return Ok(done);
                     }
                 }
+                // The record or an entry changed meanwhile: read again.
+                Err(_) => {}
             }
         }
         Ok(Stall::Skipped)

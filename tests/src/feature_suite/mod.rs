@@ -6,11 +6,12 @@
 //! It grows one capability at a time as ZooKeeper gains them, one file per
 //! capability (`cancel`, `pause`, `limit`, `failed`, `history`, `config`,
 //! `tags`, `unique`, `priority`, `recurring`, `leader` for maintenance,
-//! `stats`, `events`); the Redis feature tests
+//! `stats`, `events`, `deps`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
 mod config;
+mod deps;
 mod events;
 mod failed;
 mod history;
@@ -25,6 +26,7 @@ mod unique;
 
 pub use cancel::*;
 pub use config::*;
+pub use deps::*;
 pub use events::*;
 pub use failed::*;
 pub use history::*;
@@ -101,7 +103,16 @@ macro_rules! feature_tests {
             stats_stay_exact_while_boards_work_and_fold,
             the_event_stream_carries_every_event,
             the_event_stream_tells_failures_the_trash_and_cancels,
-            the_tracked_stream_carries_only_tracked_jobs);
+            the_tracked_stream_carries_only_tracked_jobs,
+            a_same_queue_chain_runs_in_order, a_cross_queue_dependency_is_released_when_consumed,
+            a_job_waits_for_all_of_its_dependencies,
+            a_dependency_already_consumed_leaves_the_job_ready_at_once,
+            a_missing_dependency_fails_the_post_and_leaves_nothing_behind,
+            cancel_is_refused_with_dependents_and_cancels_the_chain_with_them,
+            diamond_across_two_queues_runs_in_dependency_order,
+            waiting_jobs_are_listed_counted_reprioritised_and_cancelled,
+            dependents_posted_during_their_dependencys_consume_are_all_released,
+            a_cancel_racing_a_dependents_post_never_strands_it);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(

@@ -1,6 +1,6 @@
 //! list: a page of a queue's jobs in one state (live ones from a listing,
-//! completed ones from the history, trashed and quarantined ones from their
-//! znodes).
+//! completed ones from the history, waiting, trashed and quarantined ones
+//! from their znodes).
 
 use std::cmp::Reverse;
 use std::sync::Arc;
@@ -33,8 +33,7 @@ impl ZooKeeperBoard {
             }
             ListFilter::State(JobState::Trashed) => self.list_trashed(&paths, page).await,
             ListFilter::State(JobState::Quarantined) => self.list_quarantined(&paths, page).await,
-            // No dependencies on ZooKeeper: never waiting.
-            ListFilter::State(JobState::Waiting) => Ok(Vec::new()),
+            ListFilter::State(JobState::Waiting) => self.list_waiting(&paths, page).await,
         }
     }
 

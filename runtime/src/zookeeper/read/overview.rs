@@ -1,8 +1,8 @@
 //! overview: one queue at a glance on ZooKeeper. The live jobs are counted
 //! from the board's snapshot of the jobs path (what `list` reads), the
 //! finished ones from their paths' children (completed and cancelled jobs
-//! share the history, told apart by the entry's name); ZooKeeper keeps no
-//! waiting jobs, so those are `None`. Unlike
+//! share the history, told apart by the entry's name) and the waiting
+//! ones from their postings' directory. Unlike
 //! Redis' O(1) counts, this reads every child name of the queue's paths.
 
 use super::list::live_state;
@@ -56,7 +56,7 @@ impl ZooKeeperBoard {
             counts: StateCounts {
                 ready: Some(ready),
                 scheduled: Some(scheduled),
-                waiting: None,
+                waiting: Some(self.count_waiting(&paths).await?),
                 claimed: Some(claimed),
                 completed: Some(completed),
                 trashed: Some(trashed),
