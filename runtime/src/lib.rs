@@ -20,6 +20,7 @@ pub mod cli;
 pub mod codec;
 #[cfg(feature = "cli")]
 mod console;
+mod crypto;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod error;

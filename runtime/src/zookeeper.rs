@@ -51,6 +51,8 @@
 //! With digest credentials (`user:password@host:port/root`, see
 //! [`ZooKeeperOptions::digest`]) the session authenticates and every znode
 //! it creates is creator-only, plus read for an optional reader identity.
+//! With [`ZooKeeperOptions::tls`] every server is reached over TLS (see
+//! [`ZooKeeperTls`]).
 //!
 //! # Features
 //!
@@ -95,6 +97,7 @@ mod stats;
 mod tags;
 mod take_back;
 mod tally;
+mod tls;
 mod track;
 mod trash;
 mod unique;
@@ -102,6 +105,7 @@ mod wait;
 
 pub use access::Digest;
 pub use board::ZooKeeperBoard;
+pub use tls::ZooKeeperTls;
 /// Fuzzing entry: a JSON posting decodes, re-encodes and decodes the same.
 ///
 /// Every decoded posting must encode (its values came from JSON, and the

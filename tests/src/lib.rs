@@ -12,6 +12,9 @@
 //!   loopback ports for one test, whose members a test may kill and restart.
 //! - [`RedisCluster`]: a Redis Cluster of N masters on loopback ports for one
 //!   test, and [`shared_cluster`], one 3-master cluster per test binary.
+//! - [`TlsZooKeeper`]: a ZooKeeper server with a TLS client port.
+//! - [`make_certs`]: a private CA with server and client certificates, for
+//!   TLS tests.
 //! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
@@ -35,6 +38,7 @@ pub mod lua_bench;
 pub mod shape;
 
 mod support {
+    pub mod certs;
     pub mod cluster;
     pub mod ensemble;
     pub mod exit;
@@ -46,9 +50,11 @@ mod support {
     pub mod sentinel;
     pub mod wait;
     pub mod zookeeper;
+    pub mod zookeeper_tls;
 }
 
 pub use chaos::procs::is_zookeeper_agent;
+pub use support::certs::{make_certs, Certs};
 pub use support::cluster::{shared_cluster, RedisCluster};
 pub use support::ensemble::{EstablishedSession, ZooKeeperEnsemble, ZooKeeperMode, ENSEMBLE_TIMEOUT};
 pub use support::fixtures::{fixtures_dir, workspace_dir};
@@ -62,3 +68,4 @@ pub use support::redis::{shared_redis, SharedRedis};
 pub use support::sentinel::{Sentinels, MASTER_NAME};
 pub use support::wait::{wait_for, wait_for_blocking, wait_until, POLL_INTERVAL};
 pub use support::zookeeper::{shared_zookeeper, ZooKeeperOptions, ZooKeeperServer};
+pub use support::zookeeper_tls::TlsZooKeeper;

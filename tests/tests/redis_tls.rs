@@ -12,16 +12,13 @@
 //! `JOBWORKER_REDIS_CA` stays in one test function.
 
 use jobworker_tests::copy_of;
-use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, NewJob};
-use jobworker_tests::{unique_queue, wait_for_blocking};
+use jobworker_tests::{make_certs, unique_queue, wait_for_blocking, Certs};
 use tempfile::TempDir;
 
 /// The variable `jobworker::redis` reads the CA path from.
@@ -30,123 +27,6 @@ const CA_ENV: &str = "JOBWORKER_REDIS_CA";
 const READY_DEADLINE: Duration = Duration::from_secs(10);
 /// How many fresh TLS ports to try when the one picked is lost to a race.
 const PORT_ATTEMPTS: usize = 3;
-
-/// OpenSSL config: an empty DN section for `req`, the CA and the server
-/// extensions.
-const OPENSSL_CNF: &str = "\
-[req]
-distinguished_name = dn
-prompt = no
-
-[dn]
-CN = unused
-
-[v3_ca]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign
-subjectKeyIdentifier = hash
-
-[v3_server]
-basicConstraints = critical,CA:FALSE
-keyUsage = critical,digitalSignature,keyEncipherment
-extendedKeyUsage = serverAuth
-subjectAltName = DNS:localhost,IP:127.0.0.1
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-";
-
-/// Paths of the generated PEM files.
-struct Certs {
-    ca: PathBuf,
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-/// Runs `openssl args…` in `dir`; panics with its stderr on failure and with
-/// the install hint when `openssl` is missing.
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| {
-            if e.kind() == ErrorKind::NotFound {
-                panic!("install openssl: apt-get install -y openssl");
-            }
-            panic!("cannot run openssl {args:?}: {e}");
-        });
-    assert!(
-        out.status.success(),
-        "openssl {args:?} failed ({}):\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A private CA and a certificate for `localhost` signed by it, in `dir`.
-fn make_certs(dir: &Path) -> Certs {
-    std::fs::write(dir.join("openssl.cnf"), OPENSSL_CNF).unwrap();
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca_args = vec!["req", "-x509", "-config", "openssl.cnf", "-extensions", "v3_ca"];
-    ca_args.extend(ec);
-    ca_args.extend([
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=jobworker test CA",
-    ]);
-    openssl(dir, &ca_args);
-    let mut csr_args = vec!["req", "-new", "-config", "openssl.cnf"];
-    csr_args.extend(ec);
-    csr_args.extend([
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    openssl(dir, &csr_args);
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-set_serial",
-            "2",
-            "-days",
-            "2",
-            "-extfile",
-            "openssl.cnf",
-            "-extensions",
-            "v3_server",
-            "-out",
-            "server.pem",
-        ],
-    );
-    Certs {
-        ca: dir.join("ca.pem"),
-        cert: dir.join("server.pem"),
-        key: dir.join("server.key"),
-    }
-}
 
 /// A free loopback port: bind port 0, read it, release it.
 fn free_port() -> u16 {

@@ -280,7 +280,10 @@ fn on_zookeeper_the_pages_show_every_state() {
         .expect("the queue's row")
         .to_owned();
     assert!(row.contains(">2</a>"), "two ready jobs counted: {row}");
-    assert!(row.contains("?state=waiting\">1</a>"), "one waiting job counted: {row}");
+    assert!(
+        row.contains("?state=waiting\">1</a>"),
+        "one waiting job counted: {row}"
+    );
     assert!(
         !row.contains("not kept by this backend"),
         "every state is kept: {row}"

@@ -11,7 +11,7 @@ use crate::board::BoardSpec;
 use crate::error::Result;
 use crate::local::{DefaultBoard, LocalBoard, LOCAL_REDIS};
 use crate::redis::RedisOptions;
-use crate::zookeeper::ZooKeeperOptions;
+use crate::zookeeper::{ZooKeeperOptions, ZooKeeperTls};
 
 /// Where the board is.
 #[derive(Debug, Args)]
@@ -44,6 +44,36 @@ pub struct BoardArgs {
         requires = "zookeeper"
     )]
     pub zookeeper_reader: Option<String>,
+    /// Reach every ZooKeeper server over TLS (its secureClientPort),
+    /// checking its certificate against the CA certificates in FILE (PEM)
+    /// and the host name or address it is reached by.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "JOBWORKER_ZOOKEEPER_CA",
+        requires = "zookeeper"
+    )]
+    pub zookeeper_ca: Option<PathBuf>,
+    /// With --zookeeper-ca: the client certificate (PEM) shown to servers
+    /// that ask for one (ZooKeeper's default `ssl.clientAuth=need`).
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "JOBWORKER_ZOOKEEPER_CERT",
+        requires_all = ["zookeeper_ca", "zookeeper_key"]
+    )]
+    pub zookeeper_cert: Option<PathBuf>,
+    /// With --zookeeper-cert: its private key (PEM).
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "JOBWORKER_ZOOKEEPER_KEY",
+        requires = "zookeeper_cert"
+    )]
+    pub zookeeper_key: Option<PathBuf>,
     /// The private board's directory (its redis-server, unix socket and
     /// append-only file). Default: `$XDG_DATA_HOME/jobworker`, else
     /// `~/.local/share/jobworker`, used when no --redis is given and nothing
@@ -134,6 +164,13 @@ pub(crate) fn spec(args: &BoardArgs) -> Result<BoardSpec> {
         }
         let mut opts = ZooKeeperOptions::new(connect.clone());
         opts.reader = args.zookeeper_reader.clone();
+        opts.tls = args.zookeeper_ca.as_ref().map(|ca| {
+            let tls = ZooKeeperTls::new(ca);
+            match (&args.zookeeper_cert, &args.zookeeper_key) {
+                (Some(cert), Some(key)) => tls.with_identity(cert, key),
+                _ => tls,
+            }
+        });
         opts.validate()?;
         return Ok(BoardSpec::ZooKeeper(opts));
     }

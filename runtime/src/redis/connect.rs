@@ -3,7 +3,7 @@
 //! version check and reconnects.
 
 use std::future::Future;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -99,11 +99,7 @@ pub(super) fn redact(url: &str) -> String {
 
 /// The private CA named by [`CA_ENV`], if set.
 pub(crate) fn private_ca() -> Result<Option<redis::TlsCertificates>> {
-    static PROVIDER: Once = Once::new();
-    PROVIDER.call_once(|| {
-        // Several crates may race to install one; whichever wins is fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    crate::crypto::install_provider();
     let Ok(path) = std::env::var(CA_ENV) else {
         return Ok(None);
     };

@@ -67,7 +67,8 @@ impl ZooKeeperBoard {
     pub async fn connect(opts: ZooKeeperOptions) -> Result<ZooKeeperBoard> {
         opts.validate()?;
         let (hosts, root) = opts.split()?;
-        let session = Session::connect(&hosts, opts.session_timeout, opts.access()?).await?;
+        let session =
+            Session::connect(&hosts, opts.session_timeout, opts.access()?, opts.tls.clone()).await?;
         let mut board = ZooKeeperBoard {
             inner: Arc::new(Inner {
                 opts,

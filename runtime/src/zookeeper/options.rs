@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::job::DEFAULT_MAX_ATTEMPTS;
 use crate::zookeeper::access::{Access, Digest};
 use crate::zookeeper::paths;
+use crate::zookeeper::tls::ZooKeeperTls;
 
 /// Default session timeout (kazoo's default too).
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -28,6 +29,8 @@ pub struct ZooKeeperOptions {
     /// An identity (`SCHEME:ID`, as in ZooKeeper's `setAcl`) given read
     /// access to every znode the board creates; needs `digest`.
     pub reader: Option<String>,
+    /// TLS to every server (their `secureClientPort`); `None`: plain TCP.
+    pub tls: Option<ZooKeeperTls>,
     /// Session timeout. Claims made through a session end with it (as in
     /// taskflow) at the latest; the server clamps it to its
     /// `[min,max]SessionTimeout`.
@@ -54,6 +57,7 @@ impl ZooKeeperOptions {
             connect: connect.to_owned(),
             digest,
             reader: None,
+            tls: None,
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             default_max_attempts: DEFAULT_MAX_ATTEMPTS,
             history_count: DEFAULT_HISTORY_COUNT,
@@ -77,6 +81,9 @@ impl ZooKeeperOptions {
     pub fn validate(&self) -> Result<()> {
         self.split()?;
         self.access()?;
+        if let Some(tls) = &self.tls {
+            tls.options()?;
+        }
         if self.session_timeout < Duration::from_millis(100) {
             return Err(Error::invalid(format!(
                 "zookeeper session timeout {:?} is too short (at least 100 ms)",

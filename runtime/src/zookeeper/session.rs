@@ -21,6 +21,7 @@ use zookeeper_client as zk;
 
 use crate::error::{Error, Result};
 use crate::zookeeper::access::Access;
+use crate::zookeeper::tls::ZooKeeperTls;
 
 /// How long the session thread waits for a closing session to say goodbye
 /// (so our ephemerals go at once) before it exits.
@@ -74,6 +75,8 @@ pub(crate) struct Session {
     timeout: Duration,
     /// The credentials and the ACLs of the znodes this session creates.
     access: Access,
+    /// TLS to the servers, when asked for.
+    tls: Option<ZooKeeperTls>,
     runtime: tokio::runtime::Handle,
     /// Hands the last client to the session thread on drop, which closes it.
     stop: Mutex<Option<tokio::sync::oneshot::Sender<zk::Client>>>,
@@ -106,8 +109,13 @@ impl Drop for Session {
 
 impl Session {
     /// Starts the session thread and connects to `hosts` with `access`'s
-    /// credentials.
-    pub(crate) async fn connect(hosts: &str, timeout: Duration, access: Access) -> Result<Session> {
+    /// credentials (over TLS with `tls`).
+    pub(crate) async fn connect(
+        hosts: &str,
+        timeout: Duration,
+        access: Access,
+        tls: Option<ZooKeeperTls>,
+    ) -> Result<Session> {
         let (handle_tx, handle_rx) = tokio::sync::oneshot::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<zk::Client>();
         // The runtime is made and dropped on its own thread (dropping one
@@ -141,11 +149,12 @@ impl Session {
             .await
             .map_err(|_| Error::unavailable("the zookeeper session thread ended at start"))?
             .map_err(|e| Error::io("cannot start the zookeeper session runtime", e))?;
-        let client = connect_on(&handle, hosts, timeout, &access).await?;
+        let client = connect_on(&handle, hosts, timeout, &access, tls.as_ref()).await?;
         Ok(Session {
             hosts: hosts.to_owned(),
             timeout,
             access,
+            tls,
             runtime: handle,
             stop: Mutex::new(Some(stop_tx)),
             current: Mutex::new(Current {
@@ -186,7 +195,8 @@ impl Session {
         }
         let old = self.current.lock().map(|c| c.client.session_id().0).unwrap_or(0);
         tracing::warn!(hosts = %self.hosts, session = %zk::SessionId(old), "zookeeper session ended; connecting a new one");
-        let client = connect_on(&self.runtime, &self.hosts, self.timeout, &self.access).await?;
+        let tls = self.tls.as_ref();
+        let client = connect_on(&self.runtime, &self.hosts, self.timeout, &self.access, tls).await?;
         if let Ok(mut lost) = self.lost.lock() {
             lost.insert(old);
         }
@@ -282,15 +292,28 @@ async fn connect_on(
     hosts: &str,
     timeout: Duration,
     access: &Access,
+    tls: Option<&ZooKeeperTls>,
 ) -> Result<zk::Client> {
     let connect = hosts.to_owned();
     let started = Instant::now();
-    let connector = access.authenticate(
+    let mut connector = access.authenticate(
         zk::Client::connector()
             .with_session_timeout(timeout)
             .with_fail_eagerly(),
     );
-    let task = runtime.spawn(async move { connector.connect(&connect).await });
+    let secure = match tls {
+        Some(tls) => {
+            connector = connector.with_tls(tls.options()?);
+            true
+        }
+        None => false,
+    };
+    let task = runtime.spawn(async move {
+        match secure {
+            true => connector.secure_connect(&connect).await,
+            false => connector.connect(&connect).await,
+        }
+    });
     match task.await {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(e)) => Err(Error::unavailable(format!(

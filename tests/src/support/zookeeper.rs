@@ -114,6 +114,9 @@ pub struct ZooKeeperOptions {
     pub max_session_timeout: Duration,
     /// Extra `key=value` config lines, written last.
     pub extra_config: Vec<(String, String)>,
+    /// Extra jars on the classpath (e.g. `netty-codec.jar` for a Netty
+    /// server, which `zookeeper.jar`'s manifest does not list).
+    pub extra_classpath: Vec<PathBuf>,
 }
 
 impl Default for ZooKeeperOptions {
@@ -125,6 +128,7 @@ impl Default for ZooKeeperOptions {
             min_session_timeout: DEFAULT_MIN_SESSION_TIMEOUT,
             max_session_timeout: DEFAULT_MAX_SESSION_TIMEOUT,
             extra_config: Vec::new(),
+            extra_classpath: Vec::new(),
         }
     }
 }
@@ -406,6 +410,10 @@ impl ZooKeeperServer {
             classpath.push(':');
             classpath.push_str(SLF4J_SIMPLE_JAR);
         }
+        for jar in &self.opts.extra_classpath {
+            classpath.push(':');
+            classpath.push_str(&jar.display().to_string());
+        }
         let mut cmd = Command::new(JAVA_BIN);
         cmd.args(JVM_OPTIONS)
             .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
@@ -593,7 +601,7 @@ fn spawn_on_launcher(mut cmd: Command) -> io::Result<Child> {
 }
 
 /// A free loopback TCP port (bound once and released).
-fn free_port() -> io::Result<u16> {
+pub(crate) fn free_port() -> io::Result<u16> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
     Ok(listener.local_addr()?.port())
 }
