@@ -1,7 +1,8 @@
 //! The supervisor on ZooKeeper through its agent (the forked helper that
 //! reaches the board for it): `--until-drained` and `--progress`, a dead
 //! worker's claim given back at once even when no worker is forked in its
-//! place, and a poison pill trashed after three crashes. The real
+//! place, and a poison pill trashed after three crashes (also when first
+//! claimed with other jobs, through suspects). The real
 //! `jobworker --zookeeper …` binary against a real ZooKeeper.
 
 mod common;
@@ -183,6 +184,57 @@ async fn an_aborting_handler_is_trashed_as_a_poison_pill_after_three_crashes() {
         || async { board.state(&q, &after).await.unwrap() == JobState::Completed },
     )
     .await;
+    sup.signal(libc::SIGTERM);
+    assert_eq!(
+        sup.wait_exit(Duration::from_secs(30)).code(),
+        Some(0),
+        "{}",
+        sup.log()
+    );
+}
+
+/// A poison pill claimed together with other jobs: its first crash kills
+/// a worker holding three jobs, which blames none and makes all three
+/// suspects; each then runs alone, so the pill's next three crashes are
+/// its own and it is trashed as a poison pill, while the others complete.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_poison_pill_claimed_with_other_jobs_is_found_through_suspects() {
+    let _serial = serial().await;
+    let connect = fresh_root("zk-suspects");
+    let board = board(&connect).await;
+    let q = unique_queue("zk-suspects");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let pill = post(&board, &q, &logged(Action::Abort, 0, &log), 10).await;
+    let mut fine = Vec::new();
+    for _ in 0..2 {
+        fine.push(post(&board, &q, &logged(Action::Sleep, 500, &log), 10).await);
+    }
+    let args = ["--workers", "1", "--concurrency", "3"];
+    let mut sup = Supervisor::start_on(&["--zookeeper", &connect], &q, &args, None);
+    let info = wait_for(
+        sup.and_log("the pill trashed"),
+        Duration::from_secs(120),
+        || async {
+            let info = board.show(&q, &pill).await.unwrap();
+            (info.state == JobState::Trashed).then_some(info)
+        },
+    )
+    .await;
+    let reason = info.reason.clone().unwrap_or_default();
+    assert!(
+        reason.starts_with("poison pill: killed its worker 3 times"),
+        "{reason}"
+    );
+    assert_eq!(starts(&log, &pill), 4, "one shared crash, then three alone");
+    for id in &fine {
+        wait_until(
+            sup.and_log("the others complete"),
+            Duration::from_secs(60),
+            || async { board.state(&q, id).await.unwrap() == JobState::Completed },
+        )
+        .await;
+    }
     sup.signal(libc::SIGTERM);
     assert_eq!(
         sup.wait_exit(Duration::from_secs(30)).code(),

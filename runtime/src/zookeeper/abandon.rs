@@ -25,7 +25,7 @@ impl ZooKeeperBoard {
                     // try must not make it show as scheduled.
                     record.run_at_ms = 0;
                     record.log(now, "abandoned", serde_json::json!({ "worker": lease.owner() }));
-                    (How::Release { delayed: None }, JobState::Ready)
+                    (How::release(None), JobState::Ready)
                 }
                 Abandon::Retry { delay, error } => {
                     record.attempts += 1;
@@ -55,11 +55,11 @@ impl ZooKeeperBoard {
                         )
                     } else if delay.is_zero() {
                         record.run_at_ms = 0;
-                        (How::Release { delayed: None }, JobState::Ready)
+                        (How::release(None), JobState::Ready)
                     } else {
                         let at = now + (delay.as_millis() as i64).max(1);
                         record.run_at_ms = at;
-                        (How::Release { delayed: Some(at) }, JobState::Scheduled)
+                        (How::release(Some(at)), JobState::Scheduled)
                     }
                 }
             };

@@ -267,14 +267,17 @@ impl Board for ZooKeeperBoard {
             who,
             expiry,
             count,
+            holding,
             ..
         } = *request;
         let mut claimed: Vec<Claimed> = Vec::new();
         for queue in queues {
-            if claimed.len() >= count {
+            // A suspect is claimed alone.
+            if claimed.len() >= count || claimed.iter().any(|c| c.suspect) {
                 break;
             }
-            match self.claim_queue(queue, who, expiry, count - claimed.len()).await {
+            let wanted = (count - claimed.len(), holding + claimed.len());
+            match self.claim_queue(queue, who, expiry, wanted).await {
                 Ok(more) => claimed.extend(more),
                 Err(e) if claimed.is_empty() => return Err(e),
                 Err(e) => {

@@ -238,6 +238,9 @@ impl ZooKeeperBoard {
                     if let Some(at) = t.delayed {
                         let _ = client.delete(&paths.delayed_entry(uuid, at), None).await;
                     }
+                    // A suspect's entry, if it was one (best effort: an
+                    // entry without its job is passed over by claims).
+                    let _ = client.delete(&paths.suspect_entry(uuid), None).await;
                     self.unlink_dependencies(&paths.queue, uuid, &t.record).await;
                 }
                 Ok(Tried::Done)

@@ -10,7 +10,7 @@ use zookeeper_client as zk;
 use crate::error::{Error, Result};
 use crate::job::Claimed;
 use crate::zookeeper::cache::Known;
-use crate::zookeeper::claim::Attempt;
+use crate::zookeeper::claim::{Attempt, Claimer};
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::posting;
 use crate::zookeeper::record::LockBody;
@@ -33,7 +33,12 @@ impl ZooKeeperBoard {
         for _ in 0..3 {
             let znode = self.locate(&paths, uuid).await?.ok_or_else(not_found)?;
             let known = self.known_one(&paths, &znode).await?.ok_or_else(not_found)?;
-            match self.try_claim(&paths, &known, who, expiry, None).await? {
+            let claimer = Claimer {
+                who,
+                expiry,
+                suspect: false,
+            };
+            match self.try_claim(&paths, &known, &claimer, None).await? {
                 Attempt::Claimed(c) => return Ok(*c),
                 Attempt::Gone | Attempt::Contended => self.inner.cache.forget(queue, &znode),
                 Attempt::Taken => {

@@ -21,6 +21,8 @@ pub(crate) enum How {
     Release {
         /// Due time of a delayed entry to create.
         delayed: Option<i64>,
+        /// Mark the job a suspect (its worker died holding several).
+        suspect: bool,
     },
     /// Lock and job go; a history entry in bucket `history` when given;
     /// an owed entry when the job has dependents (`deps.rs`).
@@ -40,6 +42,22 @@ pub(crate) enum How {
 }
 
 impl How {
+    /// The lock goes, the job is ready again, a suspect or not.
+    pub(crate) fn back(suspect: bool) -> How {
+        How::Release {
+            delayed: None,
+            suspect,
+        }
+    }
+
+    /// The lock goes, the job stays: ready, or scheduled until `delayed`.
+    pub(crate) fn release(delayed: Option<i64>) -> How {
+        How::Release {
+            delayed,
+            suspect: false,
+        }
+    }
+
     /// What ending so counts in the statistics: a trash a failure, a
     /// consume a completion, a release after a `failed_try` a retry.
     pub(crate) fn counted(&self, failed_try: bool) -> Counted {
@@ -96,6 +114,8 @@ pub(crate) enum Failed {
     /// An owed entry of that id exists (an earlier job of the id still
     /// owes releases).
     OwedTaken,
+    /// The job is a suspect already.
+    SuspectTaken,
     /// The server refused the request for another reason.
     Refused(zk::Error),
     /// The outcome is unknown (connection lost mid-request).
@@ -122,7 +142,11 @@ impl ZooKeeperBoard {
                     }
                     (
                         Some(
-                            Failed::DelayedTaken | Failed::TrashTaken | Failed::NoParent | Failed::OwedTaken,
+                            Failed::DelayedTaken
+                            | Failed::TrashTaken
+                            | Failed::NoParent
+                            | Failed::OwedTaken
+                            | Failed::SuspectTaken,
                         ),
                         zk::Error::NoNode,
                     ) => Failed::NoParent,
@@ -138,7 +162,8 @@ impl ZooKeeperBoard {
                             kind @ (Failed::TrashTaken
                             | Failed::HistoryTaken
                             | Failed::DelayedTaken
-                            | Failed::OwedTaken),
+                            | Failed::OwedTaken
+                            | Failed::SuspectTaken),
                         ),
                         zk::Error::NodeExists,
                     ) => kind.clone(),
@@ -190,9 +215,15 @@ fn stage(
         }
     }
     match how {
-        How::Release { delayed: Some(at) } => {
-            w.add_create(&p.delayed_entry(f.uuid, *at), b"", persistent)?;
-            kinds.push(Failed::DelayedTaken);
+        How::Release { delayed, suspect } => {
+            if let Some(at) = delayed {
+                w.add_create(&p.delayed_entry(f.uuid, *at), b"", persistent)?;
+                kinds.push(Failed::DelayedTaken);
+            }
+            if *suspect {
+                w.add_create(&p.suspect_entry(f.uuid), b"", persistent)?;
+                kinds.push(Failed::SuspectTaken);
+            }
         }
         How::Consume { history, owed } => {
             if let Some(hour) = history {

@@ -200,7 +200,10 @@ impl ZooKeeperBoard {
             Err(Failed::DelayedTaken) => {
                 // An entry for this very time exists: the job is scheduled
                 // then anyway; drop it and write ours again.
-                if let How::Release { delayed: Some(at) } = how {
+                if let How::Release {
+                    delayed: Some(at), ..
+                } = how
+                {
                     let _ = client.delete(&paths.delayed_entry(finish.uuid, *at), None).await;
                 }
                 return Ok(Ended::Retry);
@@ -219,7 +222,7 @@ impl ZooKeeperBoard {
             Err(_) => return Ok(Ended::Retry),
         }
         match how {
-            How::Release { delayed } => {
+            How::Release { delayed, .. } => {
                 // Our lease is over: a lock seen there later is another one.
                 self.inner.cache.unlock(&paths.queue, &held.znode);
                 self.drop_stale_delay(paths, held, *delayed);

@@ -20,14 +20,13 @@
 //! neither held back nor gated, but its lock counts.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use zookeeper_client as zk;
 
 use crate::error::Result;
 use crate::job::Claimed;
 use crate::zookeeper::cache::{Known, Snapshot};
-use crate::zookeeper::claim::Noted;
+use crate::zookeeper::claim::{Claimer, Noted};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::settings::Stored;
 use crate::zookeeper::ZooKeeperBoard;
@@ -64,7 +63,7 @@ impl ZooKeeperBoard {
     /// docs).
     pub(crate) async fn claim_view(&self, paths: &QueuePaths) -> Result<ClaimView> {
         let what = format!("cannot list queue {}", paths.queue);
-        let (settings, gate, children, delayed) = self
+        let (settings, gate, (children, delayed, suspects)) = self
             .read(&what, |client| {
                 let p = paths.clone();
                 async move {
@@ -73,8 +72,11 @@ impl ZooKeeperBoard {
                     let gate = client.check_stat(&p.claims);
                     let jobs = client.list_children(&p.jobs);
                     let delayed = client.list_children(&p.delayed);
-                    let (settings, gate, jobs, delayed) = futures_util::join!(settings, gate, jobs, delayed);
-                    Ok((found(settings)?, gate?, found(jobs)?, found(delayed)?))
+                    let suspects = client.list_children(&p.suspects);
+                    let (settings, gate, jobs, delayed, suspects) =
+                        futures_util::join!(settings, gate, jobs, delayed, suspects);
+                    let listed = (found(jobs)?, found(delayed)?, found(suspects)?);
+                    Ok((found(settings)?, gate?, listed))
                 }
             })
             .await?
@@ -82,7 +84,10 @@ impl ZooKeeperBoard {
         Ok(ClaimView {
             settings: settings.map_or_else(Stored::default, |(data, _)| Stored::parse(&data, &paths.queue)),
             gate: gate.map(|stat| stat.version),
-            snap: Snapshot::from_listing(&children.unwrap_or_default(), delayed.unwrap_or_default()),
+            snap: Snapshot {
+                suspects: suspects.unwrap_or_default().into_iter().collect(),
+                ..Snapshot::from_listing(&children.unwrap_or_default(), delayed.unwrap_or_default())
+            },
         })
     }
 
@@ -100,13 +105,11 @@ impl ZooKeeperBoard {
 
     /// Claims up to `count` of `candidates` (in order), one transaction
     /// after another, each setting the gate at the version `view` read.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn claim_gated(
         &self,
         paths: &QueuePaths,
         candidates: &[Arc<Known>],
-        who: &str,
-        expiry: Duration,
+        claimer: &Claimer<'_>,
         count: usize,
         gate: Option<i32>,
     ) -> Result<Gated> {
@@ -125,7 +128,7 @@ impl ZooKeeperBoard {
             if claimed.len() >= count || gate.version == -1 {
                 break;
             }
-            let attempt = self.try_claim(paths, k, who, Some(expiry), Some(&gate)).await;
+            let attempt = self.try_claim(paths, k, claimer, Some(&gate)).await;
             match self.noted(paths, k, attempt, &mut claimed) {
                 Ok(Noted::Contended) if claimed.is_empty() => return Ok(Gated::Contended),
                 Ok(Noted::Contended) => break,

@@ -24,6 +24,7 @@
 //! | `R/Q/.jw/waiting/<uuid>` | persistent | the JSON posting of a job waiting for dependencies (`deps.rs`); its job znode is made when the last one is consumed |
 //! | `R/Q/.jw/dependents/<uuid>/<queue>.<id>` | persistent, empty | job `<id>` of `<queue>` waits for job `<uuid>` (both percent-encoded) |
 //! | `R/Q/.jw/owed/<uuid>` | persistent, empty | job `<uuid>` was consumed and its dependents may not all be released yet |
+//! | `R/Q/.jw/suspects/<uuid>` | persistent, empty | job `<uuid>` was held by a worker that died holding several: handed out alone next (`claim.rs`) |
 //! | `R/.entities/conductor/<owner>` | ephemeral | every registered worker |
 //! | `R/.jw/config` | persistent | the board configuration: a JSON object of strings |
 //! | `R/.jw/cancels/<owner>/<uuid>` | persistent, empty | a cancel of a job `owner` held, until `owner` hears it |
@@ -93,6 +94,9 @@ pub(crate) struct QueuePaths {
     pub dependents: String,
     /// `R/Q/.jw/owed`: consumed jobs whose dependents may wait for a release.
     pub owed: String,
+    /// `R/Q/.jw/suspects`: jobs to hand out alone (their worker died while
+    /// holding several).
+    pub suspects: String,
 }
 
 impl QueuePaths {
@@ -123,11 +127,12 @@ impl QueuePaths {
             waiting: format!("{jw}/waiting"),
             dependents: format!("{jw}/dependents"),
             owed: format!("{jw}/owed"),
+            suspects: format!("{jw}/suspects"),
         })
     }
 
     /// The directories a queue needs before jobs are posted.
-    pub(crate) fn dirs(&self) -> [&str; 9] {
+    pub(crate) fn dirs(&self) -> [&str; 10] {
         [
             &self.jobs,
             &self.trash,
@@ -138,6 +143,7 @@ impl QueuePaths {
             &self.waiting,
             &self.dependents,
             &self.owed,
+            &self.suspects,
         ]
     }
 
@@ -235,6 +241,11 @@ impl QueuePaths {
     /// The entry saying that consumed job `uuid` may owe releases.
     pub(crate) fn owed_entry(&self, uuid: &str) -> String {
         format!("{}/{uuid}", self.owed)
+    }
+
+    /// The entry marking job `uuid` a suspect.
+    pub(crate) fn suspect_entry(&self, uuid: &str) -> String {
+        format!("{}/{uuid}", self.suspects)
     }
 
     /// A quarantined znode.

@@ -17,6 +17,7 @@ use crate::error::Result;
 use crate::zookeeper::cache::{Known, Snapshot, READ_BATCH};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::{Ending, JobRecord, LockBody};
+use crate::zookeeper::take_back::Blame;
 use crate::zookeeper::ZooKeeperBoard;
 
 /// Leases recovered by one pass.
@@ -133,7 +134,8 @@ impl ZooKeeperBoard {
         tracing::warn!(job = %k.uuid, queue = %paths.queue, owner, "recovering an expired lease");
         let now = self.now_ms();
         let expired = |b: &LockBody| b.deadline_ms.is_some_and(|d| d <= now);
-        self.take_back(paths, k, lock_stat, expired, &reason, false).await
+        self.take_back(paths, k, lock_stat, expired, &reason, Blame::Stalled)
+            .await
     }
 
     /// Gives back every claim `owner` holds in `queue` (a dead worker's),
@@ -142,9 +144,10 @@ impl ZooKeeperBoard {
     /// attempts are used up is trashed. Claims made by taskflow are given
     /// back too (ownership is the owner string, as in taskflow). When the
     /// worker held one job, the crash is blamed on it (a poison pill is
-    /// trashed at its third); one that held several blames none (they are
-    /// not handed out alone afterwards, unlike Redis' suspects). Returns
-    /// (back to ready, trashed).
+    /// trashed at its third); one that held several blames none, and its
+    /// jobs become suspects, handed out alone to an idle claimer (as on
+    /// Redis), so a poison pill among them is blamed when it next kills its
+    /// worker. Returns (back to ready, trashed).
     pub async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<(usize, usize)> {
         let paths = self.paths(queue)?;
         let (snap, _) = self.snapshot(&paths, false).await?;
@@ -163,12 +166,16 @@ impl ZooKeeperBoard {
                     .map(|(_, stat)| (k, stat))
             })
             .collect();
-        // Only a worker that held one job can blame it for its death.
-        let alone = mine.len() == 1;
+        // Only a worker that held one job can blame it for its death; the
+        // jobs of one that held several become suspects.
+        let blame = match mine.len() {
+            1 => Blame::Crashed,
+            _ => Blame::Suspect,
+        };
         let reason = format!("crashed: {reason}");
         let (mut back, mut trashed) = (0, 0);
         for (k, stat) in mine {
-            match self.take_back(&paths, k, &stat, owned, &reason, alone).await? {
+            match self.take_back(&paths, k, &stat, owned, &reason, blame).await? {
                 Stall::Back => back += 1,
                 Stall::Trashed => trashed += 1,
                 Stall::Skipped => {}

@@ -17,13 +17,26 @@ use crate::zookeeper::ZooKeeperBoard;
 /// Tries of a transaction that lost a race on the job's record.
 const RECORD_TRIES: usize = 4;
 
+/// What taking a claim back says of the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Blame {
+    /// Its lease ran out (the holder may live on): stalled.
+    Stalled,
+    /// Its worker died holding it alone: the crash is counted on it.
+    Crashed,
+    /// Its worker died holding several: it becomes a suspect, handed out
+    /// alone next (`claim.rs`).
+    Suspect,
+}
+
 impl ZooKeeperBoard {
     /// Deletes the lock of `k` (if it is still the very lock read,
     /// `lock_stat`, and its body still passes `still`) and counts an attempt
     /// with `reason`, or trashes the job when its attempts are used up, in
-    /// one transaction. With `crashed`, the job alone killed its worker:
-    /// the crash is counted too, and the job is trashed as a poison pill at
-    /// [`POISON_CRASHES`] crashes.
+    /// one transaction. With [`Blame::Crashed`], the job alone killed its
+    /// worker: the crash is counted too, and the job is trashed as a poison
+    /// pill at [`POISON_CRASHES`] crashes; with [`Blame::Suspect`] it is
+    /// marked a suspect when it goes back.
     ///
     /// Two claimers may recover the same lease at once. A lock made again
     /// after a recovery has version 0 like the one recovered, so the
@@ -40,7 +53,7 @@ impl ZooKeeperBoard {
         lock_stat: &zk::Stat,
         still: impl Fn(&LockBody) -> bool,
         reason: &str,
-        crashed: bool,
+        blame: Blame,
     ) -> Result<Stall> {
         let what = format!(
             "cannot recover the lease on job {} in queue {}",
@@ -48,6 +61,7 @@ impl ZooKeeperBoard {
         );
         self.ensure_queue(paths).await?;
         let mut trash_name = k.znode.clone();
+        let mut suspect = blame == Blame::Suspect;
         for _ in 0..RECORD_TRIES {
             let (mut record, record_version) = match self.read_record(paths, &k.uuid).await? {
                 Some((r, v)) => (r, Some(v)),
@@ -59,7 +73,7 @@ impl ZooKeeperBoard {
             let lock_stat = &lock_stat;
             let ready = record.ready_since();
             let held = (lock_stat, body.owner.as_deref());
-            let (max, poisoned) = self.count_attempt(&mut record, k, held, reason, crashed);
+            let (max, poisoned) = self.count_attempt(&mut record, k, held, reason, blame);
             let client = self.client(&what).await?;
             let (how, done) = if poisoned || record.attempts >= max {
                 let Some(posting) = self.job_posting(&client, paths, k, &what).await? else {
@@ -69,7 +83,7 @@ impl ZooKeeperBoard {
                 let trash_name = trash_name.clone();
                 (How::Trash { posting, trash_name }, Stall::Trashed)
             } else {
-                (How::Release { delayed: None }, Stall::Back)
+                (How::back(suspect), Stall::Back)
             };
             let now = self.now_ms();
             record.log_outcome(now, record.attempts);
@@ -98,6 +112,7 @@ impl ZooKeeperBoard {
                 Err(Failed::Lock | Failed::Job) => return Ok(Stall::Skipped),
                 Err(Failed::TrashTaken) => trash_name = format!("{}-{}", k.znode, lock_stat.czxid),
                 Err(Failed::NoParent) => self.remake(paths).await?,
+                Err(Failed::SuspectTaken) => suspect = false,
                 Err(Failed::Refused(e)) => return Err(self.session().error(&what, &e)),
                 Err(Failed::Unknown(e)) => {
                     tracing::warn!(job = %k.uuid, queue = %paths.queue, error = %e, "recovery outcome unknown; checking");
@@ -146,15 +161,16 @@ impl ZooKeeperBoard {
         k: &Known,
         (lock_stat, owner): (&zk::Stat, Option<&str>),
         reason: &str,
-        crashed: bool,
+        blame: Blame,
     ) -> (u32, bool) {
+        let crashed = blame == Blame::Crashed;
         record.job = Some(k.znode.clone());
         record.attempts += 1;
         record.crashes += u32::from(crashed);
         record.token = lock_stat.czxid as u64;
         record.fail(reason);
         record.log_claim(owner, record.token, lock_stat.ctime);
-        if !crashed {
+        if blame == Blame::Stalled {
             record.log(
                 self.now_ms(),
                 "stalled",

@@ -6,7 +6,7 @@
 //! It grows one capability at a time as ZooKeeper gains them, one file per
 //! capability (`cancel`, `pause`, `limit`, `failed`, `history`, `config`,
 //! `tags`, `unique`, `priority`, `recurring`, `leader` for maintenance,
-//! `stats`, `events`, `deps`); the Redis feature tests
+//! `stats`, `events`, `deps`, `recovery`); the Redis feature tests
 //! (`tests/tests/redis_*.rs`) keep what only Redis has.
 
 mod cancel;
@@ -19,6 +19,7 @@ mod leader;
 mod limit;
 mod pause;
 mod priority;
+mod recovery;
 mod recurring;
 mod stats;
 mod tags;
@@ -34,6 +35,7 @@ pub use leader::*;
 pub use limit::*;
 pub use pause::*;
 pub use priority::*;
+pub use recovery::*;
 pub use recurring::*;
 pub use stats::*;
 pub use tags::*;
@@ -42,7 +44,7 @@ pub use unique::*;
 use std::future::Future;
 use std::time::Duration;
 
-use jobworker::board::{Admin, Events, Inspect, Maintenance};
+use jobworker::board::{Admin, Events, Inspect, Maintenance, Recovery};
 use jobworker::{Board, JobState, ListFilter, Page};
 
 /// An expiry no test outlives.
@@ -55,7 +57,7 @@ pub const SOON: Duration = Duration::from_secs(20);
 /// Boards of one backend for the feature suite.
 pub trait FeatureHarness: Sync {
     /// The backend's board.
-    type B: Board + Admin + Events + Inspect + Maintenance + Clone + Send + Sync + 'static;
+    type B: Board + Admin + Events + Inspect + Maintenance + Recovery + Clone + Send + Sync + 'static;
     /// A board with its own connection.
     fn board(&self) -> impl Future<Output = Self::B> + Send;
 }
@@ -112,7 +114,10 @@ macro_rules! feature_tests {
             diamond_across_two_queues_runs_in_dependency_order,
             waiting_jobs_are_listed_counted_reprioritised_and_cancelled,
             dependents_posted_during_their_dependencys_consume_are_all_released,
-            a_cancel_racing_a_dependents_post_never_strands_it);
+            a_cancel_racing_a_dependents_post_never_strands_it,
+            a_lone_job_that_kills_its_worker_three_times_is_a_poison_pill,
+            jobs_of_a_worker_that_held_several_become_suspects_run_alone,
+            a_poison_pill_among_several_is_found, recovery_ignores_other_owners);
     };
     (@each $harness:expr; $($name:ident),* $(,)?) => {
         $(

@@ -21,6 +21,8 @@ pub(crate) struct Snapshot {
     pub locked: HashSet<String>,
     /// Delayed entries: uuid → (due time, entry names).
     pub delayed: HashMap<String, (i64, Vec<String>)>,
+    /// Suspects (jobs to hand out alone), by uuid; read by claims only.
+    pub suspects: HashSet<String>,
 }
 
 impl Snapshot {
