@@ -37,6 +37,25 @@ fn starts(log: &Path, id: &JobId) -> usize {
         .count()
 }
 
+/// Waits until job `pill` is trashed as a poison pill killed by SIGABRT.
+async fn trashed_as_poison_pill(sup: &Supervisor, board: &ZooKeeperBoard, q: &str, pill: &JobId) {
+    let info = wait_for(
+        sup.and_log("the pill trashed"),
+        Duration::from_secs(120),
+        || async {
+            let info = board.show(q, pill).await.unwrap();
+            (info.state == JobState::Trashed).then_some(info)
+        },
+    )
+    .await;
+    let reason = info.reason.clone().unwrap_or_default();
+    assert!(
+        reason.starts_with("poison pill: killed its worker 3 times") && reason.contains("SIGABRT"),
+        "{reason}"
+    );
+    assert_eq!(info.group.as_deref(), Some("poison-pill"), "{info:?}");
+}
+
 /// `--until-drained` (with `--progress`) on ZooKeeper: the supervisor
 /// exits 0 once every job ran, and stays single-threaded.
 #[tokio::test(flavor = "multi_thread")]
@@ -161,21 +180,7 @@ async fn an_aborting_handler_is_trashed_as_a_poison_pill_after_three_crashes() {
     let log = dir.path().join("runs.log");
     let pill = post(&board, &q, &logged(Action::Abort, 0, &log), 10).await;
     let mut sup = Supervisor::start_on(&["--zookeeper", &connect], &q, &["--workers", "1"], None);
-    let info = wait_for(
-        sup.and_log("the pill trashed"),
-        Duration::from_secs(90),
-        || async {
-            let info = board.show(&q, &pill).await.unwrap();
-            (info.state == JobState::Trashed).then_some(info)
-        },
-    )
-    .await;
-    let reason = info.reason.clone().unwrap_or_default();
-    assert!(
-        reason.starts_with("poison pill: killed its worker 3 times") && reason.contains("SIGABRT"),
-        "{reason}"
-    );
-    assert_eq!(info.group.as_deref(), Some("poison-pill"), "{info:?}");
+    trashed_as_poison_pill(&sup, &board, &q, &pill).await;
     assert_eq!(starts(&log, &pill), 3);
     let after = post(&board, &q, &logged(Action::Ok, 0, &log), 3).await;
     wait_until(
@@ -212,20 +217,7 @@ async fn a_poison_pill_claimed_with_other_jobs_is_found_through_suspects() {
     }
     let args = ["--workers", "1", "--concurrency", "3"];
     let mut sup = Supervisor::start_on(&["--zookeeper", &connect], &q, &args, None);
-    let info = wait_for(
-        sup.and_log("the pill trashed"),
-        Duration::from_secs(120),
-        || async {
-            let info = board.show(&q, &pill).await.unwrap();
-            (info.state == JobState::Trashed).then_some(info)
-        },
-    )
-    .await;
-    let reason = info.reason.clone().unwrap_or_default();
-    assert!(
-        reason.starts_with("poison pill: killed its worker 3 times"),
-        "{reason}"
-    );
+    trashed_as_poison_pill(&sup, &board, &q, &pill).await;
     assert_eq!(starts(&log, &pill), 4, "one shared crash, then three alone");
     for id in &fine {
         wait_until(

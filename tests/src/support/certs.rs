@@ -74,65 +74,26 @@ fn openssl(dir: &Path, args: &[&str]) {
     );
 }
 
+/// An EC key's `req` options (P-256, no passphrase).
+const EC_KEY: [&str; 5] = [
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+];
+
 /// A private CA, a server certificate for `localhost` and a client
 /// certificate signed by it, in `dir`.
 pub fn make_certs(dir: &Path) -> Certs {
     std::fs::write(dir.join("openssl.cnf"), OPENSSL_CNF).unwrap();
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
     let mut ca_args = vec!["req", "-x509", "-config", "openssl.cnf", "-extensions", "v3_ca"];
-    ca_args.extend(ec);
-    ca_args.extend([
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=jobworker test CA",
-    ]);
+    ca_args.extend(EC_KEY);
+    ca_args.extend(["-keyout", "ca.key", "-out", "ca.pem", "-days", "2"]);
+    ca_args.extend(["-subj", "/CN=jobworker test CA"]);
     openssl(dir, &ca_args);
-    let mut csr_args = vec!["req", "-new", "-config", "openssl.cnf"];
-    csr_args.extend(ec);
-    csr_args.extend([
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    openssl(dir, &csr_args);
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-set_serial",
-            "2",
-            "-days",
-            "2",
-            "-extfile",
-            "openssl.cnf",
-            "-extensions",
-            "v3_server",
-            "-out",
-            "server.pem",
-        ],
-    );
-    signed(dir, "client", "/CN=jobworker test client", "v3_client");
+    signed(dir, ("server", "2"), "/CN=localhost", "v3_server");
+    signed(dir, ("client", "3"), "/CN=jobworker test client", "v3_client");
     Certs {
         ca: dir.join("ca.pem"),
         cert: dir.join("server.pem"),
@@ -142,46 +103,21 @@ pub fn make_certs(dir: &Path) -> Certs {
     }
 }
 
-/// A key `NAME.key` and a certificate `NAME.pem` for `subject`, with the
-/// extensions of section `extensions`, signed by the CA in `dir`.
-fn signed(dir: &Path, name: &str, subject: &str, extensions: &str) {
+/// A key `NAME.key` and a certificate `NAME.pem` (serial `serial`) for
+/// `subject`, with the extensions of section `extensions`, signed by the
+/// CA in `dir`.
+fn signed(dir: &Path, (name, serial): (&str, &str), subject: &str, extensions: &str) {
     let (key, csr, pem) = (
         format!("{name}.key"),
         format!("{name}.csr"),
         format!("{name}.pem"),
     );
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
     let mut args = vec!["req", "-new", "-config", "openssl.cnf"];
-    args.extend(ec);
+    args.extend(EC_KEY);
     args.extend(["-keyout", &key, "-out", &csr, "-subj", subject]);
     openssl(dir, &args);
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-set_serial",
-            "3",
-            "-days",
-            "2",
-            "-extfile",
-            "openssl.cnf",
-            "-extensions",
-            extensions,
-            "-out",
-            &pem,
-        ],
-    );
+    let mut args = vec!["x509", "-req", "-in", &csr, "-CA", "ca.pem", "-CAkey", "ca.key"];
+    args.extend(["-set_serial", serial, "-days", "2", "-extfile", "openssl.cnf"]);
+    args.extend(["-extensions", extensions, "-out", &pem]);
+    openssl(dir, &args);
 }
