@@ -1,10 +1,10 @@
 //! The `#[jobworker::handler]` attribute. Use it through the `jobworker`
 //! crate, which re-exports it; this crate is an implementation detail.
 //!
-//! The attribute is processed in three steps, one module each:
-//! [`parse`](mod@parse) reads the options and the item, [`validate`](mod@validate) checks them
+//! The attribute is processed in three steps, one (private) module each:
+//! `parse` reads the options and the item, `validate` checks them
 //! (reporting every problem at once, each pointing at its token) and
-//! [`expand`](mod@expand) writes the code.
+//! `expand` writes the code.
 
 use proc_macro::TokenStream;
 
@@ -13,6 +13,10 @@ mod parse;
 mod validate;
 
 /// Registers a function as the handler of a job name.
+///
+/// (Not run here: this crate cannot depend on `jobworker`, which the
+/// example uses; the same attribute runs in `jobworker`'s own doctests,
+/// e.g. `jobworker::testing::InlineJob`.)
 ///
 /// ```ignore
 /// use jobworker::{HandlerError, JobContext};

@@ -1,4 +1,4 @@
-//! The Lua micro-benchmark behind `lua_bench` (see `lua/README.md`): three
+//! The Lua micro-benchmark behind `lua_bench` (see `runtime/lua/README.md`): three
 //! ways of shipping the shared Lua helpers, side by side on one private
 //! `redis-server`, interleaved round by round:
 //!

@@ -16,7 +16,7 @@ use crate::redis::read;
 use crate::redis::scripts::{millis, run};
 
 /// `leader.lua`: standalone (no prelude, one key), so it stays tiny.
-static LEADER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/leader.lua")));
+static LEADER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/leader.lua")));
 
 /// Twin of `leader.lua`: `ttl` of zero resigns; true when `who` leads
 /// after the call (for a resign: when it led and gave it up).

@@ -1,5 +1,5 @@
 //! `lua_bench`: the Lua micro-benchmark (see `jobworker_tests::lua_bench`
-//! and `lua/README.md`). Starts a private `redis-server` on a free loopback
+//! and `runtime/lua/README.md`). Starts a private `redis-server` on a free loopback
 //! port (stopped by PID on exit), then compares the three ways of shipping
 //! the shared Lua helpers, interleaved round by round, and prints the
 //! median figures per call, their spread and their ratios to today's way.

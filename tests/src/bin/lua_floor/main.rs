@@ -1,5 +1,5 @@
 //! `lua_floor`: how far jobworker's Redis scripts are from the floor of the
-//! taskflow-compatible layout (see `lua/README.md`, *The floor*).
+//! taskflow-compatible layout (see `runtime/lua/README.md`, *The floor*).
 //!
 //! Starts a private `redis-server` on a free loopback port (stopped by PID
 //! on exit) and runs, round by round in a rotated order, N jobs through
