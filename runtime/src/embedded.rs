@@ -18,7 +18,7 @@
 //! reaches the owner (which then shuts down in order and stops the server)
 //! and not the server directly.
 //!
-//! ```no_run
+//! ```
 //! use jobworker::embedded::{RedisServer, ServerOptions, Transport};
 //!
 //! # fn main() -> jobworker::Result<()> {

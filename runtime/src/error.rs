@@ -43,6 +43,23 @@ pub enum ErrorKind {
 }
 
 /// The crate's error: a kind plus a lowercase message naming job and queue.
+///
+/// Callers branch on the kind predicates, never on the message:
+///
+/// ```
+/// # use jobworker::embedded::{RedisServer, ServerOptions};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> jobworker::Result<()> {
+/// # let server = RedisServer::start(ServerOptions::default())?;
+/// # let board = jobworker::redis::RedisBoard::connect(&server.url()).await?;
+/// use jobworker::{Board, JobId};
+///
+/// let e = board.state("emails", &JobId::from("no-such-job")).await.unwrap_err();
+/// assert!(e.is_not_found());
+/// assert!(e.to_string().contains("no-such-job") && e.to_string().contains("emails"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     kind: ErrorKind,

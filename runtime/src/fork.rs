@@ -7,6 +7,7 @@ use std::{io, os::unix::process::CommandExt, process::Command};
 
 #[cfg(feature = "embedded")]
 use nix::sys::signal::Signal;
+#[cfg(feature = "cli")]
 use nix::unistd::ForkResult;
 
 /// Forks the calling process.

@@ -5,9 +5,21 @@ mod context;
 mod error;
 mod registry;
 
+#[cfg(any(feature = "cli", feature = "testing"))]
+pub(crate) use context::own_queue_step;
 pub use context::{CancelFlag, JobContext};
 pub use error::{HandlerError, HandlerErrorKind};
 pub use registry::{HandlerEntry, HandlerFn, Registry};
+
+/// The text of a panic payload.
+#[cfg(any(feature = "cli", feature = "testing"))]
+pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
+}
 
 /// Decodes a job's arguments into the handler's argument type. A payload
 /// that does not fit is a fatal error: retrying cannot fix it.

@@ -61,6 +61,16 @@ impl From<String> for JobId {
 /// `NORMAL` = 0, `LOW` = -1, `VERY_LOW` = -2. Any other value is allowed
 /// within ±[`Priority::LIMIT`]; taskflow sees it as the nearest name
 /// (values above 2 read as `VERY_HIGH`, below -2 as `VERY_LOW`).
+///
+/// ```
+/// use jobworker::Priority;
+///
+/// assert_eq!(Priority::parse("high")?, Priority::HIGH);
+/// assert_eq!(Priority::parse("7")?, Priority(7));
+/// assert_eq!(Priority(7).taskflow_name(), "VERY_HIGH");
+/// assert!(Priority::HIGH > Priority::NORMAL);
+/// # Ok::<(), jobworker::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Priority(pub i32);
 
@@ -197,7 +207,32 @@ mod tests {
 /// Default number of tries before a failing job is trashed.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
 
-/// A job to post.
+/// A job to post: a name (which selects the handler), arguments and
+/// options, built with its methods.
+///
+/// ```
+/// use jobworker::{NewJob, Priority};
+/// use serde::Serialize;
+/// use std::time::Duration;
+///
+/// #[derive(Serialize)]
+/// struct Resize {
+///     path: String,
+///     width: u32,
+/// }
+///
+/// let job = NewJob::new("resize")
+///     .args(&Resize { path: "cat.png".into(), width: 64 })?
+///     .priority(Priority::HIGH)
+///     .delay(Duration::from_secs(10))
+///     .max_attempts(3)
+///     .tag("images")
+///     .unique("resize:cat.png", Duration::from_secs(60));
+/// assert_eq!(job.name, "resize");
+/// job.validate()?;
+/// assert!(NewJob::new("").validate().is_err(), "a name is required");
+/// # Ok::<(), jobworker::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {
     /// The job name; it selects the handler.

@@ -1,27 +1,22 @@
-//! jobworker: a background-job runtime for Rust on taskflow-compatible job
-//! boards.
-//!
-//! Applications [`post`](Board::post) jobs to a [`Board`] (Redis or
-//! ZooKeeper); workers [`claim`](Board::claim) them with a lease, run them, and
-//! [`consume`](Board::consume), [`abandon`](Board::abandon) or
-//! [`trash`](Board::trash) them. The Redis layout is wire-compatible with
-//! OpenStack taskflow's `RedisJobBoard`, so Python taskflow and jobworker can
-//! share jobs.
-
+#![doc = include_str!("guide.md")]
 #![deny(unsafe_code, missing_docs, unreachable_pub)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 extern crate self as jobworker;
 
 #[cfg(feature = "bench")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bench")))]
 pub mod bench;
 pub mod board;
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod cli;
 pub mod codec;
 #[cfg(feature = "cli")]
 mod console;
 mod crypto;
 #[cfg(feature = "embedded")]
+#[cfg_attr(docsrs, doc(cfg(feature = "embedded")))]
 pub mod embedded;
 pub mod error;
 #[cfg(any(feature = "cli", feature = "embedded"))]
@@ -32,9 +27,11 @@ pub mod fuzzing;
 pub mod handler;
 pub mod job;
 #[cfg(feature = "embedded")]
+#[cfg_attr(docsrs, doc(cfg(feature = "embedded")))]
 pub mod local;
 pub mod maintenance;
 #[cfg(feature = "web")]
+#[cfg_attr(docsrs, doc(cfg(feature = "web")))]
 pub mod metrics;
 pub mod recurring;
 pub mod redis;
@@ -42,11 +39,15 @@ pub mod schedule;
 pub mod stats;
 #[cfg(feature = "cli")]
 mod supervisor;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod testing;
 #[cfg(feature = "cli")]
 mod web;
 #[cfg(feature = "cli")]
 mod worker;
 #[cfg(feature = "zookeeper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "zookeeper")))]
 pub mod zookeeper;
 
 pub use board::{AnyBoard, Board, BoardSpec};

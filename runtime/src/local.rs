@@ -25,11 +25,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::fcntl::{Flock, FlockArg};
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 
-use crate::embedded::{LOG_FILE, READY_TIMEOUT, REDIS_SERVER_BIN, SOCKET_FILE, STOP_TIMEOUT};
+use crate::embedded::{LOG_FILE, READY_TIMEOUT, REDIS_SERVER_BIN, SOCKET_FILE};
 use crate::error::{Error, Result};
+
+#[cfg(feature = "cli")]
+mod stop;
 
 /// The lock file serialising starts, inside the data directory.
 const LOCK_FILE: &str = "server.lock";
@@ -94,6 +95,9 @@ impl DefaultBoard {
 /// Connects an application to the board `jobworker` uses: the URL in
 /// `JOBWORKER_REDIS_URL` when set, else the default board (a Redis on
 /// 127.0.0.1:6379, else the user's private board, started if need be).
+///
+/// (Not run here: it would start the private board in your home
+/// directory, which outlives the test.)
 ///
 /// ```no_run
 /// # async fn app() -> jobworker::Result<()> {
@@ -165,6 +169,7 @@ impl LocalBoard {
     }
 
     /// The data directory.
+    #[cfg(feature = "cli")]
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
@@ -213,26 +218,6 @@ impl LocalBoard {
             }
             thread::sleep(POLL);
         }
-    }
-
-    /// Stops the server (SIGTERM by pid: it writes its append-only file and
-    /// exits; SIGKILL after [`STOP_TIMEOUT`]). Returns the pid it stopped,
-    /// `None` when none was running.
-    pub(crate) fn stop(&self) -> Result<Option<u32>> {
-        let _lock = self.lock()?;
-        let Some(pid) = self.probe() else {
-            return Ok(None);
-        };
-        let target = Pid::from_raw(pid as i32);
-        let _ = kill(target, Signal::SIGTERM);
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while alive(target) && Instant::now() < deadline {
-            thread::sleep(POLL);
-        }
-        if alive(target) {
-            let _ = kill(target, Signal::SIGKILL);
-        }
-        Ok(Some(pid))
     }
 
     /// Takes the directory's start lock (made with the directory, 0700).
@@ -326,9 +311,4 @@ impl LocalBoard {
             .find_map(|l| l.strip_prefix("process_id:"))
             .and_then(|pid| pid.trim().parse().ok())
     }
-}
-
-/// True while process `pid` exists.
-fn alive(pid: Pid) -> bool {
-    kill(pid, None).is_ok()
 }

@@ -97,6 +97,24 @@ impl Service {
 
 /// A running maintenance runner (see the module doc). Dropping it without
 /// [`stop`](Self::stop) aborts it without resigning, as a crash would.
+///
+/// ```
+/// # use jobworker::embedded::{RedisServer, ServerOptions};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> jobworker::Result<()> {
+/// # let server = RedisServer::start(ServerOptions::default())?;
+/// use jobworker::maintenance::Maintainer;
+/// use jobworker::redis::RedisBoard;
+///
+/// // A program that claims jobs itself runs the maintenance jobworker's
+/// // workers run: promoting, recurring spawns, releases owed.
+/// let board = RedisBoard::connect(&server.url()).await?;
+/// let maintainer = Maintainer::start(board, vec!["reports".into()], "reporter-1".into());
+/// assert!(maintainer.is_running());
+/// maintainer.stop().await; // resigns its leadership
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Maintainer {
     stop: Option<oneshot::Sender<()>>,

@@ -89,6 +89,22 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 
 /// The board's metrics in the Prometheus text format (OpenMetrics), read now.
 ///
+/// ```
+/// # use jobworker::embedded::{RedisServer, ServerOptions};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> jobworker::Result<()> {
+/// # let server = RedisServer::start(ServerOptions::default())?;
+/// use jobworker::redis::RedisBoard;
+/// use jobworker::{AnyBoard, Board, NewJob};
+///
+/// let board = RedisBoard::connect(&server.url()).await?;
+/// board.post("emails", NewJob::new("welcome")).await?;
+/// let text = jobworker::metrics::render(&AnyBoard::from(board), &["emails".to_owned()]).await?;
+/// assert!(text.contains(r#"jobworker_jobs{queue="emails",state="ready"} 1"#), "{text}");
+/// # Ok(())
+/// # }
+/// ```
+///
 /// `queues` are the queues to report (each gets its samples, zeros
 /// included, whether or not it holds jobs). Fails only when the board
 /// fails a read it supports (see the module docs).

@@ -12,6 +12,20 @@ use crate::schedule::Rule;
 pub const DEFAULT_BACKLOG: u32 = 1;
 
 /// A recurring job to create or update with [`Admin::recur`](crate::board::Admin::recur).
+///
+/// ```
+/// use jobworker::recurring::RecurringJob;
+/// use jobworker::schedule::Rule;
+/// use jobworker::Priority;
+///
+/// let report = RecurringJob::new("report", Rule::cron("0 7 * * *", "Europe/Berlin")?)
+///     .id("daily-report")
+///     .args(&"sales")?
+///     .priority(Priority::HIGH)
+///     .backlog(3); // after an outage, catch up at most 3 missed runs
+/// assert_eq!(report.name, "report");
+/// # Ok::<(), jobworker::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecurringJob {
     /// Template id; choosing one makes `recur` an upsert.

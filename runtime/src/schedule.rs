@@ -50,6 +50,18 @@ const MAX_DUE_SLOTS: u32 = 10_000;
 pub(crate) const NEVER: i64 = i64::MAX;
 
 /// How a recurring job repeats.
+///
+/// ```
+/// use jobworker::schedule::Rule;
+/// use std::time::Duration;
+///
+/// let hourly = Rule::every(Duration::from_secs(3600))?;
+/// assert_eq!(hourly.next_after(0), Some(3_600_000));
+/// let nine = Rule::cron("0 9 * * MON-FRI", "Europe/Paris")?;
+/// assert_eq!(Rule::decode(&nine.encode())?, nine);
+/// assert!(Rule::cron("not cron", "UTC").is_err());
+/// # Ok::<(), jobworker::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rule {
     /// Every `interval` of real time (whole milliseconds, at least 1 ms),

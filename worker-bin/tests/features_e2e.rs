@@ -1,5 +1,6 @@
 //! qless-style features end to end, on the real `jobworker` binary:
-//! recurring jobs raced by several workers, pipelines across queues,
+//! recurring jobs raced by several workers, pipelines across queues (and
+//! one into its own queue, refused),
 //! cancelling a running job, and pause/resume while workers run.
 
 mod common;
@@ -116,6 +117,31 @@ async fn a_pipeline_step_completes_into_the_next_queue() {
     assert!(
         at(&second, "posted") <= at(&first, "consumed"),
         "next step posted before the first is consumed"
+    );
+    drop(sup);
+}
+
+/// A step that names its own queue as the next one would post the job
+/// itself: the worker trashes it, saying so, instead of dropping the step.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pipeline_step_into_its_own_queue_is_trashed_not_dropped() {
+    let (_serial, board, q, key) = setup("e2e-pipe-own").await;
+    let step = Script {
+        next_queue: Some(q.clone()),
+        ..script(Action::Ok, 0, &key)
+    };
+    let id = post(&board, &q, &step, 3).await;
+    let sup = Supervisor::start(&q, &["--workers", "1"]);
+    wait_until(
+        sup.and_log("the step trashed"),
+        Duration::from_secs(30),
+        || async { board.state(&q, &id).await.ok() == Some(JobState::Trashed) },
+    )
+    .await;
+    let reason = board.show(&q, &id).await.unwrap().reason.unwrap_or_default();
+    assert!(
+        reason.starts_with("fatal: complete_into names the job's own queue"),
+        "{reason}"
     );
     drop(sup);
 }

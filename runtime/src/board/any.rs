@@ -53,6 +53,19 @@ impl AnyBoard {
     }
 }
 
+impl From<RedisBoard> for AnyBoard {
+    fn from(board: RedisBoard) -> AnyBoard {
+        AnyBoard::Redis(board)
+    }
+}
+
+#[cfg(feature = "zookeeper")]
+impl From<ZooKeeperBoard> for AnyBoard {
+    fn from(board: ZooKeeperBoard) -> AnyBoard {
+        AnyBoard::ZooKeeper(board)
+    }
+}
+
 impl Board for AnyBoard {
     async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
         dispatch!(self, b => b.post(queue, job))

@@ -41,6 +41,19 @@ impl CancelFlag {
     }
 }
 
+/// Why a pipeline's next step to `next_queue` cannot be posted from a job
+/// of `own_queue` (see [`JobContext::complete_into`]): the reason to trash
+/// the job with, `None` when it can.
+#[cfg(any(feature = "cli", feature = "testing"))]
+pub(crate) fn own_queue_step(own_queue: &str, next_queue: &str) -> Option<String> {
+    (own_queue == next_queue).then(|| {
+        format!(
+            "fatal: complete_into names the job's own queue {own_queue}: the next step would be this \
+             very job (post a new job with JobContext::board instead)"
+        )
+    })
+}
+
 /// The context a handler runs with: its job, its lease, its sandbox
 /// directory and a cancellation flag. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -58,7 +71,8 @@ struct Inner {
     book: Option<Book>,
     sandbox: PathBuf,
     cancel: CancelFlag,
-    board: AnyBoard,
+    /// `None` only in a context made for a test without a board.
+    board: Option<AnyBoard>,
     next: std::sync::Mutex<Option<(String, NewJob)>>,
 }
 
@@ -66,6 +80,16 @@ impl JobContext {
     /// Builds the context of a claimed job (the worker does this; tests may
     /// too).
     pub fn new(claimed: &Claimed, sandbox: PathBuf, cancel: CancelFlag, board: AnyBoard) -> Self {
+        Self::detached(claimed, sandbox, cancel, Some(board))
+    }
+
+    /// A context whose board may be missing ([`crate::testing::InlineJob`]).
+    pub(crate) fn detached(
+        claimed: &Claimed,
+        sandbox: PathBuf,
+        cancel: CancelFlag,
+        board: Option<AnyBoard>,
+    ) -> Self {
         JobContext {
             inner: Arc::new(Inner {
                 lease: claimed.lease.extend_handle(),
@@ -147,15 +171,50 @@ impl JobContext {
         self.inner.cancel.cancelled().await
     }
 
+    /// The job's cancellation flag (raised to stop the handler).
+    #[cfg(feature = "testing")]
+    pub(crate) fn cancel_flag(&self) -> &CancelFlag {
+        &self.inner.cancel
+    }
+
     /// The board, to post follow-up jobs.
+    ///
+    /// # Panics
+    ///
+    /// In a context made by [`crate::testing::InlineJob`] without a board
+    /// (give it one with `InlineJob::board`); a worker's context always
+    /// has one.
     pub fn board(&self) -> &AnyBoard {
-        &self.inner.board
+        match &self.inner.board {
+            Some(board) => board,
+            None => panic!(
+                "job {} runs inline without a board: give it one with InlineJob::board",
+                self.id()
+            ),
+        }
     }
 
     /// Makes this job a pipeline step: when the handler succeeds, `job` is
     /// posted to `queue` (under this job's id) before this job is consumed,
     /// once even if this job runs again. A later call replaces an earlier
-    /// one; a failing handler posts nothing.
+    /// one; a failing handler posts nothing. `queue` must be another queue
+    /// than the job's own (there the next step would be this very job):
+    /// such a job is trashed, saying so; post a new job with
+    /// [`board`](Self::board) instead.
+    ///
+    /// ```
+    /// use jobworker::{HandlerError, JobContext, NewJob};
+    ///
+    /// /// Step one of two: download, then hand over to `transcode`.
+    /// #[jobworker::handler(queue = "media")]
+    /// async fn download(cx: JobContext, url: String) -> Result<(), HandlerError> {
+    ///     let file = cx.sandbox().join("video");
+    ///     std::fs::write(&file, url.as_bytes())?; // (a real download here)
+    ///     cx.complete_into("media", NewJob::new("transcode").args(&url)?);
+    ///     Ok(())
+    /// }
+    /// # fn main() {}
+    /// ```
     pub fn complete_into(&self, queue: impl Into<String>, job: NewJob) {
         if let Ok(mut next) = self.inner.next.lock() {
             *next = Some((queue.into(), job));
@@ -164,7 +223,7 @@ impl JobContext {
 
     /// The next step set with [`complete_into`](Self::complete_into)
     /// (the worker's settle step takes it).
-    #[cfg(feature = "cli")]
+    #[cfg(any(feature = "cli", feature = "testing"))]
     pub(crate) fn take_next(&self) -> Option<(String, NewJob)> {
         self.inner.next.lock().ok()?.take()
     }

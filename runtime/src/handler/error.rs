@@ -21,6 +21,24 @@ pub enum HandlerErrorKind {
 ///
 /// It deliberately does not implement `std::error::Error` itself (that
 /// would collide with the blanket conversion).
+///
+/// ```
+/// use jobworker::{HandlerError, HandlerErrorKind};
+/// use std::time::Duration;
+///
+/// fn read_input(path: &str) -> Result<Vec<u8>, HandlerError> {
+///     let bytes = std::fs::read(path)?; // an I/O error: retried later
+///     if bytes.is_empty() {
+///         return Err(HandlerError::fatal(format!("{path} is empty"))); // trashed
+///     }
+///     Ok(bytes)
+/// }
+///
+/// let e = read_input("/no/such/file").unwrap_err();
+/// assert_eq!(e.kind(), &HandlerErrorKind::Retry { after: None });
+/// let busy = HandlerError::retry_msg("rate limited").after(Duration::from_secs(30));
+/// assert_eq!(busy.kind(), &HandlerErrorKind::Retry { after: Some(Duration::from_secs(30)) });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandlerError {
     kind: HandlerErrorKind,

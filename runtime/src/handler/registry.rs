@@ -51,6 +51,24 @@ pub struct HandlerEntry {
 inventory::collect!(HandlerEntry);
 
 /// The handlers of this binary, by job name.
+///
+/// ```
+/// use jobworker::{HandlerError, JobContext, Registry};
+///
+/// #[jobworker::handler(queue = "images", timeout = "1m")]
+/// fn thumbnail(_cx: JobContext, path: String) -> Result<(), HandlerError> {
+///     println!("thumbnail of {path}"); // a plain fn runs on a blocking thread
+///     Ok(())
+/// }
+///
+/// # fn main() -> jobworker::Result<()> {
+/// let registry = Registry::load()?;
+/// let entry = registry.get("thumbnail").expect("linked in");
+/// assert_eq!(entry.queue, "images");
+/// assert_eq!(entry.timeout, Some(std::time::Duration::from_secs(60)));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     handlers: BTreeMap<&'static str, HandlerEntry>,

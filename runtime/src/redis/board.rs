@@ -30,6 +30,14 @@ pub const DEFAULT_TRASH_COUNT: usize = 10_000;
 pub const DEFAULT_TRASH_AGE: Duration = Duration::from_secs(180 * 24 * 3600);
 
 /// Options of a Redis board.
+///
+/// ```
+/// use jobworker::redis::RedisOptions;
+///
+/// // Queue "legacy" is taskflow's default namespace; the others are jw:{Q}.
+/// let opts = RedisOptions::new("redis://127.0.0.1:6379/0").namespace("legacy", "taskflow");
+/// assert_eq!(opts.namespaces["legacy"], "taskflow");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RedisOptions {
     /// Server URL: `redis://`, `rediss://` or `unix://`, with optional
@@ -106,6 +114,23 @@ impl RedisOptions {
 
 /// A job board on Redis, wire-compatible with taskflow's `RedisJobBoard`.
 /// Cheap to clone; clones share the connection.
+///
+/// ```
+/// # use jobworker::embedded::{RedisServer, ServerOptions};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> jobworker::Result<()> {
+/// # let server = RedisServer::start(ServerOptions::default())?;
+/// # let url = server.url();
+/// use jobworker::redis::RedisBoard;
+/// use jobworker::{Board, NewJob};
+///
+/// let board = RedisBoard::connect(&url).await?;
+/// let ids = board.post_many("emails", &[NewJob::new("a"), NewJob::new("b")]).await?;
+/// assert_eq!(ids.len(), 2);
+/// assert_eq!(board.job_count("emails").await?, 2);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct RedisBoard {
     pub(crate) conn: Connection,

@@ -136,15 +136,6 @@ impl Drop for Reporter {
     }
 }
 
-/// The text of a panic payload.
-pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic with a non-text payload".to_owned())
-}
-
 /// Decides how to settle `job` from its handler's outcome. Failure reasons
 /// start with their kind (`error:`, `fatal:`, `panicked:`, `timeout:`,
 /// `no-handler:`), which names the failure group a trashed job lands in:

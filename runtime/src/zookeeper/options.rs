@@ -16,6 +16,17 @@ pub const DEFAULT_HISTORY_COUNT: usize = 50_000;
 pub const DEFAULT_HISTORY_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Options of a ZooKeeper board.
+///
+/// ```
+/// use jobworker::zookeeper::ZooKeeperOptions;
+///
+/// // Credentials go to `digest`, never into `connect` (logs show it).
+/// let opts = ZooKeeperOptions::new("app:secret@zk1:2181,zk2:2181/jobs");
+/// assert_eq!(opts.connect, "zk1:2181,zk2:2181/jobs");
+/// assert_eq!(opts.split()?, ("zk1:2181,zk2:2181".to_owned(), "/jobs".to_owned()));
+/// opts.validate()?;
+/// # Ok::<(), jobworker::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ZooKeeperOptions {
     /// `host:port[,host:port…]/root`: the servers and the root path under

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::board::Board;
+use crate::handler::panic_text;
 use crate::handler::{CancelFlag, HandlerFn, JobContext};
 use crate::job::{Abandon, Claimed};
 use crate::worker::heartbeat::{key_of, LeaseKey};
-use crate::worker::job::{panic_text, Interrupt, Outcome, Reporter, Running};
+use crate::worker::job::{Interrupt, Outcome, Reporter, Running};
 use crate::worker::run::{Event, Worker};
 
 impl Worker {

@@ -85,6 +85,9 @@ impl Worker {
     /// under this job's id, before this job is consumed: a step posted by an
     /// earlier try that lost its consume is recognised, not posted twice.
     pub(super) async fn post_next(&self, job: &Running, queue: &str, next: crate::job::NewJob) -> Settle {
+        if let Some(why) = crate::handler::own_queue_step(job.lease.queue(), queue) {
+            return Settle::Trash(why);
+        }
         match self.board.post(queue, next.id(job.lease.job().clone())).await {
             Ok(_) => Settle::Consume,
             Err(e) if e.is_exists() => Settle::Consume,
