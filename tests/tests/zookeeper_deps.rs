@@ -106,3 +106,44 @@ async fn a_job_posted_by_taskflow_can_be_depended_on() {
     assert!(ran_d, "the dependent was released and ran");
     assert_eq!(b.state(&q, &d).await.unwrap(), JobState::Completed);
 }
+
+/// A dependency consumed by another board that keeps no history (its
+/// record goes with it) is not on the board any more, although the poster
+/// still has it in its cache: the post fails instead of waiting forever.
+#[tokio::test]
+async fn a_dependency_consumed_elsewhere_without_history_is_not_found() {
+    let (poster, root) = board().await;
+    let q = unique_queue("gone-dep");
+    let x = poster.post(&q, NewJob::new("x")).await.unwrap();
+    let mut opts = ZooKeeperOptions::new(format!("{}{root}", shared_zookeeper().connect_string()));
+    opts.history_count = 0;
+    let other = ZooKeeperBoard::connect(opts).await.unwrap();
+    let c = other.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
+    assert_eq!(c.lease.job(), x);
+    other.consume(c.lease).await.unwrap();
+    let e = poster
+        .post(&q, NewJob::new("d").depends_on(x.clone()))
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+}
+
+/// A waiting job whose posting was deleted behind jobworker's back is
+/// marked trashed, saying so, when its last dependency is consumed.
+#[tokio::test]
+async fn a_waiting_job_whose_posting_is_gone_is_marked_trashed() {
+    let (b, root) = board().await;
+    let q = unique_queue("gone-posting");
+    let x = b.post(&q, NewJob::new("x")).await.unwrap();
+    let d = b.post(&q, NewJob::new("d").depends_on(x)).await.unwrap();
+    let client = shared_zookeeper().client().await;
+    client
+        .delete(&format!("{root}/{q}/.jw/waiting/{d}"), None)
+        .await
+        .unwrap();
+    let c = b.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
+    b.consume(c.lease).await.unwrap();
+    let info = b.show(&q, &d).await.unwrap();
+    assert_eq!(info.state, JobState::Trashed);
+    assert!(info.reason.unwrap_or_default().starts_with("lost:"));
+}

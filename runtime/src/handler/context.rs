@@ -205,12 +205,12 @@ impl JobContext {
     /// ```
     /// use jobworker::{HandlerError, JobContext, NewJob};
     ///
-    /// /// Step one of two: download, then hand over to `transcode`.
-    /// #[jobworker::handler(queue = "media")]
+    /// /// Step one of two: download, then move on to queue `transcode`.
+    /// #[jobworker::handler(queue = "downloads")]
     /// async fn download(cx: JobContext, url: String) -> Result<(), HandlerError> {
     ///     let file = cx.sandbox().join("video");
     ///     std::fs::write(&file, url.as_bytes())?; // (a real download here)
-    ///     cx.complete_into("media", NewJob::new("transcode").args(&url)?);
+    ///     cx.complete_into("transcode", NewJob::new("transcode").args(&url)?);
     ///     Ok(())
     /// }
     /// # fn main() {}

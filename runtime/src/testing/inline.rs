@@ -31,8 +31,9 @@ pub enum Outcome {
     /// The handler failed with a retryable error (`?` on any error, or
     /// [`HandlerError::retry_msg`](crate::HandlerError::retry_msg)), panicked
     /// or ran past its timeout: an attempt is counted and the job runs again
-    /// after `after` (or the worker's backoff when `None`), or is trashed
-    /// once its attempts are used up.
+    /// after `after` (or the worker's backoff when `None`). On its last
+    /// attempt the job is trashed instead ([`InlineJob::run`] says
+    /// `Trashed`, the reason ending with `(attempts exhausted: N of N)`).
     Retried {
         /// The reason recorded on the job.
         reason: String,
@@ -163,10 +164,18 @@ impl InlineJob {
                 temp.path().to_owned()
             }
         };
-        let max_attempts = entry.max_attempts.unwrap_or(self.job.max_attempts);
-        let claimed = self.claimed(max_attempts);
+        let claimed = self.claimed(self.job.max_attempts);
         let cx = JobContext::detached(&claimed, sandbox, self.cancel.clone(), self.board.clone());
-        Ok(run_handler(&entry, claimed.args, cx).await)
+        Ok(match run_handler(&entry, claimed.args, cx).await {
+            // The last try: the board trashes the job instead.
+            Outcome::Retried { reason, .. } if self.attempt >= self.job.max_attempts => Outcome::Trashed {
+                reason: format!(
+                    "{reason} (attempts exhausted: {} of {})",
+                    self.attempt, self.job.max_attempts
+                ),
+            },
+            outcome => outcome,
+        })
     }
 
     /// The claim a worker would have made of the job.

@@ -241,6 +241,10 @@ impl ZooKeeperBoard {
                     // A suspect's entry, if it was one (best effort: an
                     // entry without its job is passed over by claims).
                     let _ = client.delete(&paths.suspect_entry(uuid), None).await;
+                    if t.record.dependents {
+                        // Gone once every dependent left it (not empty: kept).
+                        let _ = client.delete(&paths.dependents_of(uuid), None).await;
+                    }
                     self.unlink_dependencies(&paths.queue, uuid, &t.record).await;
                 }
                 Ok(Tried::Done)

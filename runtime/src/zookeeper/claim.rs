@@ -15,6 +15,7 @@
 mod confirm;
 
 use std::cmp::Reverse;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use zookeeper_client as zk;
 
 use crate::error::Result;
 use crate::job::{Claimed, JobId};
-use crate::zookeeper::cache::Known;
+use crate::zookeeper::cache::{Known, Snapshot};
 use crate::zookeeper::limit::{room, Gate, Gated};
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::session::{failed_op, is_definite, local_ms, source};
@@ -115,6 +116,7 @@ impl ZooKeeperBoard {
         let now = self.now_ms();
         self.promote_due(paths, snap, now).await?;
         let known = self.known(paths, snap).await?;
+        self.drop_stale_suspects(paths, snap, &known);
         // Locks seen expiring are checked at every claim; locks never read
         // (other claimers' new ones) at most every RECOVERY_INTERVAL.
         let unknown = self.inner.cache.recovery_due(&paths.queue, RECOVERY_INTERVAL);
@@ -289,5 +291,24 @@ impl ZooKeeperBoard {
             received,
         };
         self.confirm(paths, k, claimer, &id, reads).await
+    }
+
+    /// Deletes, in the background, the suspect entries of jobs no longer
+    /// on the jobs path (consumed after a claim by name, cancelled,
+    /// trashed): best effort; claims pass over them anyway.
+    fn drop_stale_suspects(&self, paths: &QueuePaths, snap: &Snapshot, known: &[Arc<Known>]) {
+        let listed: HashSet<&str> = known.iter().map(|k| k.uuid.as_str()).collect();
+        let stale: Vec<String> = (snap.suspects.iter())
+            .filter(|uuid| !listed.contains(uuid.as_str()))
+            .map(|uuid| paths.suspect_entry(uuid))
+            .collect();
+        let Some(client) = self.session().current().filter(|_| !stale.is_empty()) else {
+            return;
+        };
+        self.session().runtime().spawn(async move {
+            for entry in stale {
+                let _ = client.delete(&entry, None).await;
+            }
+        });
     }
 }

@@ -9,8 +9,9 @@
 //!   directory (which a cancel checks) and checks the dependency's record
 //!   at the version read (the first dependent sets the record's
 //!   `dependents` flag instead, at that version). A dependency consumed
-//!   already is met; one not on the board, or cancelled, fails the post
-//!   with nothing written.
+//!   already is met (while its record is kept, as on Redis: with no
+//!   history kept it is not on the board any more); one not on the board,
+//!   or cancelled, fails the post with nothing written.
 //! - **consume** of a job whose record has the flag creates its owed entry
 //!   `R/Q/.jw/owed/<uuid>` in the consume's transaction, which rewrites the
 //!   record: a post that read the record before fails its check and reads
@@ -40,6 +41,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::job::JobId;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::post::Prepared;
+use crate::zookeeper::posting;
 use crate::zookeeper::record::{DepRef, Ending, JobRecord};
 use crate::zookeeper::ZooKeeperBoard;
 
@@ -64,14 +66,22 @@ pub(crate) enum LinkOp {
     Check(i32),
     /// Writes it with the flag set, at this version.
     Flag(Vec<u8>, i32),
-    /// Creates it with the flag set (a job taskflow posted has none).
-    Create(Vec<u8>),
+    /// Creates it with the flag set (a job taskflow posted has none),
+    /// checking that the job znode is still there at `version`.
+    Create {
+        /// The record.
+        record: Vec<u8>,
+        /// The job znode.
+        job: String,
+        /// Its version when read.
+        version: i32,
+    },
 }
 
 impl Link {
     /// How many ops the link adds to a transaction.
     pub(crate) fn ops(&self) -> usize {
-        2 + usize::from(self.entry.is_some())
+        2 + usize::from(self.entry.is_some()) + usize::from(matches!(self.op, LinkOp::Create { .. }))
     }
 }
 
@@ -164,7 +174,9 @@ impl ZooKeeperBoard {
     }
 
     /// A dependency without a record: a job taskflow posted (it gets one,
-    /// flagged, in the post's transaction), or none at all.
+    /// flagged, in the post's transaction, which also checks that its job
+    /// znode is still there), or none at all (never posted, or consumed
+    /// while no history is kept: as on Redis, not on the board).
     async fn unrecorded(
         &self,
         dep_paths: &QueuePaths,
@@ -175,21 +187,33 @@ impl ZooKeeperBoard {
         let Some(znode) = self.locate(dep_paths, id).await? else {
             return Ok(Found::Missing);
         };
-        let Some(known) = self.inner.cache.known(&dep_paths.queue, &znode) else {
+        // The cache may still know a job consumed since: read it.
+        let what = format!("cannot read job {id} of queue {}", dep_paths.queue);
+        let job = dep_paths.job(&znode);
+        let read = self.read_many(&what, vec![job.clone()]).await?.pop().flatten();
+        let posting = read.and_then(|(data, stat)| Some((posting::decode(&data).ok()?, stat)));
+        let Some((posting, stat)) = posting.filter(|(p, _)| p.uuid == id) else {
+            self.inner.cache.forget(&dep_paths.queue, &znode);
+            self.inner.cache.unlocate(&dep_paths.queue, id);
             return Ok(Found::Missing);
         };
         let record = JobRecord {
             job: Some(znode),
-            name: known.name.clone(),
-            priority: known.priority.0,
+            name: posting.name,
+            priority: posting.priority.0,
             max_attempts: self.inner.opts.default_max_attempts,
-            posted_ms: known.ctime_ms,
+            posted_ms: stat.ctime,
             dependents: true,
             ..JobRecord::default()
         };
+        let op = LinkOp::Create {
+            record: record.to_bytes(),
+            job,
+            version: stat.version,
+        };
         Ok(Found::Pending(Link {
             record: record_path,
-            op: LinkOp::Create(record.to_bytes()),
+            op,
             dir: dep_paths.dependents_of(id),
             entry,
         }))

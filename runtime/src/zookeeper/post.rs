@@ -145,7 +145,11 @@ impl ZooKeeperBoard {
             Err(e) => match failed_op(&e) {
                 Some((0, zk::Error::NodeExists)) => self.landed_or_exists(paths, id, record).await,
                 // A dependency changed since it was read: read it again.
-                Some((i, _)) if entries.is_link(i, delayed.is_some()) => Ok(Posted::Retry),
+                Some((i, zk::Error::NoNode | zk::Error::NodeExists | zk::Error::BadVersion))
+                    if entries.is_link(i, delayed.is_some()) =>
+                {
+                    Ok(Posted::Retry)
+                }
                 // A waiting posting of this id without a record: a leftover.
                 Some((i, zk::Error::NodeExists)) if waiting && entries.is_last(i, delayed.is_some()) => {
                     let _ = client.delete(&paths.waiting_entry(id), None).await;

@@ -105,12 +105,10 @@ impl ZooKeeperBoard {
     /// show: everything about job `uuid`.
     pub(crate) async fn show_job(&self, queue: &str, uuid: &str) -> Result<JobInfo> {
         let paths = self.paths(queue)?;
-        let record = self.read_record(&paths, uuid).await?.map(|(r, _)| r);
-        if record.as_ref().is_some_and(JobRecord::is_waiting) {
-            if let Some(info) = self.show_waiting(&paths, uuid).await? {
-                return Ok(info);
-            }
-        }
+        let record = match self.waiting_or_record(&paths, uuid).await? {
+            Ok(waiting) => return Ok(waiting),
+            Err(record) => record,
+        };
         let finished = record.as_ref().is_some_and(|r| r.ending != Ending::Live);
         let znode = match (
             self.inner.cache.znode_of(queue, uuid),

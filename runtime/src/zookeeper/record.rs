@@ -104,7 +104,7 @@ pub(crate) struct JobRecord {
 }
 
 /// A job of any queue (of the same root), as dependencies name them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) struct DepRef {
     /// Its queue.
     pub queue: String,

@@ -313,6 +313,49 @@ pub async fn diamond_across_two_queues_runs_in_dependency_order<H: FeatureHarnes
     }
 }
 
+/// A cancel with dependents takes a graph where a job waits both for the
+/// root and for another dependent of it (fan-in, across queues): each goes
+/// after the jobs that wait for it, and all go.
+pub async fn cancel_with_dependents_takes_a_fan_in_graph<H: FeatureHarness>(h: &H) {
+    let b = h.board().await;
+    let (q1, q2) = (unique_queue("fan-in-a"), unique_queue("fan-in-b"));
+    let root = b.post(&q1, NewJob::new("root")).await.unwrap();
+    let a = b
+        .post(&q1, NewJob::new("a").depends_on(root.clone()))
+        .await
+        .unwrap();
+    let c = b
+        .post(
+            &q2,
+            NewJob::new("c")
+                .depends_on_in(&q1, root.clone())
+                .depends_on_in(&q1, a.clone()),
+        )
+        .await
+        .unwrap();
+    let cancelled: BTreeSet<(String, JobId)> = b
+        .cancel(&q1, std::slice::from_ref(&root), true)
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    let all: BTreeSet<(String, JobId)> = [
+        (q1.clone(), root.clone()),
+        (q1.clone(), a.clone()),
+        (q2.clone(), c.clone()),
+    ]
+    .into();
+    assert_eq!(cancelled, all);
+    for (q, id) in &all {
+        assert_eq!(b.state(q, id).await.unwrap(), JobState::Cancelled, "{q}/{id}");
+    }
+    // A finished root is refused before any dependent goes.
+    let done = b.post(&q1, NewJob::new("done")).await.unwrap();
+    claim_and_consume(&b, &q1).await;
+    let e = b.cancel(&q1, &[done], true).await.unwrap_err();
+    assert!(e.is_finished(), "{e}");
+}
+
 /// A waiting job is listed and counted as waiting (not among the listed
 /// jobs), shows its dependencies both ways, takes a priority change, is
 /// scheduled when released before its run-at time, and can be cancelled,

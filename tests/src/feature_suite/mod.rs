@@ -115,6 +115,7 @@ macro_rules! feature_tests {
             waiting_jobs_are_listed_counted_reprioritised_and_cancelled,
             dependents_posted_during_their_dependencys_consume_are_all_released,
             a_cancel_racing_a_dependents_post_never_strands_it,
+            cancel_with_dependents_takes_a_fan_in_graph,
             a_lone_job_that_kills_its_worker_three_times_is_a_poison_pill,
             jobs_of_a_worker_that_held_several_become_suspects_run_alone,
             a_poison_pill_among_several_is_found, recovery_ignores_other_owners);

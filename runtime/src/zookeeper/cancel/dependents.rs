@@ -1,13 +1,13 @@
 //! Cancel and dependencies: a job that others wait for is refused unless
 //! they are cancelled with it (then every job that waits for it, directly
-//! or not, in any queue, dependents first); a cancelled waiting job leaves
-//! its dependencies' entries.
+//! or not, in any queue, each after the jobs that wait for it); a
+//! cancelled waiting job leaves its dependencies' entries.
 
-use std::collections::BTreeSet;
+use std::collections::{HashMap, HashSet};
 
 use super::target::Guard;
 use crate::error::{Error, Result};
-use crate::job::JobId;
+use crate::job::{JobId, JobState};
 use crate::zookeeper::lease::TRIES;
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::record::{DepRef, JobRecord};
@@ -28,6 +28,16 @@ impl ZooKeeperBoard {
         if !with_dependents {
             return self.cancel_jobs(queue, ids).await;
         }
+        // A finished root refuses the cancel before any dependent goes.
+        for id in ids {
+            let state = self.show_job(queue, id.as_str()).await?.state;
+            if matches!(
+                state,
+                JobState::Completed | JobState::Trashed | JobState::Cancelled
+            ) {
+                return Err(Error::finished(queue, id.as_str(), &state.to_string()));
+            }
+        }
         let roots: Vec<DepRef> = ids
             .iter()
             .map(|id| DepRef {
@@ -37,9 +47,9 @@ impl ZooKeeperBoard {
             .collect();
         let mut cancelled: Vec<(String, JobId)> = Vec::new();
         // A dependent posted while the cascade runs refuses its dependency's
-        // cancel: read the closure again.
+        // cancel: read the graph again.
         for _ in 0..TRIES {
-            let order = self.dependents_closure(&roots).await?;
+            let order = self.dependents_first(&roots).await?;
             match self.cancel_in_order(&order, &roots, &mut cancelled).await {
                 Err(e) if e.is_invalid() && e.message().contains(HAS_DEPENDENTS) => continue,
                 other => return other.map(|()| cancelled),
@@ -51,16 +61,16 @@ impl ZooKeeperBoard {
         )))
     }
 
-    /// Cancels `order` from its end (dependents first), skipping those
-    /// cancelled already; a job other than a root that finished meanwhile
-    /// is passed over.
+    /// Cancels `order` (dependents first), skipping those cancelled
+    /// already; a job other than a root that finished meanwhile is passed
+    /// over.
     async fn cancel_in_order(
         &self,
         order: &[DepRef],
         roots: &[DepRef],
         cancelled: &mut Vec<(String, JobId)>,
     ) -> Result<()> {
-        for d in order.iter().rev() {
+        for d in order {
             let pair = (d.queue.clone(), JobId(d.id.clone()));
             if cancelled.contains(&pair) {
                 continue;
@@ -74,24 +84,45 @@ impl ZooKeeperBoard {
         Ok(())
     }
 
-    /// Every job reachable from `roots` through live dependents, roots
-    /// first, each once.
-    async fn dependents_closure(&self, roots: &[DepRef]) -> Result<Vec<DepRef>> {
-        let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
-        let mut order: Vec<DepRef> = Vec::new();
-        for r in roots {
-            if seen.insert((r.queue.clone(), r.id.clone())) {
-                order.push(r.clone());
+    /// `roots` and every job that waits for them, directly or not, in an
+    /// order where each job comes after all the jobs that wait for it (a
+    /// depth-first post-order of the dependents graph), each once.
+    async fn dependents_first(&self, roots: &[DepRef]) -> Result<Vec<DepRef>> {
+        let mut waiting_for: HashMap<DepRef, Vec<DepRef>> = HashMap::new();
+        let mut next: Vec<DepRef> = roots.to_vec();
+        while let Some(job) = next.pop() {
+            if waiting_for.contains_key(&job) {
+                continue;
             }
+            let paths = self.paths(&job.queue)?;
+            let dependents = self.live_dependents(&paths, &job.id).await?.0;
+            next.extend(dependents.iter().cloned());
+            waiting_for.insert(job, dependents);
         }
-        let mut at = 0;
-        while at < order.len() {
-            let paths = self.paths(&order[at].queue)?;
-            let id = order[at].id.clone();
-            at += 1;
-            for d in self.live_dependents(&paths, &id).await?.0 {
-                if seen.insert((d.queue.clone(), d.id.clone())) {
-                    order.push(d);
+        let mut order = Vec::with_capacity(waiting_for.len());
+        let mut placed: HashSet<DepRef> = HashSet::new();
+        // (job, how many of its dependents are placed or being placed)
+        let mut stack: Vec<(DepRef, usize)> = Vec::new();
+        for root in roots {
+            stack.push((root.clone(), 0));
+            while let Some((job, i)) = stack.pop() {
+                if placed.contains(&job) {
+                    continue;
+                }
+                let dependents = waiting_for.get(&job).map(Vec::as_slice).unwrap_or_default();
+                match dependents.get(i) {
+                    Some(d) => {
+                        stack.push((job.clone(), i + 1));
+                        // A job already on the stack would be a cycle: none
+                        // can be made (a job depends only on older ones).
+                        if !placed.contains(d) && !stack.iter().any(|(s, _)| s == d) {
+                            stack.push((d.clone(), 0));
+                        }
+                    }
+                    None => {
+                        placed.insert(job.clone());
+                        order.push(job);
+                    }
                 }
             }
         }

@@ -6,13 +6,14 @@
 //! one owed entry.
 
 use serde_json::json;
+use zookeeper_client as zk;
 
 use crate::error::Result;
 use crate::zookeeper::lease::TRIES;
 use crate::zookeeper::paths::{self, QueuePaths};
 use crate::zookeeper::post::created_job;
 use crate::zookeeper::record::{DepRef, Ending, JobRecord};
-use crate::zookeeper::session::{is_definite, lost_a_race, source};
+use crate::zookeeper::session::{failed_op, is_definite, lost_a_race, source};
 use crate::zookeeper::ZooKeeperBoard;
 
 impl ZooKeeperBoard {
@@ -25,15 +26,21 @@ impl ZooKeeperBoard {
     }
 
     /// The outbox service on ZooKeeper: settles every owed entry of
-    /// `queue`; returns how many.
+    /// `queue`; returns how many it settled. One that fails is logged and
+    /// left for the next pass; it holds up none of the others.
     pub(crate) async fn release_owed(&self, queue: &str) -> Result<usize> {
         let paths = self.paths(queue)?;
         let what = format!("cannot read the releases queue {queue} owes");
-        let owed = self.children(&what, &paths.owed).await?;
-        for uuid in &owed {
-            self.release_dependents(&paths, uuid).await?;
+        let mut settled = 0;
+        for uuid in self.children(&what, &paths.owed).await? {
+            match self.release_dependents(&paths, &uuid).await {
+                Ok(()) => settled += 1,
+                Err(e) => {
+                    tracing::warn!(job = uuid, queue, error = %e, "cannot release the jobs waiting for it yet")
+                }
+            }
         }
-        Ok(owed.len())
+        Ok(settled)
     }
 
     /// Releases every job that waits for consumed job `uuid`, then deletes
@@ -86,7 +93,16 @@ impl ZooKeeperBoard {
             }
             record.depends.retain(|d| d != met);
             let now = self.now_ms();
-            let release = record.depends.is_empty().then_some(waiting).flatten();
+            let last = record.depends.is_empty();
+            if last && waiting.is_none() {
+                // Its posting was deleted behind jobworker's back: the job
+                // cannot run; say so on the job rather than drop it.
+                record.ending = Ending::Trashed;
+                record.finished_ms = Some(now);
+                record.fail("lost: the posting of this waiting job is gone (deleted outside jobworker)");
+                tracing::error!(job = id, queue = %paths.queue, "the posting of a waiting job is gone; marked trashed");
+            }
+            let release = last.then_some(waiting).flatten();
             if release.is_some() {
                 record.log(now, "released", json!({}));
             }
@@ -116,6 +132,16 @@ impl ZooKeeperBoard {
                             .await;
                     }
                     return Ok(());
+                }
+                // A delayed entry of this job and time left behind.
+                Err(e) if failed_op(&e).is_some_and(|(_, err)| *err == zk::Error::NodeExists) => {
+                    let _ = client
+                        .delete(&paths.delayed_entry(id, record.run_at_ms), None)
+                        .await;
+                }
+                // The queue's directories were removed: make them again.
+                Err(e) if failed_op(&e).is_some_and(|(i, err)| i >= 2 && *err == zk::Error::NoNode) => {
+                    self.remake(paths).await?;
                 }
                 Err(e) if lost_a_race(&e) => {}
                 Err(e) if is_definite(source(&e)) => return Err(self.session().error(&what, source(&e))),

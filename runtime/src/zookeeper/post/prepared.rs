@@ -97,7 +97,10 @@ impl Prepared {
             match &link.op {
                 LinkOp::Check(v) => w.add_check_version(&link.record, *v)?,
                 LinkOp::Flag(record, v) => w.add_set_data(&link.record, record, Some(*v))?,
-                LinkOp::Create(record) => w.add_create(&link.record, record, persistent)?,
+                LinkOp::Create { record, job, version } => {
+                    w.add_create(&link.record, record, persistent)?;
+                    w.add_check_version(job, *version)?;
+                }
             }
             if let Some(entry) = &link.entry {
                 w.add_create(entry, b"", persistent)?;

@@ -10,9 +10,27 @@ use crate::zookeeper::record::JobRecord;
 use crate::zookeeper::ZooKeeperBoard;
 
 impl ZooKeeperBoard {
+    /// show of job `uuid` when it waits for dependencies (`Ok`), else its
+    /// record as it is now (`Err`; `None` when it has none).
+    pub(super) async fn waiting_or_record(
+        &self,
+        paths: &QueuePaths,
+        uuid: &str,
+    ) -> Result<std::result::Result<JobInfo, Option<JobRecord>>> {
+        let record = self.read_record(paths, uuid).await?.map(|(r, _)| r);
+        if !record.as_ref().is_some_and(JobRecord::is_waiting) {
+            return Ok(Err(record));
+        }
+        if let Some(info) = self.show_waiting(paths, uuid).await? {
+            return Ok(Ok(info));
+        }
+        // Released or cancelled meanwhile: the record as it is now.
+        Ok(Err(self.read_record(paths, uuid).await?.map(|(r, _)| r)))
+    }
+
     /// show of job `uuid` while it waits for dependencies; `None` when it
     /// does not (it was released or cancelled meanwhile).
-    pub(super) async fn show_waiting(&self, paths: &QueuePaths, uuid: &str) -> Result<Option<JobInfo>> {
+    async fn show_waiting(&self, paths: &QueuePaths, uuid: &str) -> Result<Option<JobInfo>> {
         let what = format!("cannot read job {uuid} of queue {}", paths.queue);
         let reads = vec![paths.waiting_entry(uuid), paths.record(uuid)];
         let mut reads = self.read_many(&what, reads).await?.into_iter();
