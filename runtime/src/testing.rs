@@ -1,5 +1,6 @@
 //! Testing handlers and the code that posts jobs, without a worker process
-//! (feature `testing`; add it to your dev-dependencies:
+//! (feature `testing`, in the default features; with `default-features =
+//! false`, add it to your dev-dependencies:
 //! `jobworker = { version = "…", features = ["testing"] }`).
 //!
 //! Three kinds of test, as Oban's `Oban.Testing`, River's `rivertest` and
