@@ -124,11 +124,18 @@ impl Access {
         })
     }
 
-    /// Adds the credentials to a connector.
-    pub(crate) fn authenticate(&self, connector: zk::Connector) -> zk::Connector {
+    /// Adds the credentials to a session that has just been established.
+    ///
+    /// Not given to the connector: it would send them with the connect
+    /// request, and a Netty server (the one that serves TLS) can answer
+    /// them before the connect response, which zookeeper-client 0.11 then
+    /// fails to read ("unable to unmarshal ConnectResponse"), about one
+    /// connect in ten. Sent after the session exists, they are answered in
+    /// order; the client resends them itself when the session moves.
+    pub(crate) async fn authenticate(&self, client: &zk::Client) -> std::result::Result<(), zk::Error> {
         match &self.auth {
-            Some(packet) => connector.with_auth("digest", packet),
-            None => connector,
+            Some(packet) => client.auth("digest", packet).await,
+            None => Ok(()),
         }
     }
 

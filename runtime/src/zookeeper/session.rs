@@ -296,11 +296,9 @@ async fn connect_on(
 ) -> Result<zk::Client> {
     let connect = hosts.to_owned();
     let started = Instant::now();
-    let mut connector = access.authenticate(
-        zk::Client::connector()
-            .with_session_timeout(timeout)
-            .with_fail_eagerly(),
-    );
+    let mut connector = zk::Client::connector()
+        .with_session_timeout(timeout)
+        .with_fail_eagerly();
     let secure = match tls {
         Some(tls) => {
             connector = connector.with_tls(tls.options()?);
@@ -315,7 +313,12 @@ async fn connect_on(
         }
     });
     match task.await {
-        Ok(Ok(client)) => Ok(client),
+        Ok(Ok(client)) => match access.authenticate(&client).await {
+            Ok(()) => Ok(client),
+            Err(e) => Err(Error::unavailable(format!(
+                "zookeeper at {hosts} refused the credentials: {e}"
+            ))),
+        },
         Ok(Err(e)) => Err(Error::unavailable(format!(
             "cannot connect to zookeeper at {hosts} (after {:?}): {e}",
             started.elapsed()
