@@ -183,7 +183,7 @@ pub trait Board: Sync {
         async move {
             Ok(Woken {
                 work: self.wait(queues, timeout).await?,
-                handed: Vec::new(),
+                ..Woken::default()
             })
         }
     }
@@ -220,6 +220,12 @@ pub struct Woken {
     pub work: bool,
     /// Jobs posts handed to the waiter, leases taken.
     pub handed: Vec<Claimed>,
+    /// The work was there when the wait began: it returned without
+    /// waiting for anything. A claim that came back empty just before
+    /// and comes back empty again after such a wake finds work that is
+    /// not for this claimer (suspects, which go only to a claimer holding
+    /// nothing): it should wait for its own jobs instead of asking again.
+    pub at_once: bool,
 }
 
 /// What a claim asks for (see [`Board::claim_with`]).

@@ -195,6 +195,7 @@ impl Waiter {
                 return Ok(Woken {
                     work: true,
                     handed: Vec::new(),
+                    at_once: true,
                 });
             }
             if let Some(ms) = o.next_ms {
@@ -211,7 +212,7 @@ impl Waiter {
             Ok(None) => Err(crate::Error::unavailable("redis pub/sub connection closed")),
             Err(_) => Ok(Woken {
                 work: sleep < timeout,
-                handed: Vec::new(),
+                ..Woken::default()
             }),
         }
     }
@@ -257,6 +258,7 @@ impl Waiter {
         Woken {
             work: true,
             handed: jobs,
+            at_once: false,
         }
     }
 }

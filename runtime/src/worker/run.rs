@@ -171,6 +171,11 @@ struct Worker {
     run_time: Option<Duration>,
     /// A suspect job runs alone: no claims until it finishes.
     isolated: Option<LeaseKey>,
+    /// The last wake found work on the board at once ([`crate::board::Woken::at_once`]).
+    woke_at_once: bool,
+    /// Claims in a row that came back empty right after such a wake while
+    /// holding jobs (see `wake.rs`).
+    fruitless_claims: u8,
     /// Finished jobs waiting to be consumed with the next claim.
     done: Vec<(Lease, Finished)>,
     free_slots: Vec<usize>,
@@ -229,6 +234,8 @@ impl Worker {
             ahead: VecDeque::new(),
             run_time: None,
             isolated: None,
+            woke_at_once: false,
+            fruitless_claims: 0,
             done: Vec::new(),
             events,
             inbox: Some(inbox),
@@ -272,6 +279,7 @@ impl Worker {
             let wake = self
                 .wait(&mut signals, &mut inbox, &queues, want_work, claim_failed)
                 .await;
+            self.woke_at_once = matches!(wake, Wake::Work(_, true));
             match wake {
                 Wake::Signal(s) => {
                     if let Some(exit) = self.on_signal(s).await {
@@ -284,7 +292,7 @@ impl Worker {
                         break exit;
                     }
                 }
-                Wake::Work(handed) => self.take_handed(handed).await,
+                Wake::Work(handed, _) => self.take_handed(handed).await,
                 Wake::WaitFailed(e) => {
                     tracing::warn!(error = %e, "waiting for work failed; retrying");
                     pause = true;

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use crate::board::{lease_back, leases_back, validate_claim, Board, ClaimRequest, ReapReport, SettleResult};
+use crate::board::{
+    lease_back, leases_back, validate_claim, Board, ClaimRequest, ReapReport, SettleResult, Woken,
+};
 use crate::error::{Error, Result};
 use crate::job::{Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page};
 use crate::zookeeper::cache::Caches;
@@ -337,6 +339,9 @@ impl Board for ZooKeeperBoard {
         self.reap_queue(queue).await
     }
     async fn wait(&self, queues: &[&str], timeout: Duration) -> Result<bool> {
+        Ok(self.wait_for_work(queues, timeout).await?.work)
+    }
+    async fn wait_as(&self, queues: &[&str], _who: Option<&str>, timeout: Duration) -> Result<Woken> {
         self.wait_for_work(queues, timeout).await
     }
 }

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
+use crate::board::Woken;
 use crate::error::Result;
 use crate::zookeeper::paths::QueuePaths;
 use crate::zookeeper::ZooKeeperBoard;
@@ -39,17 +40,23 @@ enum Round {
 
 impl ZooKeeperBoard {
     /// wait: see the module docs.
-    pub(crate) async fn wait_for_work(&self, queues: &[&str], timeout: Duration) -> Result<bool> {
+    pub(crate) async fn wait_for_work(&self, queues: &[&str], timeout: Duration) -> Result<Woken> {
         let deadline = tokio::time::Instant::now() + timeout;
         let paths: Vec<QueuePaths> = queues.iter().map(|q| self.paths(q)).collect::<Result<_>>()?;
-        loop {
+        for round in 0.. {
             let (watchers, next) = match self.round(&paths).await? {
-                Round::Work => return Ok(true),
+                Round::Work => {
+                    return Ok(Woken {
+                        work: true,
+                        handed: Vec::new(),
+                        at_once: round == 0,
+                    })
+                }
                 Round::Idle(watchers, next) => (watchers, next),
             };
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return Ok(false);
+                break;
             }
             let until = match next {
                 Some(at) => {
@@ -72,6 +79,7 @@ impl ZooKeeperBoard {
                 _ = reconnected(&mut states) => {}
             }
         }
+        Ok(Woken::default())
     }
 
     /// Lists every queue once (arming the watches).

@@ -15,6 +15,10 @@ impl Worker {
         let room = self.claim_room();
         match self.settle_and_claim(queues, room).await {
             Ok(claimed) => {
+                self.fruitless_claims = match claimed.is_empty() && self.woke_at_once && self.holding() > 0 {
+                    true => self.fruitless_claims.saturating_add(1),
+                    false => 0,
+                };
                 let short = claimed.len() < room;
                 self.keep_ahead(claimed);
                 let all_started = self.launch_ahead().await;
