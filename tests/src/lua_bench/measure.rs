@@ -222,7 +222,7 @@ impl Bench {
                 .map(|id| {
                     let args = match verb {
                         "post" => s(&[&keys.notify, id, "\u{82}", "x", "0", "3", "0", "bench", "", "1"]),
-                        "claim" => s(&["w", "30000", "1", "1", "1000", &week, "1000", &week]),
+                        "claim" => s(&["w", "30000", "1", "1", "1000", &week, "1000", &week, "0", "0"]),
                         "extend" => s(&[id, "w", "0", "30000"]),
                         _ => s(&["1000", id, "w", "0"]),
                     };
