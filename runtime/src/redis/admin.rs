@@ -14,7 +14,7 @@ impl RedisBoard {
         let fresh = self
             .known_queues
             .lock()
-            .map(|mut k| k.insert(queue.to_owned()))
+            .map(|mut k| !k.contains(queue) && k.insert(queue.to_owned()))
             .unwrap_or(true);
         if fresh {
             self.conn

@@ -112,6 +112,10 @@ impl RedisOptions {
     }
 }
 
+/// Queues whose keys a board keeps built; past that it starts over (a
+/// program that posts to ever new queue names).
+const KEY_CACHE_QUEUES: usize = 1024;
+
 /// A job board on Redis, wire-compatible with taskflow's `RedisJobBoard`.
 /// Cheap to clone; clones share the connection.
 ///
@@ -138,6 +142,9 @@ pub struct RedisBoard {
     waiter: Arc<tokio::sync::Mutex<Option<Waiter>>>,
     pub(super) scan_cursors: Arc<Mutex<HashMap<String, u64>>>,
     pub(crate) known_queues: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// The keys of the queues used so far (building them is a score of
+    /// formatted strings, on every call).
+    key_cache: Arc<Mutex<HashMap<String, Arc<QueueKeys>>>>,
     /// Concurrent posts waiting to share a call.
     pub(super) posts: Arc<PostGroups>,
 }
@@ -192,6 +199,7 @@ impl RedisBoard {
             waiter: Arc::default(),
             scan_cursors: Arc::default(),
             known_queues: Arc::default(),
+            key_cache: Arc::default(),
             posts: Arc::default(),
         })
     }
@@ -201,13 +209,22 @@ impl RedisBoard {
         &self.opts
     }
 
-    /// The keys of `queue`.
-    pub fn keys(&self, queue: &str) -> Result<QueueKeys> {
-        self.opts.keys(queue)
+    /// The keys of `queue`, built once per queue and board.
+    pub fn keys(&self, queue: &str) -> Result<Arc<QueueKeys>> {
+        let mut cache = self.key_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(keys) = cache.get(queue) {
+            return Ok(keys.clone());
+        }
+        let keys = Arc::new(self.opts.keys(queue)?);
+        if cache.len() >= KEY_CACHE_QUEUES {
+            cache.clear();
+        }
+        cache.insert(queue.to_owned(), keys.clone());
+        Ok(keys)
     }
 
     /// The keys of each of `queues`.
-    fn keys_of(&self, queues: &[&str]) -> Result<Vec<QueueKeys>> {
+    fn keys_of(&self, queues: &[&str]) -> Result<Vec<Arc<QueueKeys>>> {
         queues.iter().map(|q| self.keys(q)).collect()
     }
 
@@ -299,11 +316,11 @@ impl Board for RedisBoard {
     }
 
     async fn state(&self, queue: &str, job: &JobId) -> Result<JobState> {
-        Ok(read::show(self, &self.keys(queue)?, job.as_str()).await?.state)
+        Ok(read::show(self, &*self.keys(queue)?, job.as_str()).await?.state)
     }
 
     async fn show(&self, queue: &str, job: &JobId) -> Result<JobInfo> {
-        read::show(self, &self.keys(queue)?, job.as_str()).await
+        read::show(self, &*self.keys(queue)?, job.as_str()).await
     }
 
     async fn find_owner(&self, queue: &str, job: &JobId) -> Result<Option<String>> {

@@ -1,6 +1,8 @@
 //! Consuming jobs: `consume.lua`'s Rust twin, its pipeline with a claim,
 //! and the verbs `consume_many` and `consume_then_claim`.
 
+use std::sync::Arc;
+
 use redis::ScriptInvocation;
 
 use crate::board::{ClaimRequest, MAX_CLAIM_COUNT};
@@ -60,7 +62,7 @@ impl RedisBoard {
         };
         let batches = self.consume_batches(done)?;
         let keys = self.keys(first)?;
-        let pipelined: Vec<(QueueKeys, Vec<&Lease>)> = batches
+        let pipelined: Vec<(Arc<QueueKeys>, Vec<&Lease>)> = batches
             .iter()
             .map(|(k, chunk)| (k.clone(), chunk.iter().map(|(_, l)| *l).collect()))
             .collect();
@@ -102,7 +104,7 @@ impl RedisBoard {
 
 /// Leases of one queue for one `consume.lua` call, with their positions in
 /// the caller's list.
-type ConsumeBatch<'l> = (QueueKeys, Vec<(usize, &'l Lease)>);
+type ConsumeBatch<'l> = (Arc<QueueKeys>, Vec<(usize, &'l Lease)>);
 
 impl RedisBoard {
     /// Reads the consume replies of `batches` into one result per lease,
@@ -153,7 +155,7 @@ fn consume_results(
 /// Not retried after a dropped connection (see [`claim`]).
 pub(crate) async fn consume_then_claim(
     conn: &Connection,
-    batches: &[(QueueKeys, Vec<&crate::job::Lease>)],
+    batches: &[(Arc<QueueKeys>, Vec<&crate::job::Lease>)],
     keep: usize,
     claim_keys: &QueueKeys,
     claim: &ClaimArgs<'_>,

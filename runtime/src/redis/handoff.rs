@@ -2,7 +2,7 @@
 //! its channel (`lua/lib/handoff.lua`), read back into claimed jobs; and
 //! ending a worker's registrations.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
@@ -97,7 +97,7 @@ impl RedisBoard {
     /// Drops `who`'s hand-off registrations on `keys`' queues: no post
     /// hands it a job after this returns. One call per queue (each queue
     /// is its own cluster slot).
-    pub(super) async fn unregister_idle(&self, keys: &[QueueKeys], who: &str) -> Result<()> {
+    pub(super) async fn unregister_idle(&self, keys: &[Arc<QueueKeys>], who: &str) -> Result<()> {
         for k in keys {
             self.conn
                 .query::<()>(redis::cmd("HDEL").arg(k.idle()).arg(who))

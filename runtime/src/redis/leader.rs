@@ -31,7 +31,7 @@ impl Maintenance for RedisBoard {
         // A ttl under a millisecond would resign instead.
         leader(
             &self.conn,
-            &self.keys(queue)?,
+            &*self.keys(queue)?,
             who,
             ttl.max(Duration::from_millis(1)),
         )
@@ -39,7 +39,7 @@ impl Maintenance for RedisBoard {
     }
 
     async fn resign(&self, queue: &str, who: &str) -> Result<()> {
-        leader(&self.conn, &self.keys(queue)?, who, Duration::ZERO)
+        leader(&self.conn, &*self.keys(queue)?, who, Duration::ZERO)
             .await
             .map(drop)
     }

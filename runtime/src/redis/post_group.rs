@@ -47,7 +47,7 @@ impl PostGroups {
     pub(crate) async fn post(
         self: &Arc<Self>,
         conn: &Connection,
-        keys: &QueueKeys,
+        keys: &Arc<QueueKeys>,
         job: Prepared,
     ) -> Result<(Prepared, Reply)> {
         let (answer, reply) = oneshot::channel();
@@ -103,7 +103,7 @@ impl PostGroups {
 
     /// Sends the waiting posts of `keys`' queue, batch after batch, until
     /// none is left.
-    async fn drain(self: Arc<Self>, conn: Connection, keys: QueueKeys) {
+    async fn drain(self: Arc<Self>, conn: Connection, keys: Arc<QueueKeys>) {
         let turn = Turn::new(&self, &conn, &keys, false);
         loop {
             // Let the callers just answered post their next jobs first:
@@ -141,14 +141,14 @@ impl PostGroups {
 struct Turn {
     groups: Arc<PostGroups>,
     conn: Connection,
-    keys: QueueKeys,
+    keys: Arc<QueueKeys>,
     /// Held by a lone post (may start a drain) rather than a drain task.
     lone: bool,
     armed: bool,
 }
 
 impl Turn {
-    fn new(groups: &Arc<PostGroups>, conn: &Connection, keys: &QueueKeys, lone: bool) -> Turn {
+    fn new(groups: &Arc<PostGroups>, conn: &Connection, keys: &Arc<QueueKeys>, lone: bool) -> Turn {
         Turn {
             groups: groups.clone(),
             conn: conn.clone(),

@@ -59,7 +59,7 @@ impl RedisBoard {
         for q in queues {
             add_counts(
                 &mut total,
-                self.conn.query_pipe(&counts_pipe(&self.keys(q)?)).await?,
+                self.conn.query_pipe(&counts_pipe(&*self.keys(q)?)).await?,
             );
         }
         Ok(total)
@@ -68,7 +68,7 @@ impl RedisBoard {
 
 impl Recovery for RedisBoard {
     async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
-        let inv = recover_invocation(&self.keys(queue)?, owner, reason);
+        let inv = recover_invocation(&*self.keys(queue)?, owner, reason);
         let mut con = self.connection();
         recovered(inv.invoke_async::<redis::Value>(&mut con).await?)
     }

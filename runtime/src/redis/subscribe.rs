@@ -154,7 +154,7 @@ async fn subscribe_new<F: Fn(&QueueKeys) -> String>(
 ) -> Result<()> {
     for queue in board.queues().await? {
         if !seen.contains(&queue) {
-            sub.subscribe(&channels(&board.keys(&queue)?)).await?;
+            sub.subscribe(&channels(&*board.keys(&queue)?)).await?;
             seen.insert(queue);
         }
     }

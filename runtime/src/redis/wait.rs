@@ -4,6 +4,7 @@
 //! expire or recurring jobs are due to spawn.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::board::Woken;
@@ -19,7 +20,7 @@ pub(crate) struct Waiter {
     pubsub: Subscriber,
     channels: HashSet<String>,
     /// The hand-off channels subscribed to, with their queue's keys.
-    handoffs: HashMap<String, QueueKeys>,
+    handoffs: HashMap<String, Arc<QueueKeys>>,
 }
 
 /// What a queue holds right now, as far as claiming goes.
@@ -123,7 +124,7 @@ impl Waiter {
 
     /// Subscribes to the queues' notify channels and, for `who`, to its
     /// hand-off channels.
-    async fn subscribe_all(&mut self, queues: &[QueueKeys], who: Option<&str>) -> Result<()> {
+    async fn subscribe_all(&mut self, queues: &[Arc<QueueKeys>], who: Option<&str>) -> Result<()> {
         for keys in queues {
             self.subscribe(&keys.notify).await?;
             if let Some(who) = who {
@@ -144,7 +145,7 @@ impl Waiter {
     pub(super) async fn wait_handoffs(
         &mut self,
         board: &RedisBoard,
-        queues: &[QueueKeys],
+        queues: &[Arc<QueueKeys>],
         who: &str,
         timeout: Duration,
     ) -> Result<Vec<Claimed>> {
@@ -178,7 +179,7 @@ impl Waiter {
     pub(super) async fn wait(
         &mut self,
         board: &RedisBoard,
-        queues: &[QueueKeys],
+        queues: &[Arc<QueueKeys>],
         who: Option<&str>,
         timeout: Duration,
     ) -> Result<Woken> {
@@ -222,7 +223,7 @@ impl Waiter {
     pub(super) async fn withdraw(
         &mut self,
         board: &RedisBoard,
-        queues: &[QueueKeys],
+        queues: &[Arc<QueueKeys>],
         who: &str,
     ) -> Result<Vec<Claimed>> {
         board.unregister_idle(queues, who).await?;
@@ -264,7 +265,11 @@ impl Waiter {
 }
 
 /// Keeps `msg` in `handed` when it is a hand-off.
-fn keep_handoff(handoffs: &HashMap<String, QueueKeys>, msg: redis::Msg, handed: &mut Vec<(String, Vec<u8>)>) {
+fn keep_handoff(
+    handoffs: &HashMap<String, Arc<QueueKeys>>,
+    msg: redis::Msg,
+    handed: &mut Vec<(String, Vec<u8>)>,
+) {
     let channel = msg.get_channel_name();
     if handoffs.contains_key(channel) {
         handed.push((channel.to_owned(), msg.get_payload_bytes().to_vec()));
