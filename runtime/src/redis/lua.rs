@@ -192,16 +192,115 @@ pub fn compose(text: &str) -> String {
 /// The script Redis runs for `text`: whether it runs on a cluster
 /// (`local CLUSTER = …`: its channels are then sharded), the binding of
 /// the keys it takes ([`keys`]), the modules it includes ([`resolve`]),
-/// then `text`.
+/// then `text`. Of the modules' functions only those the script can reach
+/// are kept, and comment lines are left out: Redis runs a script's whole
+/// top level on every call, and each function defined there costs the
+/// call its closure (see `runtime/lua/README.md`).
 pub fn compose_for(text: &str, cluster: bool) -> String {
     let mut out = format!("local CLUSTER = {cluster}\n");
     out.push_str(&bindings(&keys(text)));
-    for name in resolve(text) {
-        out.push_str(module(name).unwrap_or_default());
-        out.push('\n');
+    let pieces: Vec<Piece<'_>> = resolve(text)
+        .into_iter()
+        .flat_map(|name| pieces(module(name).unwrap_or_default()))
+        .collect();
+    let needed = reachable(&pieces, text);
+    for piece in &pieces {
+        match piece {
+            Piece::Function { name, .. } if !needed.contains(name) => {}
+            Piece::Function { text, .. } | Piece::Other(text) => push_code(&mut out, text),
+        }
     }
-    out.push_str(text);
+    push_code(&mut out, text);
     out
+}
+
+/// A part of a module's top level: a function it defines (`local function
+/// NAME(` at the start of a line, through its closing `end` at the start
+/// of a line, or that line alone when it closes there), or anything else.
+enum Piece<'a> {
+    Function { name: &'a str, text: &'a str },
+    Other(&'a str),
+}
+
+/// Cuts a module into [`Piece`]s, in order; together they are the module.
+fn pieces(module: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    // The current piece: where it starts, and the function it defines
+    // while that function is still open.
+    let (mut start, mut open): (usize, Option<&str>) = (0, None);
+    let mut at = 0;
+    for line in module.split_inclusive('\n') {
+        let code = line.trim_end();
+        let top = !code.is_empty() && !code.starts_with([' ', '\t']) && !code.starts_with("--");
+        if top && open.is_some() && code == "end" {
+            out.push(function_piece(open.take(), &module[start..at + line.len()]));
+            start = at + line.len();
+        } else if top && (open.is_some() || code.starts_with("local function ")) {
+            if start < at {
+                out.push(function_piece(open.take(), &module[start..at]));
+            }
+            start = at;
+            open = code
+                .strip_prefix("local function ")
+                .and_then(|rest| rest.split('(').next());
+        }
+        at += line.len();
+    }
+    if start < module.len() {
+        out.push(function_piece(open, &module[start..]));
+    }
+    out
+}
+
+fn function_piece<'a>(name: Option<&'a str>, text: &'a str) -> Piece<'a> {
+    match name {
+        Some(name) => Piece::Function { name, text },
+        None => Piece::Other(text),
+    }
+}
+
+/// The names of the functions among `pieces` that `text` or the other
+/// pieces use, directly or through each other.
+fn reachable<'a>(pieces: &[Piece<'a>], text: &str) -> std::collections::HashSet<&'a str> {
+    let functions: std::collections::HashMap<&str, &str> = pieces
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Function { name, text } => Some((*name, *text)),
+            Piece::Other(_) => None,
+        })
+        .collect();
+    let mut todo: Vec<&str> = identifiers(text).collect();
+    for piece in pieces {
+        if let Piece::Other(other) = piece {
+            todo.extend(identifiers(other));
+        }
+    }
+    let mut needed = std::collections::HashSet::new();
+    while let Some(word) = todo.pop() {
+        if let Some((&name, body)) = functions.get_key_value(word) {
+            if needed.insert(name) {
+                todo.extend(identifiers(body));
+            }
+        }
+    }
+    needed
+}
+
+/// Every word of `code` that could name a function (comments included:
+/// a name there keeps its function, which costs nothing but the call).
+fn identifiers(code: &str) -> impl Iterator<Item = &str> {
+    code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Appends `code` without its comment lines, ending in a newline.
+fn push_code(out: &mut String, code: &str) {
+    for line in code.lines() {
+        if !line.trim_start().starts_with("--") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
 }
 
 /// Every verb's composed script: `(name, script)`.

@@ -211,3 +211,40 @@ fn every_module_is_used() {
         assert!(used.contains(name), "lua/lib/{name}.lua is included by no script");
     }
 }
+
+#[test]
+fn modules_cut_into_pieces_that_make_them_up() {
+    for (name, text) in MODULES {
+        let parts = pieces(text);
+        let joined: String = parts
+            .iter()
+            .map(|p| match p {
+                Piece::Function { text, .. } | Piece::Other(text) => *text,
+            })
+            .collect();
+        assert_eq!(joined, *text, "lua/lib/{name}.lua");
+        for p in &parts {
+            if let Piece::Function { name: f, text: body } = p {
+                assert!(
+                    body.starts_with(&format!("local function {f}(")),
+                    "{name}: {body}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_script_keeps_only_the_functions_it_reaches() {
+    let script = compose("-- x.lua\n-- include: keys\nreturn job_key('a')\n");
+    assert!(script.contains("local function job_key("), "{script}");
+    assert!(!script.contains("local function owned_key("), "{script}");
+    assert!(
+        !script.lines().any(|l| l.trim_start().starts_with("--")),
+        "{script}"
+    );
+    // Reached through another function.
+    let pieces = pieces("local function a() return 1 end\nlocal function b()\n  return a()\nend\nlocal function c() return 3 end\n");
+    let needed = reachable(&pieces, "return b()");
+    assert!(needed.contains("a") && needed.contains("b") && !needed.contains("c"));
+}
