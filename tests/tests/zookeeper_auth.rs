@@ -236,3 +236,40 @@ async fn taskflow_with_the_same_digest_shares_jobs_both_ways() {
     .await;
     assert!(!out.success(), "taskflow without credentials must fail: {out:?}");
 }
+
+/// A server that lets no unauthenticated session do anything
+/// (`enforce.auth.enabled`, digest required) takes the board with
+/// credentials: they reach the server before its first request. Without
+/// credentials the board does not connect, and says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_enforces_authentication_takes_the_board_with_credentials() {
+    use jobworker_tests::{ZooKeeperOptions as ServerOptions, ZooKeeperServer};
+    let extra = [
+        ("enforce.auth.enabled", "true"),
+        ("enforce.auth.schemes", "digest"),
+    ];
+    let server = ZooKeeperServer::start(ServerOptions {
+        extra_config: extra
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..ServerOptions::default()
+    })
+    .expect("start a ZooKeeper that enforces authentication");
+    for _ in 0..5 {
+        let mut opts = ZooKeeperOptions::new(format!("app:pw@{}/enforced", server.connect_string()));
+        opts.session_timeout = Duration::from_secs(4);
+        let board = ZooKeeperBoard::connect(opts)
+            .await
+            .expect("connect with credentials");
+        let q = unique_queue("enforced");
+        let id = board.post(&q, NewJob::new("x")).await.unwrap();
+        assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Ready);
+    }
+    let mut opts = ZooKeeperOptions::new(format!("{}/enforced", server.connect_string()));
+    opts.session_timeout = Duration::from_secs(4);
+    let e = ZooKeeperBoard::connect(opts)
+        .await
+        .expect_err("no credentials, no session");
+    assert!(e.is_unavailable(), "{e}");
+}

@@ -232,7 +232,8 @@ fn pieces(module: &str) -> Vec<Piece<'_>> {
     for line in module.split_inclusive('\n') {
         let code = line.trim_end();
         let top = !code.is_empty() && !code.starts_with([' ', '\t']) && !code.starts_with("--");
-        if top && open.is_some() && code == "end" {
+        let closes = code == "end" || code.starts_with("end ");
+        if top && open.is_some() && closes {
             out.push(function_piece(open.take(), &module[start..at + line.len()]));
             start = at + line.len();
         } else if top && (open.is_some() || code.starts_with("local function ")) {
@@ -242,7 +243,8 @@ fn pieces(module: &str) -> Vec<Piece<'_>> {
             start = at;
             open = code
                 .strip_prefix("local function ")
-                .and_then(|rest| rest.split('(').next());
+                .and_then(|rest| rest.split('(').next())
+                .map(str::trim);
         }
         at += line.len();
     }

@@ -124,15 +124,27 @@ impl Access {
         })
     }
 
-    /// Adds the credentials to a session that has just been established.
-    ///
-    /// Not given to the connector: it would send them with the connect
-    /// request, and a Netty server (the one that serves TLS) can answer
-    /// them before the connect response, which zookeeper-client 0.11 then
-    /// fails to read ("unable to unmarshal ConnectResponse"), about one
-    /// connect in ten. Sent after the session exists, they are answered in
-    /// order; the client resends them itself when the session moves.
-    pub(crate) async fn authenticate(&self, client: &zk::Client) -> std::result::Result<(), zk::Error> {
+    /// Whether the session authenticates.
+    pub(crate) fn has_credentials(&self) -> bool {
+        self.auth.is_some()
+    }
+
+    /// Adds the credentials to a connector: they go with the connect
+    /// request, ahead of any other, as a server that enforces
+    /// authentication (`enforce.auth.enabled`) requires.
+    pub(crate) fn authenticate(&self, connector: zk::Connector) -> zk::Connector {
+        match &self.auth {
+            Some(packet) => connector.with_auth("digest", packet),
+            None => connector,
+        }
+    }
+
+    /// Sends the credentials on a session just established (see
+    /// `session::connect_on` for when).
+    pub(crate) async fn authenticate_session(
+        &self,
+        client: &zk::Client,
+    ) -> std::result::Result<(), zk::Error> {
         match &self.auth {
             Some(packet) => client.auth("digest", packet).await,
             None => Ok(()),

@@ -229,8 +229,30 @@ fn modules_cut_into_pieces_that_make_them_up() {
                     body.starts_with(&format!("local function {f}(")),
                     "{name}: {body}"
                 );
+                // Its last line of code closes it (comments may follow).
+                let last = body
+                    .lines()
+                    .map(str::trim_end)
+                    .rfind(|l| !l.is_empty() && !l.trim_start().starts_with("--"))
+                    .unwrap_or_default();
+                assert!(
+                    last == "end" || last.ends_with(" end"),
+                    "{name}: {f} ends with {last:?}"
+                );
             }
         }
+    }
+}
+
+/// What the cut relies on: no block comments or long strings, whose
+/// lines could start with `--` or sit at the start of a line.
+#[test]
+fn no_lua_file_has_block_comments_or_long_strings() {
+    for (name, text) in MODULES.iter().chain(VERBS) {
+        assert!(
+            !text.contains("[[") && !text.contains("[="),
+            "lua {name}: --[[ or [[ ]] is not supported by the composer"
+        );
     }
 }
 

@@ -27,8 +27,9 @@ pub(super) enum Wake {
 const FRUITLESS_LIMIT: u8 = 2;
 
 /// How often a worker that stopped watching the board claims again (or
-/// its interval, when shorter): a job posted behind the suspects waits
-/// this long at most, since no post wakes anyone while they are ready.
+/// its interval, when shorter): no post wakes anyone while suspects are
+/// ready, so a job posted behind them waits for that claim (or, behind
+/// more suspects than a claim looks at, for idle workers to take them).
 const FRUITLESS_POLL: Duration = Duration::from_secs(1);
 
 impl Worker {
