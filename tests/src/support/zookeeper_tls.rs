@@ -4,6 +4,8 @@
 
 use std::fs;
 use std::io;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
@@ -56,6 +58,7 @@ impl TlsZooKeeper {
             extra_classpath: vec![NETTY_CODEC_JAR.into()],
             ..ZooKeeperOptions::default()
         })?;
+        wait_for_port(secure_port, &server)?;
         Ok(TlsZooKeeper {
             server,
             secure_port,
@@ -67,5 +70,28 @@ impl TlsZooKeeper {
     /// `127.0.0.1:SECURE_PORT`: the TLS servers of a connect string.
     pub fn secure_connect_string(&self) -> String {
         format!("127.0.0.1:{}", self.secure_port)
+    }
+}
+
+/// How long the TLS port may take to open after the plain port answers.
+const SECURE_PORT_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits until the TLS port accepts connections: the server binds it after
+/// the plain port, which is what its readiness probes ask.
+fn wait_for_port(port: u16, server: &ZooKeeperServer) -> io::Result<()> {
+    let deadline = Instant::now() + SECURE_PORT_WAIT;
+    loop {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let log = fs::read_to_string(server.log_path()).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            return Err(io::Error::other(format!(
+                "the ZooKeeper TLS port {port} did not open within {SECURE_PORT_WAIT:?}; end of its log:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
