@@ -68,6 +68,7 @@ mod capabilities;
 mod claim;
 mod claim_named;
 mod config;
+mod connect;
 mod consume;
 mod deps;
 mod entities;

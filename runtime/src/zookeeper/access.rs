@@ -140,7 +140,7 @@ impl Access {
     }
 
     /// Sends the credentials on a session just established (see
-    /// `session::connect_on` for when).
+    /// `connect::connect_on` for when).
     pub(crate) async fn authenticate_session(
         &self,
         client: &zk::Client,
