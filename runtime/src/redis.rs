@@ -18,6 +18,7 @@ mod handoff;
 mod history;
 mod index;
 mod inspect;
+mod invocation;
 mod keys;
 mod leader;
 mod link;
@@ -50,7 +51,7 @@ pub use board::{
     RedisBoard, RedisOptions, DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_COUNT, DEFAULT_TRASH_AGE,
     DEFAULT_TRASH_COUNT,
 };
-pub use connect::{RedisConnection, MIN_REDIS_VERSION};
+pub use connect::{RedisConnection, FUNCTIONS_ENV, MIN_REDIS_VERSION};
 pub use durability::Durability;
 pub use keys::{QueueKeys, DEFAULT_PREFIX};
 pub use recover::POISON_CRASHES;

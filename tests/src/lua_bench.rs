@@ -5,10 +5,12 @@
 //! - `today`: EVALSHA of every shared module followed by the verb's file,
 //!   with all 17 queue keys (what every script was before modules: the
 //!   whole prelude);
-//! - `includes`: EVALSHA of the modules the verb includes, then its file,
-//!   with the keys its header names (what the board sends);
-//! - `library`: FCALL of the same code loaded once as a Redis Functions
-//!   library (FUNCTION LOAD, Redis ≥ 7).
+//! - `includes`: EVALSHA of the modules the verb includes (only the
+//!   functions it reaches), then its file, with the keys its header names
+//!   (what the board sends to Redis 6.2 and to a cluster);
+//! - `library`: FCALL of the board's Functions library (FUNCTION LOAD,
+//!   Redis ≥ 7: what the board uses on one server or behind sentinels),
+//!   with the same keys.
 //!
 //! Each round runs, for each way, N single-job calls of the hot verbs
 //! (post, claim 1 job, extend, consume) on its own queue, pipelined, and
@@ -16,7 +18,6 @@
 //! call (`used_cpu_user + used_cpu_sys`) and the calls per second the
 //! client saw.
 
-pub mod library;
 pub mod measure;
 
 use jobworker::redis::lua;
@@ -50,13 +51,13 @@ impl Way {
     /// header names.
     pub fn keys(self, verb: &str) -> Vec<usize> {
         match self {
-            Way::Includes => lua::keys(lua::verb(verb).unwrap_or_default()),
-            _ => (0..lua::KEY_NAMES.len()).collect(),
+            Way::Today => (0..lua::KEY_NAMES.len()).collect(),
+            _ => lua::keys(lua::verb(verb).unwrap_or_default()),
         }
     }
 
     /// The script text of `verb` for the two EVALSHA ways (`None` for the
-    /// library, which is loaded whole: [`library::text`]).
+    /// library, which is loaded whole: [`lua::library::Library`]).
     pub fn script(self, verb: &str) -> Option<String> {
         let text = lua::verb(verb).unwrap_or_else(|| panic!("no lua/{verb}.lua"));
         match self {

@@ -34,7 +34,8 @@ async fn config_set(con: &mut redis::aio::MultiplexedConnection, key: &str, valu
         .unwrap();
 }
 
-/// Script calls the server ran so far (EVALSHA in commandstats).
+/// Script calls the server ran so far (FCALL and EVALSHA in
+/// commandstats).
 async fn script_calls(con: &mut redis::aio::MultiplexedConnection) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
@@ -42,9 +43,12 @@ async fn script_calls(con: &mut redis::aio::MultiplexedConnection) -> u64 {
         .await
         .unwrap();
     info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
+        .filter_map(|l| {
+            l.strip_prefix("cmdstat_evalsha:")
+                .or_else(|| l.strip_prefix("cmdstat_fcall:"))
+        })
+        .filter_map(|l| l.strip_prefix("calls=")?.split(',').next()?.parse::<u64>().ok())
+        .sum()
 }
 
 async fn listed(con: &mut redis::aio::MultiplexedConnection, queue: &str) -> usize {

@@ -2,7 +2,8 @@
 //! private redis-server (so no other client adds to what it shows) lists
 //! each command a client sends, and the commands scripts run inside (as
 //! `lua`), which are not round trips. In the steady state a claim is one
-//! script call, whether it finds a job or not, and whatever side work
+//! call of the board's Functions library (FCALL, Redis 7), whether it
+//! finds a job or not, and whatever side work
 //! (indexing, releases, recurring slots) is owed: that is maintenance's.
 
 use std::time::Duration;
@@ -78,7 +79,7 @@ async fn a_steady_state_claim_is_one_round_trip() {
         assert_eq!(claimed.len(), 1, "the claim takes a job");
     })
     .await;
-    assert_eq!(sent, ["EVALSHA"], "a claim that finds a job");
+    assert_eq!(sent, ["FCALL"], "a claim that finds a job");
 
     let sent = commands_of(&server, || async {
         let claimed = board.claim(&[q], "w", LONG, 5).await.unwrap();
@@ -87,11 +88,7 @@ async fn a_steady_state_claim_is_one_round_trip() {
         assert!(none.is_empty(), "the queue is empty");
     })
     .await;
-    assert_eq!(
-        sent,
-        ["EVALSHA", "EVALSHA"],
-        "two claims, the second finding nothing"
-    );
+    assert_eq!(sent, ["FCALL", "FCALL"], "two claims, the second finding nothing");
 }
 
 #[tokio::test]
@@ -141,7 +138,7 @@ async fn side_work_owed_leaves_a_claim_that_gets_jobs_at_one_round_trip() {
         assert_eq!(claimed.len(), 1, "the claim takes a job");
     })
     .await;
-    assert_eq!(sent, ["EVALSHA"], "a claim that gets a job leaves the side work");
+    assert_eq!(sent, ["FCALL"], "a claim that gets a job leaves the side work");
     assert_eq!(
         board.recurring(q).await.unwrap()[0].runs,
         0,

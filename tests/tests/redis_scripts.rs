@@ -1,12 +1,14 @@
 //! Every verb's script, composed from the modules its header includes,
-//! compiles in a real redis-server (SCRIPT LOAD), and is the Lua the
-//! board runs (its SHA is in the server's cache after a board connects).
-//! The benchmark's Functions library loads too, so `lua_bench` measures
-//! code Redis accepts. (That every name a script calls is defined is the
+//! compiles in a real redis-server (SCRIPT LOAD), and is the Lua a board
+//! without Functions runs (its SHA is in the server's cache after such a
+//! board connects); the Functions library compiles too, and is what a
+//! board on Redis 7 loads. (That every name a script calls is defined is the
 //! runtime's unit test `redis::lua::tests`.)
 
-use jobworker::redis::{lua, RedisBoard};
-use jobworker_tests::lua_bench::{library, Way};
+use jobworker::embedded::{RedisServer, ServerOptions};
+use jobworker::redis::lua::library::Library;
+use jobworker::redis::{lua, RedisBoard, RedisOptions};
+use jobworker_tests::lua_bench::Way;
 use jobworker_tests::shared_redis;
 
 async fn connection() -> redis::aio::MultiplexedConnection {
@@ -36,7 +38,9 @@ async fn every_composed_script_compiles_and_is_what_the_board_loads() {
         .query_async(&mut con)
         .await
         .unwrap();
-    let _board = RedisBoard::connect(shared_redis().url()).await.unwrap();
+    let _board = RedisBoard::with_options(RedisOptions::new(shared_redis().url()).functions(false))
+        .await
+        .unwrap();
     let cached: Vec<bool> = redis::cmd("SCRIPT")
         .arg("EXISTS")
         .arg(&shas)
@@ -63,22 +67,60 @@ fn scripts_carry_fewer_modules_than_the_whole_prelude() {
     );
 }
 
+/// The board's Functions library compiles in a real redis-server, has a
+/// function per verb, and is what a board on Redis 7 loads.
 #[tokio::test]
-async fn the_benchmark_library_loads() {
-    let mut con = connection().await;
-    let text = library::text();
-    let name: String = redis::cmd("FUNCTION")
+async fn the_library_compiles_and_is_what_the_board_loads() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let library = Library::new();
+    let name: redis::RedisResult<String> = redis::cmd("FUNCTION")
         .arg("LOAD")
-        .arg("REPLACE")
-        .arg(&text)
+        .arg(&library.text)
         .query_async(&mut con)
-        .await
-        .unwrap();
-    assert_eq!(name, library::NAME);
+        .await;
+    assert_eq!(
+        name.unwrap_or_else(|e| panic!("the library does not compile: {e}")),
+        library.name
+    );
+    let listed = functions_of(&mut con).await;
+    assert_eq!(listed.len(), lua::VERBS.len(), "{listed:?}");
+    for (verb, _) in lua::VERBS {
+        assert!(listed.contains(&library.function(verb)), "no function for {verb}");
+    }
     let _: () = redis::cmd("FUNCTION")
-        .arg("DELETE")
-        .arg(library::NAME)
+        .arg("FLUSH")
         .query_async(&mut con)
         .await
         .unwrap();
+    let _board = RedisBoard::connect(&server.url()).await.unwrap();
+    assert_eq!(
+        functions_of(&mut con).await,
+        listed,
+        "the board loads another library"
+    );
+}
+
+/// The names of every function on the server, sorted.
+async fn functions_of(con: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    let libraries: Vec<redis::Value> = redis::cmd("FUNCTION").arg("LIST").query_async(con).await.unwrap();
+    let mut names = Vec::new();
+    for library in libraries {
+        let fields: Vec<(String, redis::Value)> = redis::from_redis_value(library).unwrap();
+        for (field, value) in fields {
+            if field == "functions" {
+                let functions: Vec<Vec<(String, redis::Value)>> = redis::from_redis_value(value).unwrap();
+                for f in functions {
+                    names.extend(
+                        f.into_iter()
+                            .filter(|(k, _)| k == "name")
+                            .map(|(_, v)| redis::from_redis_value::<String>(v).unwrap()),
+                    );
+                }
+            }
+        }
+    }
+    names.sort();
+    names
 }

@@ -25,7 +25,7 @@ const QUIET: u64 = 150;
 
 const DEAD: &str = "killed by signal 9 (SIGKILL)";
 
-/// Script calls (EVALSHA and EVAL) the server has run so far.
+/// Script calls (FCALL, EVALSHA and EVAL) the server has run so far.
 async fn script_calls(board: &RedisBoard) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
@@ -33,7 +33,11 @@ async fn script_calls(board: &RedisBoard) -> u64 {
         .await
         .unwrap();
     info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter(|l| {
+            ["cmdstat_fcall:", "cmdstat_evalsha:", "cmdstat_eval:"]
+                .iter()
+                .any(|c| l.starts_with(c))
+        })
         .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
         .sum()
 }

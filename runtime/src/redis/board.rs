@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::job::{
     Abandon, Claimed, JobId, JobInfo, JobState, Lease, ListFilter, NewJob, Page, DEFAULT_MAX_ATTEMPTS,
 };
-use crate::redis::connect::{connect, Connection, RedisConnection};
+use crate::redis::connect::{connect, Connection, RedisConnection, FUNCTIONS_ENV};
 use crate::redis::durability::Durability;
 use crate::redis::keys::{QueueKeys, DEFAULT_PREFIX};
 use crate::redis::post_group::PostGroups;
@@ -65,6 +65,11 @@ pub struct RedisOptions {
     /// Acknowledge each call only once this many replicas hold its writes
     /// (`--durability wait:N[:ms]`); none by default.
     pub durability: Option<Durability>,
+    /// Run the board's Lua as a Redis Functions library (FCALL) where the
+    /// server has Functions (Redis 7, not a cluster); off, or on older
+    /// servers, each verb is a script (EVALSHA). On by default unless
+    /// `JOBWORKER_REDIS_FUNCTIONS=0`.
+    pub functions: bool,
 }
 
 impl RedisOptions {
@@ -80,6 +85,7 @@ impl RedisOptions {
             trash_age: DEFAULT_TRASH_AGE,
             default_max_attempts: DEFAULT_MAX_ATTEMPTS,
             durability: None,
+            functions: std::env::var(FUNCTIONS_ENV).map_or(true, |v| v != "0"),
         }
     }
 
@@ -103,6 +109,13 @@ impl RedisOptions {
     /// The hash of live workers (`<prefix>:workers`).
     pub fn workers_key(&self) -> String {
         format!("{}:workers", self.prefix)
+    }
+
+    /// Runs the board's Lua as a Functions library where the server has
+    /// Functions (`true`, the default), or always as scripts (`false`).
+    pub fn functions(mut self, on: bool) -> Self {
+        self.functions = on;
+        self
     }
 
     /// Stores `queue` under `namespace` instead of `<prefix>:{queue}`.
@@ -179,8 +192,9 @@ impl RedisBoard {
                 opts.prefix
             )));
         }
-        let conn = connect(&opts.url, opts.durability).await?;
-        scripts::load_all(&conn).await?;
+        let mut conn = connect(&opts.url, opts.durability).await?;
+        conn.functions &= opts.functions;
+        scripts::prepare(&mut conn).await?;
         let stored: (Option<usize>, Option<f64>, Option<usize>, Option<f64>) = conn
             .query(
                 redis::cmd("HMGET")

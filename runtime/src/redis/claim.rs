@@ -3,17 +3,16 @@
 
 use std::time::Duration;
 
-use redis::ScriptInvocation;
-
 use crate::board::{validate_claim, ClaimRequest};
 use crate::codec::{args_of, decode_posting};
 use crate::error::{Error, Result};
 use crate::job::{Claimed, JobId, Lease, Priority};
 use crate::redis::board::RedisBoard;
 use crate::redis::connect::Connection;
+use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{invocation, millis, run, SCRIPTS};
+use crate::redis::scripts::{millis, run, SCRIPTS};
 
 impl RedisBoard {
     /// The arguments of one queue's claim for `request`, taking `count`
@@ -259,8 +258,8 @@ pub(crate) struct ClaimArgs<'a> {
     pub trash: (usize, Duration),
 }
 
-pub(super) fn claim_invocation<'s>(keys: &QueueKeys, a: &ClaimArgs<'_>) -> ScriptInvocation<'s> {
-    let mut inv = invocation(&SCRIPTS.claim, keys);
+pub(super) fn claim_invocation(keys: &QueueKeys, a: &ClaimArgs<'_>) -> Invocation {
+    let mut inv = Invocation::new(&SCRIPTS.claim, keys);
     inv.arg(a.who)
         .arg(millis(a.expiry))
         .arg(a.count)
@@ -275,9 +274,7 @@ pub(super) fn claim_invocation<'s>(keys: &QueueKeys, a: &ClaimArgs<'_>) -> Scrip
 /// Twin of `claim.lua`. Not retried after a dropped connection: a claim
 /// whose reply was lost must not take more jobs (its leases expire).
 pub(crate) async fn claim(conn: &Connection, keys: &QueueKeys, a: &ClaimArgs<'_>) -> Result<Reply> {
-    let value = claim_invocation(keys, a)
-        .invoke_async::<redis::Value>(&mut conn.link.clone())
-        .await?;
+    let value = claim_invocation(keys, a).invoke(conn).await?;
     Reply::from_value(value)
 }
 
@@ -292,7 +289,7 @@ pub(crate) async fn claim_job(
     expiry: Option<Duration>,
     index: (i32, i64, u32),
 ) -> Result<Reply> {
-    let mut inv = invocation(&SCRIPTS.claim_job, keys);
+    let mut inv = Invocation::new(&SCRIPTS.claim_job, keys);
     inv.arg(id)
         .arg(who)
         .arg(expiry.map_or(0, millis))

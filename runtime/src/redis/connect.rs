@@ -21,6 +21,12 @@ pub const MIN_REDIS_VERSION: (u32, u32) = (6, 2);
 /// Oldest Redis a cluster board runs on (sharded pub/sub).
 const MIN_CLUSTER_VERSION: (u32, u32) = (7, 0);
 
+/// Oldest Redis with Functions (FUNCTION LOAD, FCALL).
+const MIN_FUNCTIONS_VERSION: (u32, u32) = (7, 0);
+/// Environment variable that turns the Functions library off (`0`): the
+/// board then sends its Lua as scripts, as on Redis 6.2.
+pub const FUNCTIONS_ENV: &str = "JOBWORKER_REDIS_FUNCTIONS";
+
 /// How long one command may take before the call fails (scripts are
 /// bounded; this only catches a hung server).
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,6 +49,10 @@ pub(super) const CA_ENV: &str = "JOBWORKER_REDIS_CA";
 pub(crate) struct Connection {
     pub link: RedisConnection,
     pub url: String,
+    /// Whether the board's Lua runs as the Functions library (FCALL) rather
+    /// than as scripts (EVALSHA): on Redis 7 or newer, not on a cluster,
+    /// unless the board's options turn it off.
+    pub functions: bool,
 }
 
 impl Connection {
@@ -157,6 +167,7 @@ async fn connect_to(url: &str) -> Result<Connection> {
     Ok(Connection {
         link: RedisConnection::sentinel(Arc::new(follow)),
         url: url.to_owned(),
+        functions: uses_functions(&info),
     })
 }
 
@@ -177,6 +188,10 @@ async fn connect_cluster(spec: cluster::ClusterUrl, url: &str) -> Result<Connect
     Ok(Connection {
         link: RedisConnection::cluster(spec, con),
         url: url.to_owned(),
+        // A library would have to be loaded on every master, and on a
+        // master added later: a cluster board sends scripts, which the node
+        // that lacks one loads on NOSCRIPT.
+        functions: false,
     })
 }
 
@@ -209,6 +224,7 @@ async fn connect_direct(url: &str, config: ConnectionManagerConfig) -> Result<Co
     Ok(Connection {
         link: RedisConnection::direct(client, manager),
         url: url.to_owned(),
+        functions: uses_functions(&info),
     })
 }
 
@@ -259,6 +275,11 @@ fn version_of(info: &str) -> (u32, u32) {
         .split('.')
         .map(|p| p.parse::<u32>().unwrap_or(0));
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+/// Whether the server of this `INFO server` reply has Functions.
+fn uses_functions(info: &str) -> bool {
+    version_of(info) >= MIN_FUNCTIONS_VERSION
 }
 
 pub(crate) fn check_version(info: &str, url: &str) -> Result<()> {

@@ -3,17 +3,16 @@
 
 use std::sync::Arc;
 
-use redis::ScriptInvocation;
-
 use crate::board::{ClaimRequest, MAX_CLAIM_COUNT};
 use crate::error::{Error, Result};
 use crate::job::{Claimed, Lease};
 use crate::redis::board::RedisBoard;
 use crate::redis::claim::{claim_invocation, ClaimArgs};
 use crate::redis::connect::Connection;
+use crate::redis::invocation::{is_noscript, Invocation};
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{invocation, is_noscript, load_all, run, split_pairs, SCRIPTS};
+use crate::redis::scripts::{load_all, run, split_pairs, SCRIPTS};
 
 impl RedisBoard {
     /// Groups leases by queue, in chunks a single `consume.lua` call takes.
@@ -163,9 +162,9 @@ pub(crate) async fn consume_then_claim(
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for (keys, leases) in batches {
-        pipe.invoke_script(&consume_invocation(keys, leases, keep));
+        consume_invocation(keys, leases, keep).add_to(&mut pipe, conn);
     }
-    pipe.invoke_script(&claim_invocation(claim_keys, claim));
+    claim_invocation(claim_keys, claim).add_to(&mut pipe, conn);
     let mut results: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.link.clone()).await?;
     // A script the server lost (restart, SCRIPT FLUSH) did not run: load
     // them all and run just that one again. Everything else ran once.
@@ -173,9 +172,7 @@ pub(crate) async fn consume_then_claim(
         Some(Ok(v)) => v,
         Some(Err(e)) if is_noscript(&e) => {
             load_all(conn).await?;
-            claim_invocation(claim_keys, claim)
-                .invoke_async(&mut conn.link.clone())
-                .await?
+            claim_invocation(claim_keys, claim).invoke(conn).await?
         }
         Some(Err(e)) => return Err(e.into()),
         None => return Err(crate::error::Error::codec("empty pipeline reply")),
@@ -199,12 +196,8 @@ fn return_value(reply: Reply) -> redis::Value {
     redis::Value::Array(reply.0)
 }
 
-fn consume_invocation<'s>(
-    keys: &QueueKeys,
-    leases: &[&crate::job::Lease],
-    keep: usize,
-) -> ScriptInvocation<'s> {
-    let mut inv = invocation(&SCRIPTS.consume, keys);
+fn consume_invocation(keys: &QueueKeys, leases: &[&crate::job::Lease], keep: usize) -> Invocation {
+    let mut inv = Invocation::new(&SCRIPTS.consume, keys);
     inv.arg(keep);
     for l in leases {
         inv.arg(l.job().as_str()).arg(l.owner()).arg(l.token());

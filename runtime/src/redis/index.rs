@@ -5,9 +5,10 @@ use crate::codec::{decode_posting, Posting};
 use crate::error::Result;
 use crate::redis::board::RedisBoard;
 use crate::redis::connect::Connection;
+use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{invocation, run, SCRIPTS};
+use crate::redis::scripts::{run, SCRIPTS};
 
 /// Listing entries examined per call when looking for jobs posted by
 /// taskflow that are not indexed yet.
@@ -107,7 +108,7 @@ pub(crate) async fn index(
     max_attempts: u32,
     jobs: &[(String, i32, i64)],
 ) -> Result<Reply> {
-    let mut inv = invocation(&SCRIPTS.index, keys);
+    let mut inv = Invocation::new(&SCRIPTS.index, keys);
     inv.arg(max_attempts);
     for (id, priority, sequence) in jobs {
         inv.arg(id).arg(priority).arg(sequence);
@@ -123,7 +124,7 @@ pub(crate) async fn quarantine(
     bytes: &[u8],
     reason: &str,
 ) -> Result<Reply> {
-    let mut inv = invocation(&SCRIPTS.quarantine, keys);
+    let mut inv = Invocation::new(&SCRIPTS.quarantine, keys);
     inv.arg(field).arg(bytes).arg(reason);
     run(conn, &inv).await
 }

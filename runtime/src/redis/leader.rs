@@ -10,10 +10,11 @@ use redis::Script;
 use crate::board::Maintenance;
 use crate::error::Result;
 use crate::redis::board::RedisBoard;
-use crate::redis::connect::Connection;
+use crate::redis::connect::{retry_once, Connection};
 use crate::redis::keys::QueueKeys;
 use crate::redis::read;
-use crate::redis::scripts::{millis, run};
+use crate::redis::reply::Reply;
+use crate::redis::scripts::millis;
 
 /// `leader.lua`: standalone (no prelude, one key), so it stays tiny.
 static LEADER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/leader.lua")));
@@ -23,7 +24,13 @@ static LEADER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../
 async fn leader(conn: &Connection, keys: &QueueKeys, who: &str, ttl: Duration) -> Result<bool> {
     let mut inv = LEADER.prepare_invoke();
     inv.key(keys.leader()).arg(who).arg(millis(ttl));
-    Ok(run(conn, &inv).await?.int(1)? == 1)
+    let inv = &inv;
+    let value = retry_once(|| {
+        let mut con = conn.link.clone();
+        async move { inv.invoke_async::<redis::Value>(&mut con).await }
+    })
+    .await?;
+    Ok(Reply::from_value(value)?.int(1)? == 1)
 }
 
 impl Maintenance for RedisBoard {

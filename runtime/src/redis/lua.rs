@@ -310,5 +310,7 @@ pub fn composed_verbs() -> impl Iterator<Item = (&'static str, String)> {
     VERBS.iter().map(|(name, text)| (*name, compose(text)))
 }
 
+pub mod library;
+
 #[cfg(test)]
 mod tests;

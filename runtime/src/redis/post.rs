@@ -3,16 +3,15 @@
 
 use std::time::Duration;
 
-use redis::ScriptInvocation;
-
 use crate::codec::{details_of, posting_parts};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
 use crate::redis::board::RedisBoard;
 use crate::redis::connect::Connection;
+use crate::redis::invocation::{is_noscript, Invocation};
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{invocation, is_noscript, load_all, millis, run, split_pairs, SCRIPTS};
+use crate::redis::scripts::{load_all, millis, run, split_pairs, SCRIPTS};
 
 /// A job made ready for `post.lua`: its id and the posting bytes around
 /// the server-side time and sequence, owned (it may wait for a grouped
@@ -190,8 +189,8 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[&Prepared]
 /// Jobs per `post.lua` call in a bulk post.
 pub(crate) const POST_BATCH: usize = 100;
 
-fn post_invocation<'s>(keys: &QueueKeys, jobs: &[&Prepared]) -> ScriptInvocation<'s> {
-    let mut inv = invocation(&SCRIPTS.post, keys);
+fn post_invocation(keys: &QueueKeys, jobs: &[&Prepared]) -> Invocation {
+    let mut inv = Invocation::new(&SCRIPTS.post, keys);
     inv.arg(&keys.notify);
     for p in jobs {
         inv.arg(p.id.as_str())
@@ -217,7 +216,7 @@ pub(crate) async fn post_batches(
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for batch in batches {
-        pipe.invoke_script(&post_invocation(keys, batch));
+        post_invocation(keys, batch).add_to(&mut pipe, conn);
     }
     // Not retried after a dropped connection: batches that ran would
     // report their own jobs as already existing.
@@ -228,9 +227,7 @@ pub(crate) async fn post_batches(
             Ok(v) => v,
             Err(e) if is_noscript(&e) => {
                 load_all(conn).await?;
-                post_invocation(keys, batch)
-                    .invoke_async(&mut conn.link.clone())
-                    .await?
+                post_invocation(keys, batch).invoke(conn).await?
             }
             Err(e) => return Err(e.into()),
         };

@@ -5,10 +5,11 @@ use crate::board::ReapReport;
 use crate::error::Result;
 use crate::redis::board::RedisBoard;
 use crate::redis::connect::Connection;
+use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::read;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{invocation, run, SCRIPTS};
+use crate::redis::scripts::{run, SCRIPTS};
 
 impl RedisBoard {
     /// Reaps `queue` (see [`Board::reap`](crate::board::Board::reap)).
@@ -30,5 +31,5 @@ impl RedisBoard {
 
 /// Twin of `reap.lua`.
 pub(crate) async fn reap(conn: &Connection, keys: &QueueKeys) -> Result<Reply> {
-    run(conn, &invocation(&SCRIPTS.reap, keys)).await
+    run(conn, &Invocation::new(&SCRIPTS.reap, keys)).await
 }

@@ -2,21 +2,20 @@
 //! (`recover_owner.lua`), for the async board and the supervisor's
 //! blocking one alike; and the job counts the supervisor's progress reads.
 
-use redis::ScriptInvocation;
-
 use crate::board::{QueueCounts, Recovered, Recovery};
 use crate::error::Result;
 use crate::redis::board::RedisBoard;
+use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{invocation, SCRIPTS};
+use crate::redis::scripts::SCRIPTS;
 
 /// Crashes after which a job counts as a poison pill and is trashed.
 pub const POISON_CRASHES: u32 = 3;
 
 /// The call of `recover_owner.lua` for `owner`'s leases in `keys`' queue.
-pub(crate) fn recover_invocation<'a>(keys: &QueueKeys, owner: &str, reason: &str) -> ScriptInvocation<'a> {
-    let mut inv = invocation(&SCRIPTS.recover_owner, keys);
+pub(crate) fn recover_invocation(keys: &QueueKeys, owner: &str, reason: &str) -> Invocation {
+    let mut inv = Invocation::new(&SCRIPTS.recover_owner, keys);
     inv.arg(owner).arg(reason).arg(POISON_CRASHES);
     inv
 }
@@ -69,7 +68,6 @@ impl RedisBoard {
 impl Recovery for RedisBoard {
     async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
         let inv = recover_invocation(&*self.keys(queue)?, owner, reason);
-        let mut con = self.connection();
-        recovered(inv.invoke_async::<redis::Value>(&mut con).await?)
+        recovered(inv.invoke(&self.conn).await?)
     }
 }

@@ -7,22 +7,27 @@
 use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
-use redis::{Script, ScriptInvocation};
+use redis::Script;
 
 use crate::error::Result;
 use crate::job::Lease;
 use crate::redis::connect::{retry_once, Connection};
+use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::lua;
+use crate::redis::lua::library::Library;
 use crate::redis::reply::Reply;
 
 /// A verb's script and the queue keys it takes (indexes into
 /// `QueueKeys::keys`, in the order of its header's `-- KEYS:` line).
 pub(crate) struct LuaScript {
+    /// The verb (its function in the library).
+    pub verb: &'static str,
     /// The verb's file.
     text: &'static str,
-    /// The composed script for one server (see [`lua::compose_for`]).
-    plain: Script,
+    /// The composed script for one server (see [`lua::compose_for`]), made
+    /// when a board without the library first needs it.
+    plain: OnceLock<Script>,
     /// The composed script for a cluster (sharded channels), made when a
     /// cluster board first needs it.
     cluster: OnceLock<Script>,
@@ -33,11 +38,8 @@ pub(crate) struct LuaScript {
 impl LuaScript {
     /// The script for a board on a cluster or not.
     pub(super) fn script(&self, cluster: bool) -> &Script {
-        if !cluster {
-            return &self.plain;
-        }
-        self.cluster
-            .get_or_init(|| Script::new(&lua::compose_for(self.text, true)))
+        let composed = if cluster { &self.cluster } else { &self.plain };
+        composed.get_or_init(|| Script::new(&lua::compose_for(self.text, cluster)))
     }
 }
 
@@ -96,11 +98,12 @@ impl Scripts {
     }
 }
 
-fn script(verb: &str) -> LuaScript {
+fn script(verb: &'static str) -> LuaScript {
     let text = lua::verb(verb).unwrap_or_else(|| panic!("no lua/{verb}.lua"));
     LuaScript {
+        verb,
         text,
-        plain: Script::new(&lua::compose_for(text, false)),
+        plain: OnceLock::new(),
         cluster: OnceLock::new(),
         keys: lua::keys(text),
     }
@@ -131,41 +134,61 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     overview: script("overview"),
 });
 
-/// Loads every script into the server's cache (EVALSHA afterwards). One
-/// at a time: a single pipeline of all of them is a half-megabyte buffer
-/// that the allocator keeps in every process.
+/// The board's Functions library, built once per process when a board
+/// uses it.
+pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(Library::new);
+
+/// Loads the board's Lua into the server: the Functions library, or every
+/// script into the script cache (EVALSHA afterwards). The scripts go one
+/// command at a time: a single pipeline of all of them is a half-megabyte
+/// buffer that the allocator keeps in every process, and on a cluster a
+/// lone SCRIPT LOAD reaches every master (a pipeline goes to one node).
 pub(crate) async fn load_all(conn: &Connection) -> Result<()> {
+    if conn.functions {
+        return Ok(load_library(conn).await?);
+    }
     for s in SCRIPTS.all() {
-        let mut pipe = redis::pipe();
-        pipe.load_script(s.script(conn.is_cluster()));
-        conn.query_pipe::<Vec<String>>(&pipe).await?;
+        load_script(conn, s.script(conn.is_cluster())).await?;
     }
     Ok(())
 }
 
-/// Starts an invocation of `script` with the queue keys it takes and the
-/// `NS:` prefix (on a cluster: the cluster's script, and the queue's fence
-/// key after its keys).
-pub(crate) fn invocation<'a>(script: &'a LuaScript, keys: &QueueKeys) -> ScriptInvocation<'a> {
-    let mut inv = script.script(keys.sharded).prepare_invoke();
-    for k in &script.keys {
-        inv.key(&keys.keys[*k]);
-    }
-    if keys.sharded {
-        inv.key(keys.fence());
-    }
-    inv.arg(keys.prefix()).arg(&keys.queue).arg(&keys.events);
-    inv
+/// SCRIPT LOAD of one script (on a cluster, into every master).
+pub(crate) async fn load_script(conn: &Connection, script: &Script) -> redis::RedisResult<()> {
+    script.load_async(&mut conn.link.clone()).await.map(drop)
 }
 
-/// Starts an invocation of a lease verb's script (extend, abandon,
-/// trash): the queue keys, then the lease's job, owner and fencing token.
-pub(crate) fn lease_invocation<'a>(
-    script: &'a LuaScript,
-    keys: &QueueKeys,
-    lease: &Lease,
-) -> ScriptInvocation<'a> {
-    let mut inv = invocation(script, keys);
+/// FUNCTION LOAD of the library; one already there (another worker of
+/// this build loaded it) is fine.
+pub(crate) async fn load_library(conn: &Connection) -> redis::RedisResult<()> {
+    let mut load = redis::cmd("FUNCTION");
+    load.arg("LOAD").arg(&LIBRARY.text);
+    match load.query_async::<String>(&mut conn.link.clone()).await {
+        Err(e) if !e.detail().is_some_and(|d| d.contains("already exists")) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Loads the board's Lua at connect. A server that refuses the library
+/// (an ACL without FUNCTION, a managed service that disables it) gets the
+/// scripts instead, with a warning.
+pub(crate) async fn prepare(conn: &mut Connection) -> Result<()> {
+    if conn.functions {
+        if let Err(e) = load_library(conn).await {
+            if e.is_io_error() || e.is_connection_dropped() {
+                return Err(e.into());
+            }
+            tracing::warn!(error = %e, "redis refused the functions library; using EVALSHA scripts");
+            conn.functions = false;
+        }
+    }
+    load_all(conn).await
+}
+
+/// Starts a lease verb's invocation (extend, abandon, trash): the queue
+/// keys, then the lease's job, owner and fencing token.
+pub(crate) fn lease_invocation(script: &'static LuaScript, keys: &QueueKeys, lease: &Lease) -> Invocation {
+    let mut inv = Invocation::new(script, keys);
     inv.arg(lease.job().as_str())
         .arg(lease.owner())
         .arg(lease.token());
@@ -178,7 +201,7 @@ pub(crate) async fn run_on_lease(
     conn: &Connection,
     keys: &QueueKeys,
     lease: &Lease,
-    inv: &ScriptInvocation<'_>,
+    inv: &Invocation,
 ) -> Result<Reply> {
     run(conn, inv)
         .await?
@@ -186,12 +209,8 @@ pub(crate) async fn run_on_lease(
 }
 
 /// Runs an invocation, retried once after a dropped connection.
-pub(crate) async fn run(conn: &Connection, inv: &ScriptInvocation<'_>) -> Result<Reply> {
-    let value = retry_once(|| {
-        let mut con = conn.link.clone();
-        async move { inv.invoke_async::<redis::Value>(&mut con).await }
-    })
-    .await?;
+pub(crate) async fn run(conn: &Connection, inv: &Invocation) -> Result<Reply> {
+    let value = retry_once(|| inv.invoke(conn)).await?;
     Reply::from_value(value)
 }
 
@@ -213,21 +232,16 @@ pub(crate) fn split_pairs(reply: &Reply, jobs: usize) -> Vec<Reply> {
         .collect()
 }
 
-/// The server lost the script (restart, SCRIPT FLUSH).
-pub(crate) fn is_noscript(e: &redis::RedisError) -> bool {
-    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
-}
-
 /// Runs `script` on `keys`' queue with `args` after the common ones (for
 /// the operator verbs: cancel, priority, resolve, depend, retry, purge,
 /// tag, track, recur_spawn).
 pub(crate) async fn call<A: redis::ToRedisArgs>(
     conn: &Connection,
-    script: &LuaScript,
+    script: &'static LuaScript,
     keys: &QueueKeys,
     args: &[A],
 ) -> Result<Reply> {
-    let mut inv = invocation(script, keys);
+    let mut inv = Invocation::new(script, keys);
     for a in args {
         inv.arg(a);
     }

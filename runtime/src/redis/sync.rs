@@ -152,7 +152,7 @@ impl SyncBoard {
     /// trashed).
     pub fn recover_owner(&mut self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
         let inv = recover_invocation(&self.opts.keys(queue)?, owner, reason);
-        recovered(self.retrying(|con| inv.invoke(con))?)
+        recovered(self.retrying(|con| inv.invoke_blocking(con))?)
     }
 
     /// Counts jobs over `queues`.

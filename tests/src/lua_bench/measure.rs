@@ -7,7 +7,8 @@ use jobworker::redis::QueueKeys;
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 
-use super::{library, Way, HOT_VERBS};
+use super::{Way, HOT_VERBS};
+use jobworker::redis::lua::library::Library;
 
 /// What loading one way cost the server.
 #[derive(Debug, Clone)]
@@ -36,10 +37,12 @@ pub struct Figures {
     pub calls_per_s: f64,
 }
 
-/// The per-way state of a run: EVALSHA digests of the script ways.
+/// The per-way state of a run: EVALSHA digests of the script ways, and
+/// the library's names.
 pub struct Bench {
     con: MultiplexedConnection,
     shas: HashMap<(&'static str, &'static str), String>,
+    library: Library,
 }
 
 /// One section of the server's INFO.
@@ -92,7 +95,7 @@ impl Bench {
             let started = Instant::now();
             let mut bytes = 0;
             if way == Way::Library {
-                let text = library::text();
+                let text = Library::new().text;
                 bytes = text.len();
                 let _: String = redis::cmd("FUNCTION")
                     .arg("LOAD")
@@ -139,14 +142,21 @@ impl Bench {
                 shas.insert((way.label(), verb), sha);
             }
         }
-        (Bench { con, shas }, costs)
+        (
+            Bench {
+                con,
+                shas,
+                library: Library::new(),
+            },
+            costs,
+        )
     }
 
     fn call(&self, way: Way, verb: &'static str, keys: &QueueKeys, args: &[String]) -> redis::Cmd {
         let mut cmd = match way {
             Way::Library => {
                 let mut c = redis::cmd("FCALL");
-                c.arg(library::function(verb));
+                c.arg(self.library.function(verb));
                 c
             }
             _ => {

@@ -1,0 +1,109 @@
+//! One call of a verb's Lua: its keys and arguments, sent as FCALL of the
+//! board's Functions library (Redis ≥ 7) or EVALSHA of the verb's script,
+//! whichever the connection uses (see [`Connection::functions`]).
+
+use redis::{ConnectionLike, ToRedisArgs};
+
+use crate::redis::connect::Connection;
+use crate::redis::keys::QueueKeys;
+use crate::redis::scripts::{load_library, load_script, LuaScript, LIBRARY};
+
+/// A call of one verb: the queue keys it takes, then the common arguments
+/// and its own.
+pub(crate) struct Invocation {
+    script: &'static LuaScript,
+    /// A cluster board's call (the cluster's script).
+    sharded: bool,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl Invocation {
+    /// A call of `script` on `keys`' queue with the keys it takes and the
+    /// common arguments (on a cluster: the queue's fence key after its
+    /// keys).
+    pub(crate) fn new(script: &'static LuaScript, keys: &QueueKeys) -> Invocation {
+        let mut inv = Invocation {
+            script,
+            sharded: keys.sharded,
+            keys: script
+                .keys
+                .iter()
+                .map(|k| keys.keys[*k].as_bytes().to_vec())
+                .collect(),
+            args: Vec::with_capacity(8),
+        };
+        if keys.sharded {
+            inv.keys.push(keys.fence().as_bytes().to_vec());
+        }
+        inv.arg(keys.prefix()).arg(&keys.queue).arg(&keys.events);
+        inv
+    }
+
+    /// Appends an argument.
+    pub(crate) fn arg<A: ToRedisArgs>(&mut self, arg: A) -> &mut Invocation {
+        self.args.extend(arg.to_redis_args());
+        self
+    }
+
+    /// The command: FCALL of the verb's function, or EVALSHA of its script.
+    fn cmd(&self, functions: bool) -> redis::Cmd {
+        let mut cmd;
+        if functions {
+            cmd = redis::cmd("FCALL");
+            cmd.arg(LIBRARY.function(self.script.verb));
+        } else {
+            cmd = redis::cmd("EVALSHA");
+            cmd.arg(self.script.script(self.sharded).get_hash());
+        }
+        cmd.arg(self.keys.len());
+        for part in self.keys.iter().chain(&self.args) {
+            cmd.arg(part);
+        }
+        cmd
+    }
+
+    /// Adds the call to `pipe`; a reply that says the server lost the Lua
+    /// ([`is_noscript`]) means it did not run.
+    pub(crate) fn add_to(&self, pipe: &mut redis::Pipeline, conn: &Connection) {
+        pipe.add_command(self.cmd(conn.functions));
+    }
+
+    /// Runs the call; when the server lost the Lua (restart, SCRIPT FLUSH,
+    /// FUNCTION FLUSH), loads it and runs the call again. Not retried
+    /// after a dropped connection (see `scripts::run` for verbs that are).
+    pub(crate) async fn invoke(&self, conn: &Connection) -> redis::RedisResult<redis::Value> {
+        let mut con = conn.link.clone();
+        match self.cmd(conn.functions).query_async(&mut con).await {
+            Err(e) if is_noscript(&e) => {
+                if conn.functions {
+                    load_library(conn).await?;
+                } else {
+                    load_script(conn, self.script.script(self.sharded)).await?;
+                }
+                self.cmd(conn.functions).query_async(&mut con).await
+            }
+            other => other,
+        }
+    }
+
+    /// [`invoke`](Self::invoke) on a blocking connection, always as EVALSHA
+    /// (the supervisor's crash recovery: one call per dead worker).
+    pub(crate) fn invoke_blocking(&self, con: &mut dyn ConnectionLike) -> redis::RedisResult<redis::Value> {
+        match self.cmd(false).query(con) {
+            Err(e) if is_noscript(&e) => {
+                self.script.script(self.sharded).load(con)?;
+                self.cmd(false).query(con)
+            }
+            other => other,
+        }
+    }
+}
+
+/// The server does not have the Lua a call needs: EVALSHA's NOSCRIPT
+/// (restart, SCRIPT FLUSH) or FCALL's "Function not found" (a restart
+/// without persistence, FUNCTION FLUSH or DELETE). The call did not run.
+pub(crate) fn is_noscript(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+        || e.detail().is_some_and(|d| d.starts_with("Function not found"))
+}

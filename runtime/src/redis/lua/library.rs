@@ -1,0 +1,214 @@
+//! The board's Lua as one Redis Functions library (Redis ≥ 7): loaded once
+//! with FUNCTION LOAD, each verb then run with FCALL.
+//!
+//! A script sent with EVALSHA runs its whole top level on every call, so
+//! every module function it carries is a closure built per call; a
+//! library's top level runs once, at load (see `runtime/lua/README.md`).
+//! That top level has no KEYS or ARGV, so the module lines that read them
+//! (`local NS, QUEUE, EVENTS = ARGV[1], …`) and the per-call caches
+//! (`local any_tracked = nil`) become declarations, assigned at the start
+//! of every call by `bind`; each verb's function then binds the queue keys
+//! it takes, in its header's order, and runs the verb's file.
+//!
+//! The library is named by a digest of its text (`jobworker_<16 hex>`,
+//! functions `jobworker_<16 hex>_<verb>`): function names are global to
+//! the server, and during a rolling upgrade two versions share it.
+
+use super::{bindings, keys, push_code, resolve, KEY_NAMES, MODULES, VERBS};
+
+/// What every library's name starts with.
+pub const PREFIX: &str = "jobworker_";
+
+/// The verbs that add jobs or data: past `maxmemory` (with no eviction)
+/// the server refuses them whole. Every other verb settles, moves or
+/// removes what is there, and runs past `maxmemory` too (`allow-oom`), so
+/// that a full server can still be drained. (A script sent with EVALSHA
+/// is refused only when its first write adds data: post is, consume is
+/// not.)
+pub const ADDS_DATA: [&str; 5] = ["post", "recur_spawn", "depend", "tag", "track"];
+
+/// The library's name and its source.
+pub struct Library {
+    /// `jobworker_<16 hex digits of the SHA-1 of its text>`.
+    pub name: String,
+    /// The source FUNCTION LOAD takes.
+    pub text: String,
+}
+
+impl Library {
+    /// The library of this build's Lua.
+    pub fn new() -> Library {
+        let digest = redis::Script::new(&text(PREFIX)).get_hash().to_owned();
+        let name = format!("{PREFIX}{}", &digest[..16]);
+        Library {
+            text: text(&name),
+            name,
+        }
+    }
+
+    /// The function that runs `verb`.
+    pub fn function(&self, verb: &str) -> String {
+        format!("{}_{verb}", self.name)
+    }
+}
+
+impl Default for Library {
+    fn default() -> Self {
+        Library::new()
+    }
+}
+
+/// The library's source under `name`: every module once (after the ones it
+/// includes), `bind`, then one function per verb.
+fn text(name: &str) -> String {
+    let all: Vec<&str> = MODULES.iter().map(|(n, _)| *n).collect();
+    let mut top = String::from("local CLUSTER = false\n");
+    let key_names: Vec<String> = KEY_NAMES
+        .iter()
+        .map(|k| format!("K_{}", k.to_uppercase()))
+        .collect();
+    top.push_str(&format!("local {}\n", key_names.join(", ")));
+    let mut bind = String::new();
+    for module in resolve(&format!("-- include: {}", all.join(", "))) {
+        for line in super::module(module).unwrap_or_default().lines() {
+            match per_call(line) {
+                Some((names, values)) => {
+                    top.push_str(&format!("local {names}\n"));
+                    bind.push_str(&format!("{names} = {values}\n"));
+                }
+                None => push_code(&mut top, line),
+            }
+        }
+    }
+    let mut out = format!("#!lua name={name}\n{top}local function bind(ARGV)\n{bind}end\n");
+    for (verb, file) in VERBS {
+        let bound = bindings(&keys(file));
+        out.push_str(&format!(
+            "redis.register_function{{function_name = '{name}_{verb}', callback = function(KEYS, ARGV)\nbind(ARGV)\n{}",
+            bound.strip_prefix("local ").unwrap_or(&bound)
+        ));
+        push_code(&mut out, file);
+        let flags = if ADDS_DATA.contains(verb) {
+            ""
+        } else {
+            "'allow-oom'"
+        };
+        out.push_str(&format!("end, flags = {{{flags}}}}}\n"));
+    }
+    out
+}
+
+/// A module's top-level line whose value differs per call: `local NAMES =
+/// VALUES` reading KEYS or ARGV, or setting nothing but nils (a per-call
+/// cache). Returns (names, values).
+pub(super) fn per_call(line: &str) -> Option<(&str, &str)> {
+    let (names, values) = line.strip_prefix("local ")?.split_once(" = ")?;
+    let reads_call = values.contains("KEYS[") || values.contains("ARGV[");
+    let all_nil = values.split(',').all(|v| v.trim() == "nil");
+    (!names.starts_with("function") && (reads_call || all_nil)).then_some((names, values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names a module's top level defines: `local function NAME(` and
+    /// `local A, B = …` (or `local A`).
+    fn top_names(module: &str) -> Vec<(&str, bool)> {
+        let mut out = Vec::new();
+        for line in module.lines().filter_map(|l| l.strip_prefix("local ")) {
+            if let Some(f) = line.strip_prefix("function ") {
+                out.push((f.split('(').next().unwrap_or_default().trim(), true));
+            } else {
+                let names = line.split(" = ").next().unwrap_or_default();
+                out.extend(names.split(',').map(|n| (n.trim(), false)));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn no_two_modules_define_the_same_name() {
+        let mut seen = std::collections::HashMap::new();
+        for (module, text) in MODULES {
+            for (name, _) in top_names(text) {
+                if let Some(other) = seen.insert(name, *module) {
+                    panic!("{name} is defined by both lib/{other}.lua and lib/{module}.lua");
+                }
+            }
+        }
+    }
+
+    /// A module's top-level value that is not bound per call lives as long
+    /// as the library: nothing may assign it (or into it) after its line.
+    #[test]
+    fn state_that_outlives_a_call_is_never_written() {
+        let per_call_names: Vec<&str> = MODULES
+            .iter()
+            .flat_map(|(_, t)| t.lines().filter_map(per_call))
+            .flat_map(|(names, _)| names.split(',').map(str::trim))
+            .collect();
+        for known in [
+            "NS",
+            "QUEUE",
+            "EVENTS",
+            "any_tracked",
+            "listening",
+            "any_waiting",
+            "ms_ms",
+        ] {
+            assert!(per_call_names.contains(&known), "{known} is not bound per call");
+        }
+        let all_code: Vec<&str> = MODULES.iter().chain(VERBS).flat_map(|(_, t)| t.lines()).collect();
+        for (module, text) in MODULES {
+            for (name, is_function) in top_names(text) {
+                if is_function || per_call_names.contains(&name) {
+                    continue;
+                }
+                for line in &all_code {
+                    let code = line.split("--").next().unwrap_or_default();
+                    let code_start = code.trim_start();
+                    if code_start.starts_with("local ") && !code_start.starts_with("local function") {
+                        continue;
+                    }
+                    for writes in [
+                        format!("{name} ="),
+                        format!("{name}["),
+                        format!("table.insert({name}"),
+                    ] {
+                        let hit = code.match_indices(&writes).any(|(at, _)| {
+                            let part_of_a_name = code[..at]
+                                .chars()
+                                .last()
+                                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+                            let a_comparison =
+                                writes.ends_with('=') && code[at + writes.len()..].starts_with('=');
+                            !part_of_a_name && !a_comparison
+                        });
+                        assert!(
+                            !hit,
+                            "lib/{module}.lua's {name} outlives a call but is written: {line}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_verb_has_a_function_and_the_name_follows_the_text() {
+        let library = Library::new();
+        assert!(library.name.starts_with(PREFIX) && library.name.len() == PREFIX.len() + 16);
+        assert!(library
+            .text
+            .starts_with(&format!("#!lua name={}\n", library.name)));
+        for (verb, _) in VERBS {
+            let registered = format!(
+                "redis.register_function{{function_name = '{}',",
+                library.function(verb)
+            );
+            assert!(library.text.contains(&registered), "no function for {verb}");
+        }
+        assert!(!library.text.contains("\n--"), "comment lines are left out");
+    }
+}

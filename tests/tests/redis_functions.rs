@@ -1,0 +1,148 @@
+//! The board's Lua as a Redis Functions library (FCALL, Redis 7) and as
+//! scripts (EVALSHA, Redis 6.2 and clusters): both run the same jobs on
+//! one server, a server that refuses the library gets the scripts, and a
+//! full server refuses a call whole. (A flushed library loaded again is in
+//! `redis_wire.rs`; that the library compiles, in `redis_scripts.rs`.)
+
+use std::time::Duration;
+
+use jobworker::embedded::{RedisServer, ServerOptions};
+use jobworker::redis::{RedisBoard, RedisOptions};
+use jobworker::{Board, JobState, NewJob};
+
+const LEASE: Duration = Duration::from_secs(60);
+
+async fn board(url: &str, functions: bool) -> RedisBoard {
+    RedisBoard::with_options(RedisOptions::new(url).functions(functions))
+        .await
+        .unwrap()
+}
+
+/// Calls of `command` (`fcall`, `evalsha`) the server ran so far.
+async fn calls(server: &RedisServer, command: &str) -> u64 {
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+async fn config_set(server: &RedisServer, name: &str, value: &str) {
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+}
+
+/// A board with the library and one with scripts (an old worker, or one
+/// with `JOBWORKER_REDIS_FUNCTIONS=0`) share a queue: each takes up what
+/// the other did.
+#[tokio::test]
+async fn the_library_and_the_scripts_share_jobs() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let library = board(&server.url(), true).await;
+    let scripts = board(&server.url(), false).await;
+    let q = "shared";
+    let a = scripts.post(q, NewJob::new("a")).await.unwrap();
+    let b = library.post(q, NewJob::new("b")).await.unwrap();
+    let first = library.claim(&[q], "new", LEASE, 1).await.unwrap().remove(0);
+    assert_eq!(
+        first.lease.job(),
+        &a,
+        "the library claims what the scripts posted"
+    );
+    let second = scripts.claim(&[q], "old", LEASE, 1).await.unwrap().remove(0);
+    assert_eq!(second.lease.job(), &b);
+    scripts.extend(&first.lease, LEASE).await.unwrap();
+    scripts.consume(first.lease).await.unwrap();
+    library.consume(second.lease).await.unwrap();
+    assert_eq!(library.state(q, &a).await.unwrap(), JobState::Completed);
+    assert_eq!(scripts.state(q, &b).await.unwrap(), JobState::Completed);
+    assert!(calls(&server, "fcall").await >= 3, "the library board used FCALL");
+    assert!(
+        calls(&server, "evalsha").await >= 4,
+        "the scripts board used EVALSHA"
+    );
+}
+
+/// A user whose ACL forbids FUNCTION (as some managed services do) gets a
+/// board that sends scripts, not an error.
+#[tokio::test]
+async fn a_server_that_refuses_the_library_gets_scripts() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg(
+            &[
+                "SETUSER",
+                "nofunctions",
+                "on",
+                ">pw",
+                "~*",
+                "&*",
+                "+@all",
+                "-function",
+            ][..],
+        )
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let port = server.port().expect("a TCP server");
+    let board = board(&format!("redis://nofunctions:pw@127.0.0.1:{port}/0"), true).await;
+    let q = "acl";
+    let id = board.post(q, NewJob::new("a")).await.unwrap();
+    let claimed = board.claim(&[q], "w", LEASE, 1).await.unwrap().remove(0);
+    board.consume(claimed.lease).await.unwrap();
+    assert_eq!(board.state(q, &id).await.unwrap(), JobState::Completed);
+    assert_eq!(calls(&server, "fcall").await, 0, "no FCALL without a library");
+    assert!(calls(&server, "evalsha").await >= 3);
+}
+
+/// Past `maxmemory` (no eviction), a post is refused with a clear error
+/// and writes nothing, while a worker can still claim and consume, with
+/// the library as with scripts.
+#[tokio::test]
+async fn a_full_server_refuses_posts_and_still_drains() {
+    for functions in [true, false] {
+        let server = RedisServer::start(ServerOptions::default()).unwrap();
+        let board = board(&server.url(), functions).await;
+        let q = "full";
+        let first = board.post(q, NewJob::new("a")).await.unwrap();
+        let second = board.post(q, NewJob::new("b")).await.unwrap();
+        // A board's first claim of a queue registers it (not a script).
+        let held = board.claim(&[q], "w", LEASE, 1).await.unwrap().remove(0);
+        config_set(&server, "maxmemory", "1").await;
+        let refused = board.post(q, NewJob::new("c")).await.unwrap_err();
+        assert!(refused.to_string().contains("OOM"), "{refused}");
+        assert_eq!(
+            board.job_count(q).await.unwrap(),
+            2,
+            "the refused post wrote nothing"
+        );
+        let claimed = board.claim(&[q], "w", LEASE, 1).await.unwrap().remove(0);
+        board.extend(&claimed.lease, LEASE).await.unwrap();
+        board.consume(claimed.lease).await.unwrap();
+        board.consume(held.lease).await.unwrap();
+        // Reading a job's state is a MULTI, which a full server refuses.
+        config_set(&server, "maxmemory", "0").await;
+        for id in [first, second] {
+            assert_eq!(
+                board.state(q, &id).await.unwrap(),
+                JobState::Completed,
+                "functions: {functions}"
+            );
+        }
+    }
+}
