@@ -20,7 +20,8 @@
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
 --        unless the job waits for dependencies (then the posting is kept in
 --        the job hash until they are met); job hash; ready, scheduled or
---        waiting index; tags, tracking, unique key; 'posted' event. Then
+--        waiting index (one ZADD of the batch's ready jobs); tags,
+--        tracking, unique key; 'posted' event. Then
 --        ready jobs are handed to idle workers registered for it (one
 --        each, lib/handoff.lua). One PUBLISH notify when the ready index
 --        was empty before and still holds jobs (idle workers wait on it)
@@ -40,16 +41,18 @@ local out = {'ok'}
 -- gap: taskflow only orders by them).
 local n = math.floor((#ARGV - 4) / 9)
 local seq = n > 0 and redis.call('INCRBY', K_SEQUENCE, n) - n or 0
+local ready_batch = {}
 for i = 5, #ARGV - 8, 9 do
   local extra = ARGV[i + 7] ~= '' and cjson.decode(ARGV[i + 7]) or nil
   seq = seq + 1
   local status, value = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-    ARGV[i + 6], extra, created, now_ms, seq, ARGV[i + 8] == '1')
+    ARGV[i + 6], extra, created, now_ms, seq, ARGV[i + 8] == '1', ready_batch)
   scheduled = scheduled or status == 'scheduled'
   ready = ready or status == 'ready'
   out[#out + 1] = status
   out[#out + 1] = value
 end
+if #ready_batch > 0 then redis.call('ZADD', K_READY, unpack(ready_batch)) end
 local handed = ready and hand_off(s, us, now_ms)
 if scheduled or (ready and was_empty and (not handed or redis.call('ZCARD', K_READY) > 0)) then
   redis.call(PUBLISH, ARGV[4], 'posted')

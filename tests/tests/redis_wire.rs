@@ -448,3 +448,40 @@ async fn consume_then_claim_after_a_flush_claims_once_with(functions: bool) {
     assert_eq!(board.job_count(&q).await.unwrap(), 3);
     assert_eq!(board.state(&q, a.lease.job()).await.unwrap(), JobState::Completed);
 }
+
+/// The sequence appended to a posting is msgpack's smallest form of the
+/// number, byte for byte what taskflow's encoder writes, in every width
+/// (with the library and with scripts).
+#[tokio::test]
+async fn sequences_of_every_width_are_encoded_as_taskflow_does() {
+    for functions in [true, false] {
+        let (_server, board) = flushable(functions).await;
+        let q = unique_queue("seq");
+        let keys = board.keys(&q).unwrap();
+        let mut con = board.connection();
+        for before in [
+            0_i64,
+            126,
+            127,
+            254,
+            255,
+            65_534,
+            65_535,
+            4_294_967_294,
+            4_294_967_295,
+            5_000_000_000,
+        ] {
+            let _: () = con.set(&keys.keys[1], before).await.unwrap();
+            let id = board.post(&q, NewJob::new("s")).await.unwrap();
+            let bytes: Vec<u8> = con.hget(keys.listings(), id.as_str()).await.unwrap();
+            let posting = decode_posting(&bytes).unwrap();
+            assert_eq!(posting.sequence, Some(before + 1), "functions: {functions}");
+            assert_eq!(
+                encode_posting(&posting),
+                bytes,
+                "sequence {}: not taskflow's bytes",
+                before + 1
+            );
+        }
+    }
+}

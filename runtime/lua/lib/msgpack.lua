@@ -2,21 +2,13 @@
 -- datetimes, byte for byte as msgpack-python writes them.
 
 -- msgpack encoding of a non-negative integer in its smallest form, as
--- msgpack-python writes it.
+-- msgpack-python writes it (big-endian, by Redis' struct library).
 local function mp_uint(n)
-  local function bytes(v, count)
-    local out = {}
-    for i = count, 1, -1 do
-      out[i] = string.char(v % 256)
-      v = math.floor(v / 256)
-    end
-    return table.concat(out)
-  end
   if n < 128 then return string.char(n)
   elseif n < 256 then return '\204' .. string.char(n)
-  elseif n < 65536 then return '\205' .. bytes(n, 2)
-  elseif n < 4294967296 then return '\206' .. bytes(n, 4)
-  else return '\207' .. bytes(n, 8) end
+  elseif n < 65536 then return '\205' .. struct.pack('>I2', n)
+  elseif n < 4294967296 then return '\206' .. struct.pack('>I4', n)
+  else return '\207' .. struct.pack('>I8', n) end
 end
 
 -- oslo msgpackutils datetime (ext type 1, naive UTC) for a Unix time.

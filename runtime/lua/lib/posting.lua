@@ -7,6 +7,18 @@ local any_waiting = nil
 -- The absent extras (one table per call, not one per job).
 local NONE = {}
 
+-- Puts a just-posted job in the ready index, or its score and id in
+-- `ready_batch` for the caller's one ZADD of the batch.
+local function index_ready(id, prio, seq, ready_batch)
+  local score = int((PRIO_LIMIT - tonumber(prio)) * SEQ_SPAN + seq)
+  if ready_batch then
+    ready_batch[#ready_batch + 1] = score
+    ready_batch[#ready_batch + 1] = id
+  else
+    redis.call('ZADD', K_READY, score, id)
+  end
+end
+
 -- Posts one job. `extra` (decoded JSON or nil) may carry tags, track,
 -- unique = {key, ttl}, and deps = {"queue\nid", …}. Returns the status
 -- ('ready' | 'scheduled' | 'waiting' | 'exists' | 'duplicate' |
@@ -15,8 +27,10 @@ local NONE = {}
 -- is also the existence check) plus the index and history, and taskflow's
 -- INCR of the sequence unless the caller took its `seq` with a batch's.
 -- A `fresh` id (a uuid4 the client just generated) had no earlier life,
--- so its job hash is not looked for.
-local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh)
+-- so its job hash is not looked for. With `ready_batch` (a table), a ready
+-- job's score and id are appended to it for one ZADD of the whole batch
+-- (the caller's); meanwhile `state_of` finds the job through its listing.
+local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh, ready_batch)
   if any_waiting == nil then any_waiting = redis.call('ZCARD', K_WAITING) > 0 end
   if any_waiting and redis.call('ZSCORE', K_WAITING, id) then return 'exists', 0 end
   extra = extra or NONE
@@ -60,6 +74,14 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
   end
   local run_at = now_ms + tonumber(delay)
   local now_txt = ms_text(now_ms)
+  if not waits and run_at <= now_ms and extra == NONE then
+    -- The common case, a plain ready job: no table to build.
+    redis.call('HSET', job, 'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'attempts', '0',
+      'token', '0', 'posted', now_txt, 'ready_at', now_txt)
+    if heard(id) then publish(id, now_ms, 'posted', {name = name}) end
+    index_ready(id, prio, seq, ready_batch)
+    return 'ready', seq
+  end
   local fields = {'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'attempts', '0', 'token', '0', 'posted', now_txt}
   local status
   if waits then
@@ -107,7 +129,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
   elseif status == 'scheduled' then
     redis.call('ZADD', K_SCHEDULED, run_at, id)
   else
-    redis.call('ZADD', K_READY, int((PRIO_LIMIT - tonumber(prio)) * SEQ_SPAN + seq), id)
+    index_ready(id, prio, seq, ready_batch)
   end
   return status, seq
 end
