@@ -35,6 +35,9 @@ pub mod maintenance;
 pub mod metrics;
 pub mod recurring;
 pub mod redis;
+#[cfg(feature = "cli")]
+#[allow(unsafe_code)]
+mod relocations;
 pub mod schedule;
 pub mod stats;
 #[cfg(feature = "cli")]

@@ -174,12 +174,13 @@ pub(crate) async fn load_library(conn: &Connection) -> redis::RedisResult<()> {
 /// scripts instead, with a warning.
 pub(crate) async fn prepare(conn: &mut Connection) -> Result<()> {
     if conn.functions {
-        if let Err(e) = load_library(conn).await {
-            if e.is_io_error() || e.is_connection_dropped() {
-                return Err(e.into());
+        match load_library(conn).await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_io_error() || e.is_connection_dropped() => return Err(e.into()),
+            Err(e) => {
+                tracing::warn!(error = %e, "redis refused the functions library; using EVALSHA scripts");
+                conn.functions = false;
             }
-            tracing::warn!(error = %e, "redis refused the functions library; using EVALSHA scripts");
-            conn.functions = false;
         }
     }
     load_all(conn).await

@@ -69,6 +69,8 @@ pub(super) struct Supervisor {
 /// `until_drained`); returns the process exit code.
 pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
     cfg.validate()?;
+    let released = crate::relocations::release();
+    tracing::debug!(bytes = released, "gave back the loader's relocation table");
     let http = cfg.metrics_listen.map(MetricsHttp::bind).transpose()?;
     let in_flight = http.as_ref().map(|_| InFlight::new()).transpose()?;
     let board = BlockingBoard::connect(&cfg.board)?;
