@@ -20,7 +20,7 @@
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
 --        unless the job waits for dependencies (then the posting is kept in
 --        the job hash until they are met); job hash; ready, scheduled or
---        waiting index (one ZADD of the batch's ready jobs); tags,
+--        waiting index (one ZADD of the batch's plain ready jobs); tags,
 --        tracking, unique key; 'posted' event. Then
 --        ready jobs are handed to idle workers registered for it (one
 --        each, lib/handoff.lua). One PUBLISH notify when the ready index
@@ -41,18 +41,33 @@ local out = {'ok'}
 -- gap: taskflow only orders by them).
 local n = math.floor((#ARGV - 4) / 9)
 local seq = n > 0 and redis.call('INCRBY', K_SEQUENCE, n) - n or 0
+-- Ready jobs without extras are indexed with one ZADD; the jobs before
+-- one with extras are indexed first, because a job with extras touches
+-- keys outside the queue's (a tag key of another type…) and can fail the
+-- call, which keeps what ran before it.
 local ready_batch = {}
+local function index_batch()
+  if #ready_batch > 0 then
+    redis.call('ZADD', K_READY, unpack(ready_batch))
+    ready_batch = {}
+  end
+end
 for i = 5, #ARGV - 8, 9 do
+  local batch = ready_batch
+  if ARGV[i + 7] ~= '' then
+    index_batch()
+    batch = nil
+  end
   local extra = ARGV[i + 7] ~= '' and cjson.decode(ARGV[i + 7]) or nil
   seq = seq + 1
   local status, value = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-    ARGV[i + 6], extra, created, now_ms, seq, ARGV[i + 8] == '1', ready_batch)
+    ARGV[i + 6], extra, created, now_ms, seq, ARGV[i + 8] == '1', batch)
   scheduled = scheduled or status == 'scheduled'
   ready = ready or status == 'ready'
   out[#out + 1] = status
   out[#out + 1] = value
 end
-if #ready_batch > 0 then redis.call('ZADD', K_READY, unpack(ready_batch)) end
+index_batch()
 local handed = ready and hand_off(s, us, now_ms)
 if scheduled or (ready and was_empty and (not handed or redis.call('ZCARD', K_READY) > 0)) then
   redis.call(PUBLISH, ARGV[4], 'posted')

@@ -485,3 +485,37 @@ async fn sequences_of_every_width_are_encoded_as_taskflow_does() {
         }
     }
 }
+
+/// A job with extras can fail its post call on a key outside the queue's
+/// (here its tag's key holds a string); the ready jobs posted before it
+/// in the same call are in the ready index all the same, and claimable,
+/// with the library and with scripts.
+#[tokio::test]
+async fn a_post_call_that_fails_leaves_the_jobs_before_it_claimable() {
+    for functions in [true, false] {
+        let (_server, board) = flushable(functions).await;
+        let q = unique_queue("strand");
+        let keys = board.keys(&q).unwrap();
+        let mut con = board.connection();
+        let _: () = con
+            .set(format!("{}jw.tag.clash", keys.prefix()), "not a zset")
+            .await
+            .unwrap();
+        let jobs = [NewJob::new("a"), NewJob::new("b"), NewJob::new("c").tag("clash")];
+        let posted = board.post_many(&q, &jobs).await;
+        assert!(
+            posted.map_or(true, |r| r[2].is_err()),
+            "the clashing tag fails c's post"
+        );
+        let claimed = board
+            .claim(&[&q], "w", Duration::from_secs(60), 10)
+            .await
+            .unwrap();
+        let mut names: Vec<&str> = claimed.iter().map(|c| c.name.as_str()).collect();
+        names.sort();
+        assert!(
+            names.starts_with(&["a", "b"]),
+            "functions: {functions}: {names:?}"
+        );
+    }
+}
