@@ -42,6 +42,7 @@
 --        its registration.
 
 local who, expiry_ms, count = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local expiry_text = ARGV[5]
 local idle = ARGV[7] == '1'
 local s, us, now_ms = now()
 promote(now_ms)
@@ -83,14 +84,15 @@ while n < count and not alone and rounds < 8 do
       if alone or (suspect and not (idle and n == 0)) then
         skipped[#skipped + 1] = popped[i + 1]
         skipped[#skipped + 1] = id
-      elseif not redis.call('SET', owned_key(id), who, 'PX', expiry_ms, 'NX') then
+      elseif not redis.call('SET', owned_key(id), who, 'PX', expiry_text, 'NX') then
         park_foreign(id, now_ms)
       else
         modified = modified or oslo_datetime(s, us)
         stamps[#stamps + 1] = modified_key(id)
         stamps[#stamps + 1] = modified
         local token = tonumber(v[5] or 0) + 1
-        redis.call('HSET', job, 'token', int(token), 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
+        local token_text = int(token)
+        redis.call('HSET', job, 'token', token_text, 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
         if v[6] then waits[#waits + 1] = math.max(0, now_ms - tonumber(v[6])) end
         if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
         if suspect then
@@ -102,10 +104,12 @@ while n < count and not alone and rounds < 8 do
         n = n + 1
         out[#out + 1] = id
         out[#out + 1] = posting
-        out[#out + 1] = token
-        out[#out + 1] = tonumber(v[1] or 0)
-        out[#out + 1] = tonumber(v[2] or 1)
-        out[#out + 1] = tonumber(v[3] or 0)
+        -- The counts go back as the stored text (the caller parses text
+        -- and integers alike): no conversion per job.
+        out[#out + 1] = token_text
+        out[#out + 1] = v[1] or '0'
+        out[#out + 1] = v[2] or '1'
+        out[#out + 1] = v[3] or '0'
         out[#out + 1] = suspect and 1 or 0
       end
     end
