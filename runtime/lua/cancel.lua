@@ -5,7 +5,7 @@
 --
 -- include: time, state, history, lease, forget
 -- KEYS:  listings ready scheduled leases cancelled waiting queue tags
---        tracked.
+--        tracked completed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 '1' to cancel jobs that

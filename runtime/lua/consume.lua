@@ -11,8 +11,9 @@
 --        token ('0' = no token check)), at most 1000.
 -- Effects per job whose lease is held: DEL owned and last_modified, HDEL
 --        listings (taskflow's effects); lease index entry removed; the job
---        hash is marked completed and added to the history (pruned by
---        claim.lua), or deleted when no history is kept; run time counted
+--        added to the history index (pruned by claim.lua; its entry is
+--        what says completed, the job hash is left as it is), or deleted
+--        when no history is kept; run time counted
 --        in today's statistics; 'consumed' event; dependents released
 --        (this queue's at once, other queues' through the outbox).
 -- Returns: {'ok', status, owner, status, owner, …, outbox}, one pair per
@@ -53,11 +54,10 @@ for i = 5, #ARGV - 2, 3 do
     if v[2] then runs[#runs + 1] = math.max(0, now_ms - tonumber(v[2])) end
     if heard(id) then publish(id, now_ms, 'consumed', {worker = who}) end
     if v[3] then released = released + release_dependents(id, now_ms) end
-    if keep > 0 then
-      redis.call('HSET', job, 'state', 'completed', 'finished', ms_text(now_ms))
-    else
-      forget_job(id)
-    end
+    -- Kept in the history, the job is known as completed by its entry
+    -- in the history index, whose score is its finish time (lib/state.lua,
+    -- and the readers in runtime/src/redis): its hash is not written.
+    if keep == 0 then forget_job(id) end
     out[#out + 1] = 'ok'
     out[#out + 1] = ''
   end

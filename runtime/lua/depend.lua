@@ -2,7 +2,7 @@
 -- this queue (the second half of posting with cross-queue dependencies).
 --
 -- include: state, deps
--- KEYS:  listings ready scheduled leases waiting outbox tracked.
+-- KEYS:  listings ready scheduled leases waiting outbox tracked completed.
 --        (queue keys of the dependencies' queue, in this order: README.md;
 --        per-job keys are built inside from NS, so they carry the queue's
 --        hash tag)

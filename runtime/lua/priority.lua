@@ -4,7 +4,7 @@
 -- posting is never rewritten (taskflow keeps seeing the old priority).
 --
 -- include: time, state, ready, history
--- KEYS:  listings ready scheduled leases waiting tracked.
+-- KEYS:  listings ready scheduled leases waiting tracked completed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 priority.

@@ -145,6 +145,86 @@ async fn consume_removes_taskflow_keys() {
     assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Completed);
 }
 
+/// jobworker's consume writes nothing into the job hash: the job's entry
+/// in the history index says completed, and its score is the finish time.
+/// Every reader goes by it: state, show, history, a dependency posted
+/// later, cancel. A job hash that an older consume marked completed (or
+/// that records taskflow's consume) still reads completed.
+#[tokio::test]
+async fn a_consumed_job_is_completed_by_its_history_entry_alone() {
+    let q = unique_queue("wire-completed");
+    let ns = format!("wire-{q}");
+    let board = board_on(&q, &ns).await;
+    let mut con = board.connection();
+    let id = board.post(&q, NewJob::new("c")).await.unwrap();
+    let job_key = format!("{ns}:jw.job.{id}");
+    let c = board
+        .claim(&[&q], "w", Duration::from_secs(30), 1)
+        .await
+        .unwrap()
+        .remove(0);
+    board.consume(c.lease).await.unwrap();
+    let state: Option<String> = con.hget(&job_key, "state").await.unwrap();
+    assert_eq!(state, None, "consume wrote a state into the job hash");
+    let finished: Option<f64> = con
+        .zscore(format!("{ns}:jw.completed"), id.as_str())
+        .await
+        .unwrap();
+    let finished = finished.expect("the consumed job is in the history index") as i64;
+
+    assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Completed);
+    assert_eq!(board.show(&q, &id).await.unwrap().state, JobState::Completed);
+    let history = board.history(&q, &id).await.unwrap();
+    let consumed: Vec<_> = history.iter().filter(|e| e["event"] == "consumed").collect();
+    assert_eq!(consumed.len(), 1, "{history:?}");
+    assert_eq!(consumed[0]["at"], finished, "{history:?}");
+    assert_eq!(consumed[0]["worker"], "w", "{history:?}");
+    // A dependency on it is met at once; cancelling it says it finished.
+    let child = board
+        .post(&q, NewJob::new("child").depends_on(id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(board.state(&q, &child).await.unwrap(), JobState::Ready);
+    let e = board
+        .cancel(&q, std::slice::from_ref(&id), false)
+        .await
+        .unwrap_err();
+    assert!(e.is_finished(), "{e}");
+
+    // The hash of an older consume: recorded state, no history entry.
+    let old = board.post(&q, NewJob::new("old")).await.unwrap();
+    let c = board.claim(&[&q], "w", Duration::from_secs(30), 2).await.unwrap();
+    let c = c
+        .into_iter()
+        .find(|c| *c.lease.job() == old)
+        .expect("claimed the old job");
+    board.consume(c.lease).await.unwrap();
+    let _: () = con
+        .zrem(format!("{ns}:jw.completed"), old.as_str())
+        .await
+        .unwrap();
+    let _: () = con
+        .hset_multiple(
+            format!("{ns}:jw.job.{old}"),
+            &[("state", "completed"), ("finished", "1234")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(board.state(&q, &old).await.unwrap(), JobState::Completed);
+    let history = board.history(&q, &old).await.unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|e| e["event"] == "consumed" && e["at"] == 1234),
+        "{history:?}"
+    );
+    let e = board
+        .cancel(&q, std::slice::from_ref(&old), false)
+        .await
+        .unwrap_err();
+    assert!(e.is_finished(), "{e}");
+}
+
 #[tokio::test]
 async fn reader_verdicts_accepted_decode_and_rejected_are_quarantined() {
     let path = fixtures_dir().join("redis_reader_verdicts.json");

@@ -25,8 +25,10 @@ impl RedisBoard {
                 "logged",
                 "claimed_at",
                 "claimed_by",
-            ]);
-        let (entries, fields): (Vec<String>, Vec<Option<String>>) = self.conn.query_pipe(&pipe).await?;
+            ])
+            .zscore(keys.completed(), id);
+        let (entries, fields, completed_at): (Vec<String>, Vec<Option<String>>, Option<f64>) =
+            self.conn.query_pipe(&pipe).await?;
         let field = |k: usize| fields.get(k).cloned().flatten();
         let num = |k: usize| field(k).and_then(|v| v.parse::<i64>().ok());
         let (posted, state, finished, token) = (num(0), field(2), num(3), num(4));
@@ -51,7 +53,13 @@ impl RedisBoard {
                 out.push(claimed);
             }
         }
-        if let (Some("completed"), Some(at)) = (state.as_deref(), finished) {
+        // Consumed: in the history index, whose score is the finish time
+        // (jobworker's consume leaves the job hash as it was), or recorded in the
+        // hash (an older jobworker, or a consume by taskflow found later).
+        let consumed_at = completed_at
+            .map(|at| at as i64)
+            .or(finished.filter(|_| state.as_deref() == Some("completed")));
+        if let Some(at) = consumed_at {
             let mut consumed = event("consumed", at);
             consumed["worker"] = worker.into();
             out.push(consumed);

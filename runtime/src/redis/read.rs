@@ -77,9 +77,11 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
         JobState::parse(state).ok()?
     } else if !job.is_empty() {
         // Known to jobworker, gone from the listings and not in the trash:
-        // taskflow consumed it (taskflow itself says COMPLETE). The next
-        // claim or reap moves it to the history; it reads completed before
-        // that too, as on ZooKeeper.
+        // consumed, by jobworker (whose consume records no state in the
+        // hash: the job's entry in the history index says it) or by
+        // taskflow (taskflow itself says COMPLETE; the next claim or reap
+        // moves it to the history, and it reads completed before that
+        // too, as on ZooKeeper).
         JobState::Completed
     } else {
         return None;
