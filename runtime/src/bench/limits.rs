@@ -47,7 +47,7 @@ pub(crate) struct ServerCounters {
     pub commands: f64,
     /// Sum of `usec` over all commands in commandstats.
     pub command_us: f64,
-    /// Script calls (EVALSHA and EVAL) in commandstats.
+    /// Script calls (EVALSHA, EVAL and FCALL) in commandstats.
     pub script_calls: f64,
     /// total_reads_processed: reads from client sockets, about one per
     /// round trip (a pipeline read at once counts once).
@@ -88,7 +88,7 @@ pub(crate) async fn counters(board: &RedisBoard) -> Result<ServerCounters> {
         cpu_us: (info_field(&info, "used_cpu_user") + info_field(&info, "used_cpu_sys")) * 1e6,
         commands: info_field(&info, "total_commands_processed"),
         command_us,
-        script_calls: calls("cmdstat_evalsha") + calls("cmdstat_eval"),
+        script_calls: calls("cmdstat_evalsha") + calls("cmdstat_eval") + calls("cmdstat_fcall"),
         reads: info_field(&info, "total_reads_processed"),
     })
 }
