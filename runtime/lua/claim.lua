@@ -54,7 +54,7 @@ if settings[1] == '1' then count = 0 end
 local limit = tonumber(settings[2] or 0)
 if limit > 0 then count = math.max(0, math.min(count, limit - redis.call('ZCARD', K_LEASES))) end
 
-local out = {'ok', 0, 0, redis.call('SCARD', K_OUTBOX), redis.call('ZCOUNT', K_RECURRING, '-inf', now_ms)}
+local out = {'ok', 0, 0, redis.call('SCARD', K_OUTBOX), redis.call('ZCOUNT', K_RECURRING, '-inf', ms_text(now_ms))}
 local waits = {}
 local n = 0
 local rounds = 0
@@ -64,7 +64,7 @@ local modified = nil
 local deadline = int(now_ms + expiry_ms)
 while n < count and not alone and rounds < 8 do
   rounds = rounds + 1
-  local popped = redis.call('ZPOPMIN', K_READY, count - n)
+  local popped = redis.call('ZPOPMIN', K_READY, int(count - n))
   if #popped == 0 then break end
   -- One call per round for what its jobs share: the postings read, the
   -- last_modified keys and the lease index written.

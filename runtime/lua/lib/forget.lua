@@ -1,6 +1,6 @@
 -- lib/forget.lua: forgetting finished jobs, and the bounded history
 -- indexes (completed, cancelled) that keep them for a while.
--- include: keys, tags
+-- include: keys, time, tags
 
 -- Deletes everything jobworker keeps about finished jobs: their tags
 -- (read only while the queue has tagged jobs), then their keys with one
@@ -33,7 +33,7 @@ end
 -- The oldest members of a retention index (zset member → time) beyond
 -- `keep` of them or older than `max_age`: at most `budget` of each.
 local function beyond(index, keep, max_age, now_ms, budget)
-  local old = redis.call('ZRANGEBYSCORE', index, '-inf', now_ms - max_age, 'LIMIT', 0, budget)
+  local old = redis.call('ZRANGEBYSCORE', index, '-inf', int(now_ms - max_age), 'LIMIT', '0', int(budget))
   local excess = redis.call('ZCARD', index) - keep - #old
   if excess > 0 then
     for _, id in ipairs(redis.call('ZRANGE', index, #old, #old + math.min(excess, budget) - 1)) do

@@ -35,7 +35,7 @@ local function hand_one(who, lease_ms, tag, s, us, now_ms)
   local job = job_key(id)
   local posting = redis.call('HGET', K_LISTINGS, id)
   local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
-  if not posting or v[4] or not redis.call('SET', owned_key(id), who, 'PX', lease_ms, 'NX') then
+  if not posting or v[4] or not redis.call('SET', owned_key(id), who, 'PX', int(lease_ms), 'NX') then
     redis.call('ZADD', K_READY, popped[2], id)
     return false
   end

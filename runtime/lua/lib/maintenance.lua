@@ -1,14 +1,16 @@
 -- lib/maintenance.lua: promoting due scheduled jobs and recovering expired leases
 -- (bounded batches, run by claim and reap).
--- include: keys, ready, history, failure, foreign
+-- include: keys, time, ready, history, failure, foreign
 
--- Jobs promoted, and leases re-checked, per call at most.
-local RECOVER_BATCH = 100
+-- Jobs promoted, and leases re-checked, per call at most (as text: a
+-- Lua number passed to redis.call is formatted with '%.17g', on every
+-- claim).
+local RECOVER_BATCH = '100'
 
 -- Moves due scheduled jobs to ready (bounded batch); their wait starts at
 -- their run-at time.
 local function promote(now_ms)
-  local due = redis.call('ZRANGEBYSCORE', K_SCHEDULED, '-inf', now_ms, 'WITHSCORES', 'LIMIT', 0, RECOVER_BATCH)
+  local due = redis.call('ZRANGEBYSCORE', K_SCHEDULED, '-inf', ms_text(now_ms), 'WITHSCORES', 'LIMIT', '0', RECOVER_BATCH)
   for i = 1, #due, 2 do
     redis.call('ZREM', K_SCHEDULED, due[i])
     make_ready(due[i], due[i + 1])
@@ -21,7 +23,7 @@ end
 -- deadline; a lease that is gone counts an attempt and the job goes back
 -- to ready, or to the trash when its attempts are used up.
 local function recover(s, us, now_ms)
-  local expired = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now_ms, 'LIMIT', 0, RECOVER_BATCH)
+  local expired = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', ms_text(now_ms), 'LIMIT', '0', RECOVER_BATCH)
   local stalled = 0
   for _, id in ipairs(expired) do
     if redis.call('HEXISTS', K_LISTINGS, id) == 0 then

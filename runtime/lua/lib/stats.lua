@@ -1,5 +1,5 @@
 -- lib/stats.lua: today's queue statistics (wait and run times, counts).
--- include: keys
+-- include: keys, time
 
 -- Days of statistics kept.
 local STATS_TTL = 30 * 86400
@@ -25,7 +25,7 @@ local function count_minute(kind, n, now_ms)
   local key = NS .. 'jw.minutes.' .. math.floor(minute / 60)
   -- The key's expiry is set when this minute's field is new (once per
   -- minute and kind, not once per call).
-  if redis.call('HINCRBY', key, (minute % 60) .. '.' .. kind, n) == n then redis.call('EXPIRE', key, MINUTES_TTL) end
+  if redis.call('HINCRBY', key, (minute % 60) .. '.' .. kind, int(n)) == n then redis.call('EXPIRE', key, MINUTES_TTL) end
 end
 
 -- Adds durations (ms) to today's `kind` ('wait' or 'run') statistics:
@@ -44,8 +44,8 @@ local function add_stats(kind, samples, now_ms)
     local b = bucket(x)
     buckets[b] = (buckets[b] or 0) + 1
   end
-  for b, count in pairs(buckets) do redis.call('HINCRBY', key, kind .. '.b.' .. b, count) end
-  redis.call('HSET', key, kind .. '.count', n, kind .. '.mean', mean, kind .. '.m2', m2)
+  for b, count in pairs(buckets) do redis.call('HINCRBY', key, kind .. '.b.' .. b, int(count)) end
+  redis.call('HSET', key, kind .. '.count', int(n), kind .. '.mean', mean, kind .. '.m2', m2)
   -- The day's key gets its expiry with the first samples of each kind.
   if not v[1] then redis.call('EXPIRE', key, STATS_TTL) end
   if kind == 'run' then count_minute('completed', #samples, now_ms) end
