@@ -23,7 +23,9 @@
 --        waiting index (one ZADD of the batch's plain ready jobs); tags,
 --        tracking, unique key; 'posted' event. Then
 --        ready jobs are handed to idle workers registered for it (one
---        each, lib/handoff.lua). One PUBLISH notify when the ready index
+--        each, lib/handoff.lua; a lone plain job posted to an empty queue
+--        goes to the first one without passing through the ready index,
+--        and is indexed when nobody takes it). One PUBLISH notify when the ready index
 --        was empty before and still holds jobs (idle workers wait on it)
 --        or a job is scheduled (waiting workers re-arm timers).
 -- Returns: {'ok', status, value, …}, one pair per job: 'ready' |
@@ -46,6 +48,7 @@ local seq = n > 0 and redis.call('INCRBY', K_SEQUENCE, n) - n or 0
 -- keys outside the queue's (a tag key of another type…) and can fail the
 -- call, which keeps what ran before it.
 local ready_batch = {}
+local known = nil
 local function index_batch()
   if #ready_batch > 0 then
     redis.call('ZADD', K_READY, unpack(ready_batch))
@@ -60,15 +63,27 @@ for i = 5, #ARGV - 8, 9 do
   end
   local extra = ARGV[i + 7] ~= '' and cjson.decode(ARGV[i + 7]) or nil
   seq = seq + 1
-  local status, value = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
+  local status, value, posting = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
     ARGV[i + 6], extra, created, now_ms, seq, ARGV[i + 8] == '1', batch)
+  if n == 1 and was_empty and posting and #ready_batch == 2 then
+    -- A lone plain job to an empty queue (an idle worker's pickup): it
+    -- goes to the hand-off as it is, indexed only if nobody takes it.
+    known = {id = ARGV[i], score = ready_batch[1], posting = posting,
+      fields = {false, ARGV[i + 4], ARGV[i + 3], false, false, ms_text(now_ms)}}
+  end
   scheduled = scheduled or status == 'scheduled'
   ready = ready or status == 'ready'
   out[#out + 1] = status
   out[#out + 1] = value
 end
-index_batch()
-local handed = ready and hand_off(s, us, now_ms)
+local handed = false
+if known then
+  handed = hand_off(s, us, now_ms, known)
+  if not known.used then index_batch() end
+else
+  index_batch()
+  handed = ready and hand_off(s, us, now_ms)
+end
 if scheduled or (ready and was_empty and (not handed or redis.call('ZCARD', K_READY) > 0)) then
   redis.call(PUBLISH, ARGV[4], 'posted')
 end

@@ -28,15 +28,23 @@ end
 -- (nothing taken, the job kept its place) when there is no ready job or
 -- the best one is not a plain one (a suspect, gone from the listings,
 -- held outside jobworker): claims deal with those.
-local function hand_one(who, lease_ms, tag, s, us, now_ms)
-  local popped = redis.call('ZPOPMIN', K_READY)
-  if #popped == 0 then return false end
-  local id = popped[1]
+local function hand_one(who, lease_ms, tag, s, us, now_ms, known)
+  local id, score, posting, v
+  if known and not known.used then
+    -- The job this post call just wrote, not indexed yet: what a pop and
+    -- two reads would give is known already.
+    known.used = true
+    id, score, posting, v = known.id, known.score, known.posting, known.fields
+  else
+    local popped = redis.call('ZPOPMIN', K_READY)
+    if #popped == 0 then return false end
+    id, score = popped[1], popped[2]
+    posting = redis.call('HGET', K_LISTINGS, id)
+    v = redis.call('HMGET', job_key(id), 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
+  end
   local job = job_key(id)
-  local posting = redis.call('HGET', K_LISTINGS, id)
-  local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
   if not posting or v[4] or not redis.call('SET', owned_key(id), who, 'PX', int(lease_ms), 'NX') then
-    redis.call('ZADD', K_READY, popped[2], id)
+    redis.call('ZADD', K_READY, score, id)
     return false
   end
   redis.call('SET', modified_key(id), oslo_datetime(s, us))
@@ -51,7 +59,11 @@ end
 
 -- Hands ready jobs to the queue's idle workers, one each, while the queue
 -- hands out work (not paused, under its limit); true when it handed one.
-local function hand_off(s, us, now_ms)
+-- `known` (or nil): the one job a post call just wrote to an empty queue,
+-- not yet in the ready index, as {id, score, posting, fields (as claim's
+-- HMGET reads them)}; the first hand-off takes it, and marks it `used`
+-- once it is handed or put in the index (when it could not be handed).
+local function hand_off(s, us, now_ms, known)
   local idle = redis.call('HGETALL', K_IDLE)
   if #idle == 0 then return false end
   local settings = redis.call('HMGET', K_QUEUE, 'paused', 'limit')
@@ -66,7 +78,7 @@ local function hand_off(s, us, now_ms)
     local until_ms, lease_ms, tag = idle[i + 1]:match('^(%d+) (%d+) (%d+)$')
     if tonumber(until_ms or 0) <= now_ms or subscribers(handoff_channel(who)) == 0 then
       redis.call('HDEL', K_IDLE, who)
-    elseif hand_one(who, tonumber(lease_ms), tag, s, us, now_ms) then
+    elseif hand_one(who, tonumber(lease_ms), tag, s, us, now_ms, known) then
       redis.call('HDEL', K_IDLE, who)
       room = room - 1
       handed = true

@@ -30,6 +30,7 @@ end
 -- so its job hash is not looked for. With `ready_batch` (a table), a ready
 -- job's score and id are appended to it for one ZADD of the whole batch
 -- (the caller's); meanwhile `state_of` finds the job through its listing.
+-- A plain ready job also returns its posting (the bytes listed).
 local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh, ready_batch)
   if any_waiting == nil then any_waiting = redis.call('ZCARD', K_WAITING) > 0 end
   if any_waiting and redis.call('ZSCORE', K_WAITING, id) then return 'exists', 0 end
@@ -83,7 +84,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
       'ready_at', now_txt)
     if heard(id) then publish(id, now_ms, 'posted', {name = name}) end
     index_ready(id, prio, seq, ready_batch)
-    return 'ready', seq
+    return 'ready', seq, posting
   end
   local fields = {'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'posted', now_txt}
   local status
