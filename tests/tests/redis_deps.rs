@@ -1,5 +1,5 @@
 //! Cancel on the Redis board against a real server: jobs in every state,
-//! a claimed job's lease. Dependencies (and cancel with dependents) are in
+//! a claimed job's lease; a waiting job's id is taken. Dependencies (and cancel with dependents) are in
 //! the feature suite (`jobworker_tests::feature_suite::deps`), which both
 //! backends run.
 
@@ -83,4 +83,29 @@ async fn cancelling_a_claimed_job_takes_its_lease_away() {
         ["posted", "claimed", "cancelled"],
         "the history names the cancel only"
     );
+}
+
+/// A job waiting for its dependencies is not listed yet, so the listing
+/// cannot tell that its id is taken: the post looks among the waiting
+/// jobs, for a plain job (no dependencies) as for one with them.
+#[tokio::test]
+async fn a_waiting_jobs_id_is_taken_with_or_without_dependencies() {
+    let (b, q) = board_and_queue("waiting-id").await;
+    let parent = b.post(&q, NewJob::new("parent")).await.unwrap();
+    let waiting = NewJob::new("waiting").id("waiting-1");
+    b.post(&q, waiting.clone().depends_on(parent.clone()))
+        .await
+        .unwrap();
+    let again = b.post(&q, waiting.clone().depends_on(parent)).await.unwrap_err();
+    assert!(again.is_exists(), "{again}");
+    let plain = b.post(&q, waiting).await.unwrap_err();
+    assert!(plain.is_exists(), "{plain}");
+    assert_eq!(b.state(&q, &"waiting-1".into()).await.unwrap(), JobState::Waiting);
+    // One life of it: released once its parent is done, and claimed once.
+    let got = claim(&b, &q, 10).await;
+    assert_eq!(names(&got), ["parent"]);
+    b.consume(copy_of(&got[0].lease)).await.unwrap();
+    let got = claim(&b, &q, 10).await;
+    assert_eq!(names(&got), ["waiting"]);
+    assert!(claim(&b, &q, 10).await.is_empty());
 }

@@ -103,6 +103,7 @@ macro_rules! feature_tests {
             stats_count_wait_and_run_times_failures_and_retries,
             throughput_counts_completed_and_trashed_jobs_per_minute,
             stats_stay_exact_while_boards_work_and_fold,
+            one_claim_counts_each_wait_in_its_bucket,
             the_event_stream_carries_every_event,
             the_event_stream_tells_failures_the_trash_and_cancels,
             the_tracked_stream_carries_only_tracked_jobs,

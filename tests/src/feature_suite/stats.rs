@@ -155,6 +155,9 @@ pub async fn stats_stay_exact_while_boards_work_and_fold<H: FeatureHarness>(h: &
     }
     let s = b.stats(&q, None).await.unwrap();
     assert_eq!((s.wait.count, s.run.count), (JOBS as u64, JOBS as u64), "{s:?}");
+    let in_buckets = |h: &[(String, u64)]| h.iter().map(|(_, n)| n).sum::<u64>();
+    assert_eq!(in_buckets(&s.wait.histogram), JOBS as u64, "{s:?}");
+    assert_eq!(in_buckets(&s.run.histogram), JOBS as u64, "{s:?}");
     let done: u64 = b
         .throughput(&q, 120)
         .await
@@ -163,4 +166,40 @@ pub async fn stats_stay_exact_while_boards_work_and_fold<H: FeatureHarness>(h: &
         .map(|m| m.completed)
         .sum();
     assert_eq!(done, JOBS as u64);
+}
+
+/// One claim whose jobs waited over a second and under one counts each
+/// wait in its own bucket, and a later claim adds to the buckets' counts
+/// (the jobs are consumed: ZooKeeper counts a wait when its job ends).
+pub async fn one_claim_counts_each_wait_in_its_bucket<H: FeatureHarness>(h: &H) {
+    let b = h.board().await;
+    let q = unique_queue("stats-buckets");
+    b.post(&q, NewJob::new("early")).await.unwrap();
+    let posted = clock(&b).await;
+    clock_passes(&b, posted + 1_100).await;
+    for _ in 0..2 {
+        b.post(&q, NewJob::new("late")).await.unwrap();
+    }
+    let mut claimed = b.claim(&[&q], "w-buckets", LONG, 3).await.unwrap();
+    assert_eq!(claimed.len(), 3);
+    b.post(&q, NewJob::new("later")).await.unwrap();
+    claimed.extend(b.claim(&[&q], "w-buckets", LONG, 1).await.unwrap());
+    assert_eq!(claimed.len(), 4);
+    let leases = claimed.into_iter().map(|c| c.lease).collect();
+    for done in b.consume_many(leases).await {
+        done.unwrap();
+    }
+    let s = b.stats(&q, None).await.unwrap();
+    assert_eq!(s.wait.count, 4, "{s:?}");
+    let waits: u64 = s.wait.histogram.iter().map(|(_, n)| n).sum();
+    assert_eq!(waits, 4, "every wait is in a bucket: {s:?}");
+    let a_second_or_more: u64 = s
+        .wait
+        .histogram
+        .iter()
+        .filter(|(b, _)| b != "s0")
+        .map(|(_, n)| n)
+        .sum();
+    assert!(a_second_or_more >= 1, "the early job waited over a second: {s:?}");
+    assert!(s.wait.mean_ms >= 1_100.0 / 4.0, "{s:?}");
 }
