@@ -68,7 +68,7 @@ for i = 5, #ARGV - 8, 9 do
   if n == 1 and was_empty and posting and #ready_batch == 2 then
     -- A lone plain job to an empty queue (an idle worker's pickup): it
     -- goes to the hand-off as it is, indexed only if nobody takes it.
-    known = {id = ARGV[i], score = ready_batch[1], posting = posting,
+    known = {id = ARGV[i], score = ready_batch[1], posting = posting, fresh = ARGV[i + 8] == '1',
       fields = {false, ARGV[i + 4], ARGV[i + 3], false, false, ms_text(now_ms)}}
   end
   scheduled = scheduled or status == 'scheduled'
@@ -84,7 +84,8 @@ else
   index_batch()
   handed = ready and hand_off(s, us, now_ms)
 end
-if scheduled or (ready and was_empty and (not handed or redis.call('ZCARD', K_READY) > 0)) then
+-- (A lone job handed off left the ready index as empty as it was.)
+if scheduled or (ready and was_empty and (not handed or (not known and redis.call('ZCARD', K_READY) > 0))) then
   redis.call(PUBLISH, ARGV[4], 'posted')
 end
 return out

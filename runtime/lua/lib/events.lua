@@ -35,11 +35,14 @@ local listening = nil
 
 -- Whether anyone listens or the job is tracked: an event about job `id`
 -- would be sent. The hot paths ask before they build an event's fields,
--- so that a job nobody watches costs no table.
-local function heard(id)
+-- so that a job nobody watches costs no table. A job `new` to the board
+-- (posted by this call under an id its client just generated, without
+-- extras) cannot be tracked: it costs no look at the tracked set.
+local function heard(id, new)
   if listening == nil then
     listening = (not CLUSTER and redis.call('PUBSUB', 'NUMPAT') > 0) or subscribers(EVENTS .. ':log') > 0
   end
+  if new then return listening end
   if any_tracked == nil then any_tracked = redis.call('ZCARD', K_TRACKED) > 0 end
   return listening or (any_tracked and redis.call('ZSCORE', K_TRACKED, id) ~= false)
 end

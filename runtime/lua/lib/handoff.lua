@@ -30,11 +30,12 @@ end
 -- held outside jobworker): claims deal with those.
 local function hand_one(who, lease_ms, tag, s, us, now_ms, known)
   local id, score, posting, v
+  local new = false
   if known and not known.used then
     -- The job this post call just wrote, not indexed yet: what a pop and
     -- two reads would give is known already.
     known.used = true
-    id, score, posting, v = known.id, known.score, known.posting, known.fields
+    id, score, posting, v, new = known.id, known.score, known.posting, known.fields, known.fresh
   else
     local popped = redis.call('ZPOPMIN', K_READY)
     if #popped == 0 then return false end
@@ -52,7 +53,7 @@ local function hand_one(who, lease_ms, tag, s, us, now_ms, known)
   redis.call('HSET', job, 'token', int(token), 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
   redis.call('ZADD', K_LEASES, int(now_ms + lease_ms), id)
   if v[6] then add_stats('wait', {math.max(0, now_ms - tonumber(v[6]))}, now_ms) end
-  if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
+  if heard(id, new) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
   redis.call(PUBLISH, handoff_channel(who), handoff_message(id, posting, token, v, lease_ms, tag))
   return true
 end

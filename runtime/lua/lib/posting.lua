@@ -32,9 +32,13 @@ end
 -- (the caller's); meanwhile `state_of` finds the job through its listing.
 -- A plain ready job also returns its posting (the bytes listed).
 local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh, ready_batch)
-  if any_waiting == nil then any_waiting = redis.call('ZCARD', K_WAITING) > 0 end
-  if any_waiting and redis.call('ZSCORE', K_WAITING, id) then return 'exists', 0 end
   extra = extra or NONE
+  -- A job waiting for dependencies is not listed: the listing's HSETNX
+  -- cannot find it. A fresh id without dependencies cannot be one.
+  if not fresh or extra.deps then
+    if any_waiting == nil then any_waiting = redis.call('ZCARD', K_WAITING) > 0 end
+    if any_waiting and redis.call('ZSCORE', K_WAITING, id) then return 'exists', 0 end
+  end
   local unique = extra.unique
   if unique then
     local holder = redis.call('GET', NS .. 'jw.unique.' .. unique.key)
@@ -82,7 +86,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
     -- scan past in every later HMGET.)
     redis.call('HSET', job, 'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'posted', now_txt,
       'ready_at', now_txt)
-    if heard(id) then publish(id, now_ms, 'posted', {name = name}) end
+    if heard(id, fresh) then publish(id, now_ms, 'posted', {name = name}) end
     index_ready(id, prio, seq, ready_batch)
     return 'ready', seq, posting
   end
