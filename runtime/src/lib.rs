@@ -35,10 +35,10 @@ pub mod maintenance;
 pub mod metrics;
 pub mod recurring;
 pub mod redis;
+pub mod schedule;
 #[cfg(feature = "cli")]
 #[allow(unsafe_code)]
-mod relocations;
-pub mod schedule;
+mod startup_memory;
 pub mod stats;
 #[cfg(feature = "cli")]
 mod supervisor;

@@ -69,8 +69,6 @@ pub(super) struct Supervisor {
 /// `until_drained`); returns the process exit code.
 pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32> {
     cfg.validate()?;
-    let released = crate::relocations::release();
-    tracing::debug!(bytes = released, "gave back the loader's relocation table");
     let http = cfg.metrics_listen.map(MetricsHttp::bind).transpose()?;
     let in_flight = http.as_ref().map(|_| InFlight::new()).transpose()?;
     let board = BlockingBoard::connect(&cfg.board)?;
@@ -116,6 +114,8 @@ pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32
         sup.slots.push(Slot::new(index));
         sup.spawn(index);
     }
+    let released = crate::startup_memory::give_back();
+    tracing::debug!(bytes = released, "gave back start-up's pages of the executable");
     sup.run()
 }
 

@@ -145,6 +145,8 @@ pub(crate) fn run_worker(
             // The supervisor blocks these across fork; handlers exist now.
             let _ = crate::supervisor::worker_signals().thread_unblock();
             let mut worker = Worker::start(spec, cfg, registry, handlers.handle().clone()).await?;
+            let released = crate::startup_memory::give_back();
+            tracing::debug!(bytes = released, "gave back start-up's pages of the executable");
             started();
             worker.run(signals).await
         },
