@@ -111,6 +111,26 @@ async fn an_idle_claimer_is_handed_the_next_post_with_its_lease() {
     assert_eq!(board.show(&q, &id).await.unwrap().state, JobState::Completed);
     let stats = board.stats(&q, None).await.unwrap();
     assert_eq!(stats.wait.count, 1, "the hand-off counts its wait like a claim");
+    assert_eq!(stats.wait.histogram, [("s0".to_owned(), 1)]);
+    // It waited 0 ms, so it is counted apart from the sums (one HINCRBY)…
+    let day = board.server_ms().await.unwrap().div_euclid(86_400_000);
+    let stats_key = board.keys(&q).unwrap().stats(day);
+    let zero: Option<String> = board.connection().hget(&stats_key, "wait.zero").await.unwrap();
+    assert_eq!(zero.as_deref(), Some("1"));
+    // …and read with the waits in the sums as one day's figures: 0 and x
+    // have mean x/2 and standard deviation x/2.
+    board.post(&q, NewJob::new("later")).await.unwrap();
+    let posted = board.server_ms().await.unwrap();
+    while board.server_ms().await.unwrap() < posted + 50 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let claimed = board.claim(&[&q], "w2", LONG, 1).await.unwrap().remove(0);
+    board.consume(claimed.lease).await.unwrap();
+    let wait = board.stats(&q, None).await.unwrap().wait;
+    assert_eq!(wait.count, 2, "{wait:?}");
+    assert!(wait.mean_ms >= 25.0, "{wait:?}");
+    assert!((wait.std_dev_ms - wait.mean_ms).abs() < 1e-6, "{wait:?}");
+    assert_eq!(wait.histogram.iter().map(|(_, n)| n).sum::<u64>(), 2, "{wait:?}");
 }
 
 #[tokio::test]

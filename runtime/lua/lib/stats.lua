@@ -30,9 +30,23 @@ end
 
 -- Adds durations (ms) to today's `kind` ('wait' or 'run') statistics:
 -- count, mean and Welford's m2 (variance = m2 / count), and histogram.
+-- Samples that are all 0 ms (a job handed off by the call that posted it
+-- waited 0 ms) are only counted, in `<kind>.zero`: one HINCRBY instead
+-- of reading and writing the sums. Readers fold them in as a group of
+-- that many samples with mean 0 in bucket s0 (runtime/src/redis/stats.rs).
 local function add_stats(kind, samples, now_ms)
   if #samples == 0 then return end
   local key = stats_key(now_ms)
+  local zeros = 0
+  for _, x in ipairs(samples) do
+    if x ~= 0 then break end
+    zeros = zeros + 1
+  end
+  if zeros == #samples then
+    if redis.call('HINCRBY', key, kind .. '.zero', int(zeros)) == zeros then redis.call('EXPIRE', key, STATS_TTL) end
+    if kind == 'run' then count_minute('completed', zeros, now_ms) end
+    return
+  end
   local v = redis.call('HMGET', key, kind .. '.count', kind .. '.mean', kind .. '.m2')
   local n, mean, m2 = tonumber(v[1] or 0), tonumber(v[2] or 0), tonumber(v[3] or 0)
   local buckets = {}

@@ -3,7 +3,9 @@
 //! Claims add each job's wait time (ready → claimed) and consumes its run
 //! time (claimed → consumed) to the day's count, mean and variance
 //! (Welford's method, in Lua) and to a histogram with qless's buckets:
-//! seconds for the first minute, then minutes, hours and days.
+//! seconds for the first minute, then minutes, hours and days. A call
+//! whose samples are all 0 ms (a job handed off by the post that wrote it)
+//! only counts them, in `<kind>.zero`; they are folded in here.
 
 use std::collections::HashMap;
 
@@ -20,7 +22,18 @@ fn timing(raw: &HashMap<String, String>, kind: &str) -> Timing {
             .and_then(|v| v.parse::<f64>().ok())
             .unwrap_or(0.0)
     };
-    let count = num("count") as u64;
+    // Two groups: the samples in the Welford sums, and those of 0 ms
+    // counted apart (mean 0, m2 0), combined as Chan et al. combine
+    // partial variances.
+    let (summed, zeros) = (num("count") as u64, num("zero") as u64);
+    let count = summed + zeros;
+    let (mean, m2) = match count {
+        0 => (0.0, 0.0),
+        n => {
+            let (n, a, b, mean) = (n as f64, summed as f64, zeros as f64, num("mean"));
+            (mean * a / n, num("m2") + mean * mean * a * b / n)
+        }
+    };
     let mut histogram: Vec<(String, u64)> = raw
         .iter()
         .filter_map(|(k, v)| {
@@ -28,12 +41,18 @@ fn timing(raw: &HashMap<String, String>, kind: &str) -> Timing {
             Some((b.to_owned(), v.parse().unwrap_or(0)))
         })
         .collect();
+    if zeros > 0 {
+        match histogram.iter_mut().find(|(b, _)| b == "s0") {
+            Some((_, n)) => *n += zeros,
+            None => histogram.push(("s0".to_owned(), zeros)),
+        }
+    }
     histogram.sort_by_key(|(b, _)| bucket_rank(b));
     Timing {
         count,
-        mean_ms: num("mean"),
+        mean_ms: mean,
         std_dev_ms: if count > 0 {
-            (num("m2") / count as f64).sqrt()
+            (m2 / count as f64).sqrt()
         } else {
             0.0
         },
@@ -116,5 +135,28 @@ mod tests {
         assert_eq!(t.std_dev_ms, 1000.0);
         let order: Vec<&str> = t.histogram.iter().map(|(b, _)| b.as_str()).collect();
         assert_eq!(order, ["s1", "m3", "h1"]);
+    }
+
+    /// Samples 10, 10 in the sums and two of 0 ms counted apart read as
+    /// 10, 10, 0, 0: mean 5, standard deviation 5, all in s0.
+    #[test]
+    fn samples_of_0_ms_counted_apart_are_folded_in() {
+        let raw: HashMap<String, String> = [
+            ("run.count", "2"),
+            ("run.mean", "10"),
+            ("run.m2", "0"),
+            ("run.b.s0", "2"),
+            ("run.zero", "2"),
+            ("wait.zero", "3"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let run = timing(&raw, "run");
+        assert_eq!((run.count, run.mean_ms, run.std_dev_ms), (4, 5.0, 5.0));
+        assert_eq!(run.histogram, [("s0".to_owned(), 4)]);
+        let wait = timing(&raw, "wait");
+        assert_eq!((wait.count, wait.mean_ms, wait.std_dev_ms), (3, 0.0, 0.0));
+        assert_eq!(wait.histogram, [("s0".to_owned(), 3)]);
     }
 }
