@@ -116,9 +116,17 @@ impl RedisBoard {
 mod tests {
     use super::*;
 
+    /// A stats hash as HGETALL returns it.
+    fn hash(fields: &[(&str, &str)]) -> HashMap<String, String> {
+        fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     #[test]
     fn timing_reads_welford_fields_and_orders_buckets() {
-        let raw: HashMap<String, String> = [
+        let raw = hash(&[
             ("wait.count", "4"),
             ("wait.mean", "1500"),
             ("wait.m2", "4000000"),
@@ -126,10 +134,7 @@ mod tests {
             ("wait.b.s1", "2"),
             ("wait.b.m3", "1"),
             ("run.count", "9"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+        ]);
         let t = timing(&raw, "wait");
         assert_eq!(t.count, 4);
         assert_eq!(t.std_dev_ms, 1000.0);
@@ -141,17 +146,14 @@ mod tests {
     /// 10, 10, 0, 0: mean 5, standard deviation 5, all in s0.
     #[test]
     fn samples_of_0_ms_counted_apart_are_folded_in() {
-        let raw: HashMap<String, String> = [
+        let raw = hash(&[
             ("run.count", "2"),
             ("run.mean", "10"),
             ("run.m2", "0"),
             ("run.b.s0", "2"),
             ("run.zero", "2"),
             ("wait.zero", "3"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+        ]);
         let run = timing(&raw, "run");
         assert_eq!((run.count, run.mean_ms, run.std_dev_ms), (4, 5.0, 5.0));
         assert_eq!(run.histogram, [("s0".to_owned(), 4)]);
