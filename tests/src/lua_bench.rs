@@ -10,7 +10,7 @@
 //!   (what the board sends to Redis 6.2 and to a cluster);
 //! - `library`: FCALL of the board's Functions library (FUNCTION LOAD,
 //!   Redis ≥ 7: what the board uses on one server or behind sentinels),
-//!   with the same keys.
+//!   with no keys: the library builds them from the namespace.
 //!
 //! Each round runs, for each way, N single-job calls of the hot verbs
 //! (post, claim 1 job, extend, consume) on its own queue, pipelined, and
@@ -46,13 +46,14 @@ impl Way {
         }
     }
 
-    /// The queue keys `verb` takes this way (indexes into
-    /// `QueueKeys::keys`): all of them, as before modules, or those its
-    /// header names.
+    /// The queue keys `verb` is sent this way (indexes into
+    /// `QueueKeys::keys`): all of them, as before modules, those its
+    /// header names, or none (the library builds them).
     pub fn keys(self, verb: &str) -> Vec<usize> {
         match self {
             Way::Today => (0..lua::KEY_NAMES.len()).collect(),
-            _ => lua::keys(lua::verb(verb).unwrap_or_default()),
+            Way::Includes => lua::keys(lua::verb(verb).unwrap_or_default()),
+            Way::Library => Vec::new(),
         }
     }
 

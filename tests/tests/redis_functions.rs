@@ -146,3 +146,50 @@ async fn a_full_server_refuses_posts_and_still_drains() {
         }
     }
 }
+
+/// The library builds a queue's keys from its namespace and keeps them
+/// for the next calls, up to 1,000 queues, then starts afresh: through
+/// more queues than that, every job lands in its own queue's keys, and a
+/// queue first seen before the reset still works after it.
+#[tokio::test]
+async fn the_library_keys_each_queue_by_its_own_namespace() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let library = board(&server.url(), true).await;
+    let queues: Vec<String> = (0..1_100).map(|i| format!("q{i}")).collect();
+    for q in &queues {
+        library.post(q, NewJob::new(q.as_str())).await.unwrap();
+    }
+    let first = library.post("q0", NewJob::new("again")).await.unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    for (i, q) in queues.iter().enumerate() {
+        let keys = library.keys(q).unwrap();
+        let listed: usize = redis::cmd("HLEN")
+            .arg(keys.listings())
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        let ready: usize = redis::cmd("ZCARD")
+            .arg(keys.ready())
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        let want = if i == 0 { 2 } else { 1 };
+        assert_eq!(
+            (listed, ready),
+            (want, want),
+            "queue {q}'s own keys hold its jobs"
+        );
+    }
+    let claimed = library.claim(&["q0"], "w", LEASE, 2).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    for c in claimed {
+        assert_eq!(c.lease.queue(), "q0");
+        library.consume(c.lease).await.unwrap();
+    }
+    assert_eq!(library.state("q0", &first).await.unwrap(), JobState::Completed);
+    assert!(
+        calls(&server, "fcall").await >= 1_103,
+        "the board used the library"
+    );
+}

@@ -1,7 +1,8 @@
 -- lib/keys.lua: the common ARGV (NS prefix, queue, event prefix) and the
 -- per-job key names built from NS (so they carry the queue's hash tag).
--- The queue keys a script takes (K_LISTINGS, K_READY, …) are bound from
--- KEYS by the loader, in the order of the script's '-- KEYS:' line.
+-- The queue keys a script takes (K_LISTINGS, K_READY, …) are bound by the
+-- loader: from KEYS, in the order of the script's '-- KEYS:' line, or in
+-- the Functions library from the keys it builds from NS.
 
 local NS, QUEUE, EVENTS = ARGV[1], ARGV[2], ARGV[3]
 

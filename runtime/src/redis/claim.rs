@@ -258,7 +258,7 @@ pub(crate) struct ClaimArgs<'a> {
     pub trash: (usize, Duration),
 }
 
-pub(super) fn claim_invocation(keys: &QueueKeys, a: &ClaimArgs<'_>) -> Invocation {
+pub(super) fn claim_invocation<'k>(keys: &'k QueueKeys, a: &ClaimArgs<'_>) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.claim, keys);
     inv.arg(a.who)
         .arg(millis(a.expiry))

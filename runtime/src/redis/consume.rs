@@ -196,7 +196,7 @@ fn return_value(reply: Reply) -> redis::Value {
     redis::Value::Array(reply.0)
 }
 
-fn consume_invocation(keys: &QueueKeys, leases: &[&crate::job::Lease], keep: usize) -> Invocation {
+fn consume_invocation<'k>(keys: &'k QueueKeys, leases: &[&crate::job::Lease], keep: usize) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.consume, keys);
     inv.arg(keep);
     for l in leases {

@@ -10,55 +10,52 @@ use crate::redis::scripts::{load_library, load_script, LuaScript, LIBRARY};
 
 /// A call of one verb: the queue keys it takes, then the common arguments
 /// and its own.
-pub(crate) struct Invocation {
+pub(crate) struct Invocation<'k> {
     script: &'static LuaScript,
-    /// A cluster board's call (the cluster's script).
-    sharded: bool,
-    keys: Vec<Vec<u8>>,
+    keys: &'k QueueKeys,
     args: Vec<Vec<u8>>,
 }
 
-impl Invocation {
-    /// A call of `script` on `keys`' queue with the keys it takes and the
-    /// common arguments (on a cluster: the queue's fence key after its
-    /// keys).
-    pub(crate) fn new(script: &'static LuaScript, keys: &QueueKeys) -> Invocation {
+impl<'k> Invocation<'k> {
+    /// A call of `script` on `keys`' queue with the common arguments.
+    pub(crate) fn new(script: &'static LuaScript, keys: &'k QueueKeys) -> Invocation<'k> {
         let mut inv = Invocation {
             script,
-            sharded: keys.sharded,
-            keys: script
-                .keys
-                .iter()
-                .map(|k| keys.keys[*k].as_bytes().to_vec())
-                .collect(),
+            keys,
             args: Vec::with_capacity(8),
         };
-        if keys.sharded {
-            inv.keys.push(keys.fence().as_bytes().to_vec());
-        }
         inv.arg(keys.prefix()).arg(&keys.queue).arg(&keys.events);
         inv
     }
 
     /// Appends an argument.
-    pub(crate) fn arg<A: ToRedisArgs>(&mut self, arg: A) -> &mut Invocation {
+    pub(crate) fn arg<A: ToRedisArgs>(&mut self, arg: A) -> &mut Invocation<'k> {
         self.args.extend(arg.to_redis_args());
         self
     }
 
-    /// The command: FCALL of the verb's function, or EVALSHA of its script.
+    /// The command: FCALL of the verb's function, which builds the queue
+    /// keys from NS (`lua/library.rs`), or EVALSHA of its script with the
+    /// keys its header names (on a cluster, then the queue's fence key).
     fn cmd(&self, functions: bool) -> redis::Cmd {
+        let sharded = self.keys.sharded;
         let mut cmd;
         if functions {
             cmd = redis::cmd("FCALL");
-            cmd.arg(LIBRARY.function(self.script.verb));
+            cmd.arg(LIBRARY.function(self.script.verb)).arg(0);
         } else {
             cmd = redis::cmd("EVALSHA");
-            cmd.arg(self.script.script(self.sharded).get_hash());
+            cmd.arg(self.script.script(sharded).get_hash());
+            cmd.arg(self.script.keys.len() + usize::from(sharded));
+            for k in &self.script.keys {
+                cmd.arg(&self.keys.keys[*k]);
+            }
+            if sharded {
+                cmd.arg(self.keys.fence());
+            }
         }
-        cmd.arg(self.keys.len());
-        for part in self.keys.iter().chain(&self.args) {
-            cmd.arg(part);
+        for arg in &self.args {
+            cmd.arg(arg);
         }
         cmd
     }
@@ -79,7 +76,7 @@ impl Invocation {
                 if conn.functions {
                     load_library(conn).await?;
                 } else {
-                    load_script(conn, self.script.script(self.sharded)).await?;
+                    load_script(conn, self.script.script(self.keys.sharded)).await?;
                 }
                 self.cmd(conn.functions).query_async(&mut con).await
             }
@@ -92,7 +89,7 @@ impl Invocation {
     pub(crate) fn invoke_blocking(&self, con: &mut dyn ConnectionLike) -> redis::RedisResult<redis::Value> {
         match self.cmd(false).query(con) {
             Err(e) if is_noscript(&e) => {
-                self.script.script(self.sharded).load(con)?;
+                self.script.script(self.keys.sharded).load(con)?;
                 self.cmd(false).query(con)
             }
             other => other,

@@ -5,6 +5,30 @@ use crate::error::{Error, Result};
 /// Namespace prefix of jobworker queues: queue `Q` lives in `jw:{Q}`.
 pub const DEFAULT_PREFIX: &str = "jw";
 
+/// The queue keys' names after the namespace's `NS:`, in the order of
+/// `lua::KEY_NAMES` (the Functions library builds them from NS in Lua).
+pub(crate) const PIECES: [&str; 19] = [
+    "listings",
+    "sequence",
+    "trash",
+    "jw.ready",
+    "jw.scheduled",
+    "jw.leases",
+    "jw.completed",
+    "jw.quarantine",
+    "jw.quarantine.reason",
+    "jw.waiting",
+    "jw.queue",
+    "jw.tags",
+    "jw.failed",
+    "jw.recurring",
+    "jw.outbox",
+    "jw.tracked",
+    "jw.trashed",
+    "jw.cancelled",
+    "jw.idle",
+];
+
 /// Every key of one queue, in the order of `lua::KEY_NAMES` (each script
 /// takes the ones its header names, see `lua/README.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,27 +56,7 @@ impl QueueKeys {
         QueueKeys {
             queue: queue.to_owned(),
             namespace: namespace.to_owned(),
-            keys: [
-                k("listings"),
-                k("sequence"),
-                k("trash"),
-                k("jw.ready"),
-                k("jw.scheduled"),
-                k("jw.leases"),
-                k("jw.completed"),
-                k("jw.quarantine"),
-                k("jw.quarantine.reason"),
-                k("jw.waiting"),
-                k("jw.queue"),
-                k("jw.tags"),
-                k("jw.failed"),
-                k("jw.recurring"),
-                k("jw.outbox"),
-                k("jw.tracked"),
-                k("jw.trashed"),
-                k("jw.cancelled"),
-                k("jw.idle"),
-            ],
+            keys: PIECES.map(k),
             notify: k("jw.notify"),
             events: events.to_owned(),
             sharded: false,

@@ -189,7 +189,7 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[&Prepared]
 /// Jobs per `post.lua` call in a bulk post.
 pub(crate) const POST_BATCH: usize = 100;
 
-fn post_invocation(keys: &QueueKeys, jobs: &[&Prepared]) -> Invocation {
+fn post_invocation<'k>(keys: &'k QueueKeys, jobs: &[&Prepared]) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.post, keys);
     inv.arg(&keys.notify);
     for p in jobs {

@@ -14,7 +14,7 @@ use crate::redis::scripts::SCRIPTS;
 pub const POISON_CRASHES: u32 = 3;
 
 /// The call of `recover_owner.lua` for `owner`'s leases in `keys`' queue.
-pub(crate) fn recover_invocation(keys: &QueueKeys, owner: &str, reason: &str) -> Invocation {
+pub(crate) fn recover_invocation<'k>(keys: &'k QueueKeys, owner: &str, reason: &str) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.recover_owner, keys);
     inv.arg(owner).arg(reason).arg(POISON_CRASHES);
     inv
@@ -67,7 +67,8 @@ impl RedisBoard {
 
 impl Recovery for RedisBoard {
     async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
-        let inv = recover_invocation(&*self.keys(queue)?, owner, reason);
+        let keys = self.keys(queue)?;
+        let inv = recover_invocation(&keys, owner, reason);
         recovered(inv.invoke(&self.conn).await?)
     }
 }

@@ -188,7 +188,11 @@ pub(crate) async fn prepare(conn: &mut Connection) -> Result<()> {
 
 /// Starts a lease verb's invocation (extend, abandon, trash): the queue
 /// keys, then the lease's job, owner and fencing token.
-pub(crate) fn lease_invocation(script: &'static LuaScript, keys: &QueueKeys, lease: &Lease) -> Invocation {
+pub(crate) fn lease_invocation<'k>(
+    script: &'static LuaScript,
+    keys: &'k QueueKeys,
+    lease: &Lease,
+) -> Invocation<'k> {
     let mut inv = Invocation::new(script, keys);
     inv.arg(lease.job().as_str())
         .arg(lease.owner())
@@ -202,7 +206,7 @@ pub(crate) async fn run_on_lease(
     conn: &Connection,
     keys: &QueueKeys,
     lease: &Lease,
-    inv: &Invocation,
+    inv: &Invocation<'_>,
 ) -> Result<Reply> {
     run(conn, inv)
         .await?
@@ -210,7 +214,7 @@ pub(crate) async fn run_on_lease(
 }
 
 /// Runs an invocation, retried once after a dropped connection.
-pub(crate) async fn run(conn: &Connection, inv: &Invocation) -> Result<Reply> {
+pub(crate) async fn run(conn: &Connection, inv: &Invocation<'_>) -> Result<Reply> {
     let value = retry_once(|| inv.invoke(conn)).await?;
     Reply::from_value(value)
 }

@@ -151,7 +151,8 @@ impl SyncBoard {
     /// counting an attempt and a crash on each job; returns (back to ready,
     /// trashed).
     pub fn recover_owner(&mut self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
-        let inv = recover_invocation(&self.opts.keys(queue)?, owner, reason);
+        let keys = self.opts.keys(queue)?;
+        let inv = recover_invocation(&keys, owner, reason);
         recovered(self.retrying(|con| inv.invoke_blocking(con))?)
     }
 

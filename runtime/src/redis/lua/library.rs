@@ -8,13 +8,15 @@
 //! (`local NS, QUEUE, EVENTS = ARGV[1], …`) and the per-call caches
 //! (`local any_tracked = nil`) become declarations, assigned at the start
 //! of every call by `bind`; each verb's function then binds the queue keys
-//! it takes, in its header's order, and runs the verb's file.
+//! its header names, which the library builds from NS ([`QUEUE_KEYS`]: an
+//! FCALL sends none), and runs the verb's file.
 //!
 //! The library is named by a digest of its text (`jobworker_<16 hex>`,
 //! functions `jobworker_<16 hex>_<verb>`): function names are global to
 //! the server, and during a rolling upgrade two versions share it.
 
-use super::{bindings, keys, push_code, resolve, KEY_NAMES, MODULES, VERBS};
+use super::{keys, push_code, resolve, KEY_NAMES, MODULES, VERBS};
+use crate::redis::keys::PIECES;
 
 /// What every library's name starts with.
 pub const PREFIX: &str = "jobworker_";
@@ -80,12 +82,13 @@ fn text(name: &str) -> String {
             }
         }
     }
+    let pieces: Vec<String> = PIECES.iter().map(|p| format!("ns .. '{p}'")).collect();
+    top.push_str(&QUEUE_KEYS.replace("PIECES", &pieces.join(", ")));
     let mut out = format!("#!lua name={name}\n{top}local function bind(ARGV)\n{bind}end\n");
     for (verb, file) in VERBS {
-        let bound = bindings(&keys(file));
         out.push_str(&format!(
             "redis.register_function{{function_name = '{name}_{verb}', callback = function(KEYS, ARGV)\nbind(ARGV)\n{}",
-            bound.strip_prefix("local ").unwrap_or(&bound)
+            built_keys(&keys(file))
         ));
         push_code(&mut out, file);
         let flags = if ADDS_DATA.contains(verb) {
@@ -96,6 +99,44 @@ fn text(name: &str) -> String {
         out.push_str(&format!("end, flags = {{{flags}}}}}\n"));
     }
     out
+}
+
+/// `queue_keys(NS)`: a queue's keys, in the order of [`KEY_NAMES`], built
+/// from its NS once and kept for the next calls (up to 1,000 queues, then
+/// built afresh). An FCALL sends no keys: the library runs on one server
+/// or behind sentinels, where nothing routes by them, and each key sent
+/// cost the server about 1,300 instructions (its parsing, its string
+/// object, its Lua string and slot in KEYS): 16 of them were 11 % of a
+/// lone post. (The one state a call leaves behind: a pure function of its
+/// argument, which no call writes into.)
+const QUEUE_KEYS: &str = "local queue_keys_of, queue_keys_n = {}, 0
+local function queue_keys(ns)
+  local keys = queue_keys_of[ns]
+  if keys then return keys end
+  if queue_keys_n >= 1000 then queue_keys_of, queue_keys_n = {}, 0 end
+  keys = {PIECES}
+  queue_keys_of[ns], queue_keys_n = keys, queue_keys_n + 1
+  return keys
+end
+";
+
+/// The lines binding a verb's queue keys (indexes into [`KEY_NAMES`]) from
+/// [`QUEUE_KEYS`]: `local keys = queue_keys(NS)` then `K_LISTINGS, K_READY
+/// = keys[1], keys[4]`.
+fn built_keys(keys: &[usize]) -> String {
+    if keys.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = keys
+        .iter()
+        .map(|k| format!("K_{}", KEY_NAMES[*k].to_uppercase()))
+        .collect();
+    let values: Vec<String> = keys.iter().map(|k| format!("keys[{}]", k + 1)).collect();
+    format!(
+        "local keys = queue_keys(NS)\n{} = {}\n",
+        names.join(", "),
+        values.join(", ")
+    )
 }
 
 /// A module's top-level line whose value differs per call: `local NAMES =
