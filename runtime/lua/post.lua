@@ -6,15 +6,18 @@
 --        waiting tags failed outbox tracked trashed queue idle.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
--- ARGV:  1-3 NS prefix, queue, event prefix; 4 notify channel, then per
---        job 9 values: job id, posting head, posting tail
---        (codec::posting_parts), priority (int), max attempts, delay ms
---        on the server's clock (0 = none), job name (kept in the job hash
---        for history after the posting is gone), extras
---        (JSON or ''): tags, track, unique {key, ttl}, deps
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 notify channel; 5 how
+--        the jobs follow: 'each', then per job 9 values: job id, posting
+--        head, posting tail (codec::posting_parts), priority (int), max
+--        attempts, delay ms on the server's clock (0 = none), job name
+--        (kept in the job hash for history after the posting is gone),
+--        extras (JSON or ''): tags, track, unique {key, ttl}, deps
 --        ["queue\nid", …], fresh ('1' when the client generated the id, a
---        uuid4: no earlier life of it to look for; else ''). At most 1000
---        jobs.
+--        uuid4: no earlier life of it to look for; else ''); or 'shared',
+--        then the last six of those once, the same for every job of the
+--        call, then per job its first three (a bulk post of alike jobs:
+--        each value sent costs the server more than its bytes). At most
+--        1000 jobs.
 -- Effects: one INCRBY sequence by the batch's size; per job
 --        (lib/posting.lua's post_job): listings id = head
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
@@ -41,7 +44,10 @@ local scheduled, ready = false, false
 local out = {'ok'}
 -- One INCRBY takes the batch's sequence numbers (a job refused leaves a
 -- gap: taskflow only orders by them).
-local n = math.floor((#ARGV - 4) / 9)
+local shared = ARGV[5] == 'shared'
+local first, step = 6, 9
+if shared then first, step = 12, 3 end
+local n = math.floor((#ARGV - first + 1) / step)
 local seq = n > 0 and redis.call('INCRBY', K_SEQUENCE, n) - n or 0
 -- Ready jobs without extras are indexed with one ZADD; the jobs before
 -- one with extras are indexed first, because a job with extras touches
@@ -55,21 +61,24 @@ local function index_batch()
     ready_batch = {}
   end
 end
-for i = 5, #ARGV - 8, 9 do
+for i = first, #ARGV - step + 1, step do
+  -- Where this job's priority and the five values after it are.
+  local v = shared and 6 or i + 3
   local batch = ready_batch
-  if ARGV[i + 7] ~= '' then
+  if ARGV[v + 4] ~= '' then
     index_batch()
     batch = nil
   end
-  local extra = ARGV[i + 7] ~= '' and cjson.decode(ARGV[i + 7]) or nil
+  local extra = ARGV[v + 4] ~= '' and cjson.decode(ARGV[v + 4]) or nil
+  local fresh = ARGV[v + 5] == '1'
   seq = seq + 1
-  local status, value, posting = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5],
-    ARGV[i + 6], extra, created, now_ms, seq, ARGV[i + 8] == '1', batch)
+  local status, value, posting = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[v], ARGV[v + 1], ARGV[v + 2],
+    ARGV[v + 3], extra, created, now_ms, seq, fresh, batch)
   if n == 1 and was_empty and posting and #ready_batch == 2 then
     -- A lone plain job to an empty queue (an idle worker's pickup): it
     -- goes to the hand-off as it is, indexed only if nobody takes it.
-    known = {id = ARGV[i], score = ready_batch[1], posting = posting, fresh = ARGV[i + 8] == '1',
-      fields = {false, ARGV[i + 4], ARGV[i + 3], false, false, ms_text(now_ms)}}
+    known = {id = ARGV[i], score = ready_batch[1], posting = posting, fresh = fresh,
+      fields = {false, ARGV[v + 1], ARGV[v], false, false, ms_text(now_ms)}}
   end
   scheduled = scheduled or status == 'scheduled'
   ready = ready or status == 'ready'

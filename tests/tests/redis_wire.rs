@@ -413,6 +413,73 @@ async fn post_many_pipelines_posts_and_survives_a_flush_of(functions: bool) {
     assert_eq!(&names[..3], ["a", "b", "n0"], "FIFO across single and bulk posts");
 }
 
+/// A bulk post of alike jobs sends their shared values once per call
+/// (`post.lua`'s 'shared'): every job still gets all of them, across
+/// calls, for jobs ready, scheduled, tagged, or posted under given ids.
+#[tokio::test]
+async fn alike_jobs_posted_in_bulk_keep_every_value() {
+    for functions in [true, false] {
+        let q = unique_queue("alike");
+        let (_server, board) = flushable(functions).await;
+        let alike: Vec<NewJob> = (0..150)
+            .map(|_| {
+                NewJob::new("alike")
+                    .priority(Priority::HIGH)
+                    .max_attempts(7)
+                    .tag("t")
+            })
+            .collect();
+        assert!(board
+            .post_many(&q, &alike)
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.is_ok()));
+        let later: Vec<NewJob> = (0..3)
+            .map(|_| NewJob::new("later").delay(Duration::from_secs(3600)))
+            .collect();
+        let later: Vec<_> = board.post_many(&q, &later).await.unwrap();
+        let given = [
+            NewJob::new("given").id("alike-1"),
+            NewJob::new("given").id("alike-2"),
+        ];
+        assert!(board
+            .post_many(&q, &given)
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.is_ok()));
+        let again = board.post_many(&q, &given).await.unwrap();
+        assert!(
+            again
+                .iter()
+                .all(|r| r.as_ref().is_err_and(|e| e.message().contains("already exists"))),
+            "a given id posted again is refused, job by job"
+        );
+        for id in later {
+            assert_eq!(board.state(&q, &id.unwrap()).await.unwrap(), JobState::Scheduled);
+        }
+        let page = Page {
+            offset: 0,
+            limit: 1000,
+        };
+        assert_eq!(board.tagged(&q, "t", page).await.unwrap().len(), 150);
+        let claimed = board
+            .claim(&[&q], "w", Duration::from_secs(60), 1000)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 152, "150 alike and 2 given, not the 3 scheduled");
+        for c in &claimed[..150] {
+            assert_eq!(
+                (c.name.as_str(), c.priority, c.max_attempts),
+                ("alike", Priority::HIGH, 7)
+            );
+        }
+        let given: Vec<&str> = claimed[150..].iter().map(|c| c.lease.job().as_str()).collect();
+        assert_eq!(given, ["alike-1", "alike-2"]);
+    }
+}
+
 #[tokio::test]
 async fn completed_history_stays_within_its_count() {
     let q = unique_queue("history");

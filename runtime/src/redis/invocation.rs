@@ -28,6 +28,12 @@ impl<'k> Invocation<'k> {
         inv
     }
 
+    /// The arguments after the keys (the unit tests read them).
+    #[cfg(test)]
+    pub(crate) fn args(&self) -> &[Vec<u8>] {
+        &self.args
+    }
+
     /// Appends an argument.
     pub(crate) fn arg<A: ToRedisArgs>(&mut self, arg: A) -> &mut Invocation<'k> {
         self.args.extend(arg.to_redis_args());

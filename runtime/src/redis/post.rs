@@ -54,6 +54,24 @@ impl Prepared {
         })
     }
 
+    /// Appends its values after the posting: priority, max attempts,
+    /// delay, name, extras and whether its id was generated.
+    fn values(&self, inv: &mut Invocation<'_>) {
+        inv.arg(self.priority)
+            .arg(self.max_attempts)
+            .arg(millis(self.delay))
+            .arg(&self.name)
+            .arg(&self.extra)
+            .arg(if self.generated { "1" } else { "" });
+    }
+
+    /// Whether it has the same [`values`](Self::values) as `other`.
+    fn same_values(&self, other: &Prepared) -> bool {
+        (self.priority, self.max_attempts, self.delay, self.generated)
+            == (other.priority, other.max_attempts, other.delay, other.generated)
+            && (&self.name, &self.extra) == (&other.name, &other.extra)
+    }
+
     /// About the bytes this job adds to a call.
     pub(crate) fn size(&self) -> usize {
         self.id.as_str().len()
@@ -189,19 +207,25 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[&Prepared]
 /// Jobs per `post.lua` call in a bulk post.
 pub(crate) const POST_BATCH: usize = 100;
 
+/// A `post.lua` call of `jobs`. When they all share the six values after
+/// their postings (a bulk post of alike jobs), those go once ('shared'):
+/// a value sent costs the server more than its bytes (parsing, a string
+/// object, a Lua string): a job of a bulk post of 1,000 costs the server
+/// 0.92× the instructions that way (callgrind, 57,800 against 63,100).
 fn post_invocation<'k>(keys: &'k QueueKeys, jobs: &[&Prepared]) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.post, keys);
     inv.arg(&keys.notify);
+    let alike = jobs.windows(2).all(|w| w[0].same_values(w[1]));
+    let shared = jobs.len() > 1 && alike;
+    inv.arg(if shared { "shared" } else { "each" });
+    if shared {
+        jobs[0].values(&mut inv);
+    }
     for p in jobs {
-        inv.arg(p.id.as_str())
-            .arg(&p.parts.head)
-            .arg(&p.parts.tail)
-            .arg(p.priority)
-            .arg(p.max_attempts)
-            .arg(millis(p.delay))
-            .arg(&p.name)
-            .arg(&p.extra)
-            .arg(if p.generated { "1" } else { "" });
+        inv.arg(p.id.as_str()).arg(&p.parts.head).arg(&p.parts.tail);
+        if !shared {
+            p.values(&mut inv);
+        }
     }
     inv
 }
@@ -234,4 +258,40 @@ pub(crate) async fn post_batches(
         replies.push(split_pairs(&Reply::from_value(value)?, batch.len()));
     }
     Ok(replies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Priority;
+
+    /// How a call of `jobs` sends them, and how many arguments it has.
+    fn layout(jobs: &[NewJob]) -> (String, usize) {
+        let keys = QueueKeys::new("q", "jw:{q}", "jw");
+        let prepared: Vec<Prepared> = jobs.iter().map(|j| Prepared::new(j, "q").unwrap()).collect();
+        let refs: Vec<&Prepared> = prepared.iter().collect();
+        let inv = post_invocation(&keys, &refs);
+        let args = inv.args();
+        (String::from_utf8(args[4].clone()).unwrap(), args.len())
+    }
+
+    #[test]
+    fn alike_jobs_share_their_values_in_a_call() {
+        let high = || NewJob::new("a").priority(Priority::HIGH).tag("t");
+        assert_eq!(
+            layout(&[high(), high(), high()]),
+            ("shared".into(), 5 + 6 + 3 * 3)
+        );
+        assert_eq!(layout(&[high()]), ("each".into(), 5 + 9), "one job sends its own");
+        for other in [
+            NewJob::new("b"),
+            high().priority(Priority::LOW),
+            high().max_attempts(9),
+            high().delay(Duration::from_secs(1)),
+            high().tag("u"),
+            high().id("given"),
+        ] {
+            assert_eq!(layout(&[high(), other]), ("each".into(), 5 + 2 * 9));
+        }
+    }
 }

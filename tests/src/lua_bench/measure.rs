@@ -231,7 +231,19 @@ impl Bench {
                 .iter()
                 .map(|id| {
                     let args = match verb {
-                        "post" => s(&[&keys.notify, id, "\u{82}", "x", "0", "3", "0", "bench", "", "1"]),
+                        "post" => s(&[
+                            &keys.notify,
+                            "each",
+                            id,
+                            "\u{82}",
+                            "x",
+                            "0",
+                            "3",
+                            "0",
+                            "bench",
+                            "",
+                            "1",
+                        ]),
                         "claim" => s(&["w", "30000", "1", "1", "1000", &week, "1000", &week, "0", "0"]),
                         "extend" => s(&[id, "w", "0", "30000"]),
                         _ => s(&["1000", id, "w", "0"]),
