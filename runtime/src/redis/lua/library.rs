@@ -8,7 +8,7 @@
 //! (`local NS, QUEUE, EVENTS = ARGV[1], …`) and the per-call caches
 //! (`local any_tracked = nil`) become declarations, assigned at the start
 //! of every call by `bind`; each verb's function then binds the queue keys
-//! its header names, which the library builds from NS ([`QUEUE_KEYS`]: an
+//! its header names, which the library builds from NS (`QUEUE_KEYS`: an
 //! FCALL sends none), and runs the verb's file.
 //!
 //! The library is named by a digest of its text (`jobworker_<16 hex>`,
