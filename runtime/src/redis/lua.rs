@@ -144,12 +144,19 @@ pub fn bindings(keys: &[usize]) -> String {
     if keys.is_empty() {
         return String::new();
     }
+    format!("local {}", assignment(keys, |n, _| format!("KEYS[{n}]")))
+}
+
+/// `K_LISTINGS, K_READY = <value of 1, 0>, <value of 2, 3>\n`: each of
+/// `keys` (indexes into [`KEY_NAMES`]) gets `value(its place from 1, its
+/// index)`.
+pub(crate) fn assignment(keys: &[usize], value: impl Fn(usize, usize) -> String) -> String {
     let names: Vec<String> = keys
         .iter()
         .map(|k| format!("K_{}", KEY_NAMES[*k].to_uppercase()))
         .collect();
-    let values: Vec<String> = (1..=keys.len()).map(|n| format!("KEYS[{n}]")).collect();
-    format!("local {} = {}\n", names.join(", "), values.join(", "))
+    let values: Vec<String> = keys.iter().enumerate().map(|(i, k)| value(i + 1, *k)).collect();
+    format!("{} = {}\n", names.join(", "), values.join(", "))
 }
 
 /// The modules `text` needs, transitively: each once, every module after

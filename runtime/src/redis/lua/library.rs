@@ -15,7 +15,7 @@
 //! functions `jobworker_<16 hex>_<verb>`): function names are global to
 //! the server, and during a rolling upgrade two versions share it.
 
-use super::{keys, push_code, resolve, KEY_NAMES, MODULES, VERBS};
+use super::{assignment, keys, push_code, resolve, KEY_NAMES, MODULES, VERBS};
 use crate::redis::keys::PIECES;
 
 /// What every library's name starts with.
@@ -165,16 +165,8 @@ fn built_keys(keys: &[usize]) -> String {
     if keys.is_empty() {
         return String::new();
     }
-    let names: Vec<String> = keys
-        .iter()
-        .map(|k| format!("K_{}", KEY_NAMES[*k].to_uppercase()))
-        .collect();
-    let values: Vec<String> = keys.iter().map(|k| format!("keys[{}]", k + 1)).collect();
-    format!(
-        "local keys = queue_keys(NS)\n{} = {}\n",
-        names.join(", "),
-        values.join(", ")
-    )
+    let bound = assignment(keys, |_, k| format!("keys[{}]", k + 1));
+    format!("local keys = queue_keys(NS)\n{bound}")
 }
 
 /// A module's top-level line whose value differs per call: `local NAMES =
