@@ -72,6 +72,11 @@ impl<'k> Invocation<'k> {
         pipe.add_command(self.cmd(conn.functions));
     }
 
+    /// Sends the call once, as it is (see [`invoke`](Self::invoke)).
+    pub(crate) async fn send(&self, conn: &Connection) -> redis::RedisResult<redis::Value> {
+        self.cmd(conn.functions).query_async(&mut conn.link.clone()).await
+    }
+
     /// Runs the call; when the server lost the Lua (restart, SCRIPT FLUSH,
     /// FUNCTION FLUSH), loads it and runs the call again. Not retried
     /// after a dropped connection (see `scripts::run` for verbs that are).

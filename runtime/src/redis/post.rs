@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+use futures_util::stream::{FuturesOrdered, StreamExt};
+use futures_util::FutureExt;
+
 use crate::codec::{details_of, posting_parts};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
@@ -11,7 +14,7 @@ use crate::redis::connect::Connection;
 use crate::redis::invocation::{is_noscript, Invocation};
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{load_all, millis, run, split_pairs, SCRIPTS};
+use crate::redis::scripts::{millis, run, split_pairs, SCRIPTS};
 
 /// A job made ready for `post.lua`: its id and the posting bytes around
 /// the server-side time and sequence, owned (it may wait for a grouped
@@ -124,40 +127,61 @@ impl RedisBoard {
         Ok(id)
     }
 
-    /// Posts many jobs in one pipeline (one round trip; each post is still
-    /// its own atomic script). Returns one result per job, in order.
+    /// Posts many jobs, [`POST_BATCH`] per call. Each call is sent as soon
+    /// as its jobs are prepared, on the one connection, so the server runs
+    /// a batch while the next is prepared (each call is still its own
+    /// atomic script). Returns one result per job, in order.
     pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
         let keys = self.keys(queue)?;
         self.register_queue(queue).await?;
-        let mut prepared = Vec::with_capacity(jobs.len());
-        let mut results: Vec<Option<Result<JobId>>> = Vec::with_capacity(jobs.len());
-        for job in jobs {
+        let mut results: Vec<Option<Result<JobId>>> = (0..jobs.len()).map(|_| None).collect();
+        let mut sent = FuturesOrdered::new();
+        let mut done = Vec::new();
+        let mut batch = Vec::with_capacity(POST_BATCH.min(jobs.len()));
+        for (at, job) in jobs.iter().enumerate() {
             match Prepared::new(job, queue) {
-                Ok(p) => {
-                    prepared.push((results.len(), p, job));
-                    results.push(None);
+                Ok(p) => batch.push((at, p)),
+                Err(e) => results[at] = Some(Err(e)),
+            }
+            if batch.len() == POST_BATCH || (at + 1 == jobs.len() && !batch.is_empty()) {
+                sent.push_back(send_batch(&self.conn, &keys, std::mem::take(&mut batch)));
+                // Polled once, the call is queued on the connection (and
+                // calls already answered are taken); the yield lets the
+                // connection's task write it on a single-threaded runtime.
+                while let Some(Some(a)) = sent.next().now_or_never() {
+                    done.push(a);
                 }
-                Err(e) => results.push(Some(Err(e))),
+                tokio::task::yield_now().await;
             }
         }
-        let args: Vec<&Prepared> = prepared.iter().map(|(_, p, _)| p).collect();
-        let batches: Vec<&[&Prepared]> = args.chunks(POST_BATCH).collect();
-        let replies: Vec<Reply> = post_batches(&self.conn, &keys, &batches)
-            .await?
-            .into_iter()
-            .flatten()
-            .collect();
-        drop(batches);
-        drop(args);
-        for ((at, p, job), reply) in prepared.into_iter().zip(replies) {
-            let waiting = reply.status() == "waiting";
-            let mut result = p.accept(reply, &keys);
-            if let (true, Ok(id)) = (waiting, &result) {
-                if let Err(e) = self.link_dependencies(&keys, id, job).await {
-                    result = Err(e);
+        while let Some(a) = sent.next().await {
+            done.push(a);
+        }
+        // A call the server refused for want of the Lua (restart, FUNCTION
+        // FLUSH) did not run: it runs again here, in order.
+        let mut answered = Vec::with_capacity(done.len());
+        for (batch, answer) in done {
+            let value = match answer {
+                Err(e) if is_noscript(&e) => {
+                    let jobs: Vec<&Prepared> = batch.iter().map(|(_, p)| p).collect();
+                    post_invocation(&keys, &jobs).invoke(&self.conn).await?
                 }
+                other => other?,
+            };
+            let replies = split_pairs(&Reply::from_value(value)?, batch.len());
+            answered.push((batch, replies));
+        }
+        for (batch, replies) in answered {
+            for ((at, p), reply) in batch.into_iter().zip(replies) {
+                let waiting = reply.status() == "waiting";
+                let mut result = p.accept(reply, &keys);
+                if let (true, Ok(id)) = (waiting, &result) {
+                    if let Err(e) = self.link_dependencies(&keys, id, &jobs[at]).await {
+                        result = Err(e);
+                    }
+                }
+                results[at] = Some(result);
             }
-            results[at] = Some(result);
         }
         Ok(results
             .into_iter()
@@ -230,34 +254,19 @@ fn post_invocation<'k>(keys: &'k QueueKeys, jobs: &[&Prepared]) -> Invocation<'k
     inv
 }
 
-/// Several `post.lua` calls in one pipeline (one round trip); loads the
-/// scripts again if the server lost them (restart, SCRIPT FLUSH).
-pub(crate) async fn post_batches(
-    conn: &Connection,
-    keys: &QueueKeys,
-    batches: &[&[&Prepared]],
-) -> Result<Vec<Vec<Reply>>> {
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    for batch in batches {
-        post_invocation(keys, batch).add_to(&mut pipe, conn);
-    }
-    // Not retried after a dropped connection: batches that ran would
-    // report their own jobs as already existing.
-    let results: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.link.clone()).await?;
-    let mut replies = Vec::with_capacity(batches.len());
-    for (result, batch) in results.into_iter().zip(batches) {
-        let value = match result {
-            Ok(v) => v,
-            Err(e) if is_noscript(&e) => {
-                load_all(conn).await?;
-                post_invocation(keys, batch).invoke(conn).await?
-            }
-            Err(e) => return Err(e.into()),
-        };
-        replies.push(split_pairs(&Reply::from_value(value)?, batch.len()));
-    }
-    Ok(replies)
+/// A bulk post's batch (its jobs, with their places in the bulk) and the
+/// server's answer.
+type Answered = (Vec<(usize, Prepared)>, redis::RedisResult<redis::Value>);
+
+/// One `post.lua` call of `batch`, sent once: not retried after a dropped
+/// connection (a call that ran would report its own jobs as already
+/// existing), nor here when the server lost the Lua (the caller runs such
+/// calls again in order).
+async fn send_batch(conn: &Connection, keys: &QueueKeys, batch: Vec<(usize, Prepared)>) -> Answered {
+    let jobs: Vec<&Prepared> = batch.iter().map(|(_, p)| p).collect();
+    let answer = post_invocation(keys, &jobs).send(conn).await;
+    drop(jobs);
+    (batch, answer)
 }
 
 #[cfg(test)]
