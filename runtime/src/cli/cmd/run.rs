@@ -39,7 +39,8 @@ pub struct RunArgs {
     /// Jobs each worker claims ahead of its free slots (leases held and
     /// extended, started as slots free up, given back on drain or quiet):
     /// claims overlap handlers and come in larger batches. Default: a
-    /// fifth of --concurrency; 0 claims only for free slots.
+    /// fifth of --concurrency, and at least half of it up to 5; 0 claims
+    /// only for free slots.
     #[arg(long, env = "JOBWORKER_PREFETCH")]
     pub prefetch: Option<usize>,
     /// Directory holding `jobworker-workers/sandbox-<k>` (kept; two
