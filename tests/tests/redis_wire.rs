@@ -375,13 +375,13 @@ async fn post_all(board: &RedisBoard, q: &str, jobs: &[NewJob]) {
 }
 
 #[tokio::test]
-async fn post_many_pipelines_posts_and_survives_a_flush() {
+async fn post_many_posts_in_order_and_survives_a_flush() {
     for functions in [true, false] {
-        post_many_pipelines_posts_and_survives_a_flush_of(functions).await;
+        post_many_posts_in_order_and_survives_a_flush_of(functions).await;
     }
 }
 
-async fn post_many_pipelines_posts_and_survives_a_flush_of(functions: bool) {
+async fn post_many_posts_in_order_and_survives_a_flush_of(functions: bool) {
     let q = unique_queue("bulk");
     let (_server, board) = flushable(functions).await;
     let jobs = vec![
@@ -402,6 +402,9 @@ async fn post_many_pipelines_posts_and_survives_a_flush_of(functions: bool) {
         .message()
         .contains("already exists"));
     assert_eq!(board.job_count(&q).await.unwrap(), 2);
+    // A bulk of several calls keeps its order.
+    let first: Vec<NewJob> = (0..250).map(|i| NewJob::new(format!("m{i}"))).collect();
+    post_all(&board, &q, &first).await;
     // A server that lost the Lua (restart, FLUSH) gets it again; the
     // calls it refused run again in order. An invalid job in the middle
     // of the bulk is refused alone.
@@ -418,6 +421,7 @@ async fn post_many_pipelines_posts_and_survives_a_flush_of(functions: bool) {
         .unwrap();
     let names: Vec<&str> = claimed.iter().map(|c| c.name.as_str()).collect();
     let mut expected = vec!["a".to_string(), "b".to_string()];
+    expected.extend((0..250).map(|i| format!("m{i}")));
     expected.extend((0..500).filter(|&i| i != 250).map(|i| format!("n{i}")));
     assert_eq!(
         names, expected,

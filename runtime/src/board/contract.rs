@@ -30,7 +30,7 @@ pub trait Board: Sync {
     /// Posts a job; returns its id.
     fn post(&self, queue: &str, job: NewJob) -> impl Future<Output = Result<JobId>> + Send;
 
-    /// Posts several jobs to `queue`, in one round trip where the backend
+    /// Posts several jobs to `queue`, in few round trips where the backend
     /// can (each post is still its own); one result per job, in order.
     fn post_many(
         &self,

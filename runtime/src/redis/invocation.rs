@@ -81,15 +81,14 @@ impl<'k> Invocation<'k> {
     /// FUNCTION FLUSH), loads it and runs the call again. Not retried
     /// after a dropped connection (see `scripts::run` for verbs that are).
     pub(crate) async fn invoke(&self, conn: &Connection) -> redis::RedisResult<redis::Value> {
-        let mut con = conn.link.clone();
-        match self.cmd(conn.functions).query_async(&mut con).await {
+        match self.send(conn).await {
             Err(e) if is_noscript(&e) => {
                 if conn.functions {
                     load_library(conn).await?;
                 } else {
                     load_script(conn, self.script.script(self.keys.sharded)).await?;
                 }
-                self.cmd(conn.functions).query_async(&mut con).await
+                self.send(conn).await
             }
             other => other,
         }

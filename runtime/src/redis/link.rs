@@ -117,6 +117,16 @@ impl RedisConnection {
         }
     }
 
+    /// Whether calls sent at once from one task reach the server in the
+    /// order they are first polled, each without waiting for the others: a
+    /// plain connection to one server. (Behind sentinels, the first call
+    /// after a doubt about the master waits on them while later ones go
+    /// on; a cluster sends a redirected call again alone; a durability's
+    /// WAIT holds the connection's next call until replicas answer.)
+    pub(crate) fn keeps_call_order(&self) -> bool {
+        self.plain().is_some()
+    }
+
     /// Sends `cmd`, and with a durability its WAIT in the same write (so
     /// that both go on one connection).
     async fn send_one(&self, manager: &mut impl ConnectionLike, cmd: &Cmd) -> RedisResult<Value> {

@@ -127,45 +127,22 @@ impl RedisBoard {
         Ok(id)
     }
 
-    /// Posts many jobs, [`POST_BATCH`] per call. Each call is sent as soon
-    /// as its jobs are prepared, on the one connection, so the server runs
-    /// a batch while the next is prepared (each call is still its own
-    /// atomic script). Returns one result per job, in order.
+    /// Posts many jobs, 100 per call (each call is its own atomic script).
+    /// On a plain connection to one server each call is sent as soon as
+    /// its jobs are prepared, so the server runs one while the client
+    /// prepares the next; otherwise (sentinels, a cluster, a durability)
+    /// all go in one pipeline. Returns one result per job, in order.
     pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
         let keys = self.keys(queue)?;
         self.register_queue(queue).await?;
         let mut results: Vec<Option<Result<JobId>>> = (0..jobs.len()).map(|_| None).collect();
-        let mut sent = FuturesOrdered::new();
-        let mut done = Vec::new();
-        let mut batch = Vec::with_capacity(POST_BATCH.min(jobs.len()));
-        for (at, job) in jobs.iter().enumerate() {
-            match Prepared::new(job, queue) {
-                Ok(p) => batch.push((at, p)),
-                Err(e) => results[at] = Some(Err(e)),
-            }
-            if batch.len() == POST_BATCH || (at + 1 == jobs.len() && !batch.is_empty()) {
-                sent.push_back(send_batch(&self.conn, &keys, std::mem::take(&mut batch)));
-                // Polled once, the call is queued on the connection (and
-                // calls already answered are taken); the yield lets the
-                // connection's task write it on a single-threaded runtime.
-                while let Some(Some(a)) = sent.next().now_or_never() {
-                    done.push(a);
-                }
-                tokio::task::yield_now().await;
-            }
-        }
-        while let Some(a) = sent.next().await {
-            done.push(a);
-        }
+        let done = self.send_bulk(&keys, jobs, &mut results).await?;
         // A call the server refused for want of the Lua (restart, FUNCTION
         // FLUSH) did not run: it runs again here, in order.
         let mut answered = Vec::with_capacity(done.len());
         for (batch, answer) in done {
             let value = match answer {
-                Err(e) if is_noscript(&e) => {
-                    let jobs: Vec<&Prepared> = batch.iter().map(|(_, p)| p).collect();
-                    post_invocation(&keys, &jobs).invoke(&self.conn).await?
-                }
+                Err(e) if is_noscript(&e) => batch_invocation(&keys, &batch).invoke(&self.conn).await?,
                 other => other?,
             };
             let replies = split_pairs(&Reply::from_value(value)?, batch.len());
@@ -187,6 +164,57 @@ impl RedisBoard {
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(Error::codec("missing reply"))))
             .collect())
+    }
+
+    /// Prepares `jobs` (an invalid one's error goes in `results`) and sends
+    /// their calls: each as soon as it is prepared on a connection that
+    /// keeps their order, else all in one pipeline. After a call that
+    /// failed (a dropped connection) no more are sent.
+    async fn send_bulk(
+        &self,
+        keys: &QueueKeys,
+        jobs: &[NewJob],
+        results: &mut [Option<Result<JobId>>],
+    ) -> Result<Vec<Answered>> {
+        let streamed = self.conn.link.keeps_call_order();
+        let mut sent = FuturesOrdered::new();
+        let mut done = Vec::new();
+        let mut held = Vec::new();
+        let mut batch = Vec::with_capacity(POST_BATCH.min(jobs.len()));
+        for (at, job) in jobs.iter().enumerate() {
+            match Prepared::new(job, &keys.queue) {
+                Ok(p) => batch.push((at, p)),
+                Err(e) => results[at] = Some(Err(e)),
+            }
+            if batch.len() < POST_BATCH && (at + 1 < jobs.len() || batch.is_empty()) {
+                continue;
+            }
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(POST_BATCH));
+            if !streamed {
+                held.push(full);
+                continue;
+            }
+            sent.push_back(send_batch(&self.conn, keys, full));
+            // Polled once, the call is queued on the connection (calls
+            // already answered are taken); the yield lets the connection's
+            // task write it on a single-threaded runtime.
+            let mut failed = false;
+            while let Some(Some(a)) = sent.next().now_or_never() {
+                failed |= a.1.as_ref().is_err_and(|e| !is_noscript(e));
+                done.push(a);
+            }
+            if failed {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        while let Some(a) = sent.next().await {
+            done.push(a);
+        }
+        if !held.is_empty() {
+            done = send_pipeline(&self.conn, keys, held).await?;
+        }
+        Ok(done)
     }
 }
 
@@ -258,15 +286,35 @@ fn post_invocation<'k>(keys: &'k QueueKeys, jobs: &[&Prepared]) -> Invocation<'k
 /// server's answer.
 type Answered = (Vec<(usize, Prepared)>, redis::RedisResult<redis::Value>);
 
+/// The `post.lua` call of a bulk post's batch.
+fn batch_invocation<'k>(keys: &'k QueueKeys, batch: &[(usize, Prepared)]) -> Invocation<'k> {
+    let jobs: Vec<&Prepared> = batch.iter().map(|(_, p)| p).collect();
+    post_invocation(keys, &jobs)
+}
+
 /// One `post.lua` call of `batch`, sent once: not retried after a dropped
 /// connection (a call that ran would report its own jobs as already
 /// existing), nor here when the server lost the Lua (the caller runs such
 /// calls again in order).
 async fn send_batch(conn: &Connection, keys: &QueueKeys, batch: Vec<(usize, Prepared)>) -> Answered {
-    let jobs: Vec<&Prepared> = batch.iter().map(|(_, p)| p).collect();
-    let answer = post_invocation(keys, &jobs).send(conn).await;
-    drop(jobs);
+    let answer = batch_invocation(keys, &batch).send(conn).await;
     (batch, answer)
+}
+
+/// The `post.lua` calls of `batches` in one pipeline (one round trip),
+/// each sent once as [`send_batch`] sends it.
+async fn send_pipeline(
+    conn: &Connection,
+    keys: &QueueKeys,
+    batches: Vec<Vec<(usize, Prepared)>>,
+) -> Result<Vec<Answered>> {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for batch in &batches {
+        batch_invocation(keys, batch).add_to(&mut pipe, conn);
+    }
+    let answers: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.link.clone()).await?;
+    Ok(batches.into_iter().zip(answers).collect())
 }
 
 #[cfg(test)]

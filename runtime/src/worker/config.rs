@@ -117,9 +117,9 @@ impl WorkerConfig {
     /// the concurrency, and at least half of it up to 5 (none for a worker
     /// running one job at a time, whose jobs are usually long). At a
     /// concurrency of 10, 5 instead of 2 made claims and consumes come in
-    /// batches of about 4.2 jobs a call instead of 3.7 (0.24 script calls per job
-    /// instead of 0.27) and drained 2 × 10 no-op jobs 1.02–1.12× as fast
-    /// (four alternating pairs of `jobworker bench`).
+    /// larger batches (0.24 script calls per job instead of 0.27) and two
+    /// workers drained no-op jobs 1.02–1.12× as fast (four alternating
+    /// pairs of `jobworker bench`).
     pub(crate) fn default_prefetch(concurrency: usize) -> usize {
         (concurrency / 5).max(concurrency.min(10) / 2)
     }
