@@ -276,8 +276,9 @@ impl Board for RedisBoard {
         RedisBoard::post(self, queue, job).await
     }
 
-    /// `post.lua` calls of 100 jobs, sent as they are prepared (see the
-    /// inherent [`RedisBoard::post_many`]).
+    /// `post.lua` calls of 100 jobs, each sent as soon as it is prepared
+    /// on a plain connection, else in one pipeline (see the inherent
+    /// [`RedisBoard::post_many`]).
     async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
         RedisBoard::post_many(self, queue, jobs).await
     }
