@@ -552,30 +552,42 @@ async fn verbs_on_a_job_whose_listing_vanished_say_not_found() {
 }
 
 /// After the server lost the Lua, a worker's consume-then-claim step
-/// consumes once and claims once.
+/// consumes once and claims once: as the one call of a lease of the
+/// claim's queue, and as the pipeline of a lease of another queue.
 #[tokio::test]
 async fn consume_then_claim_after_a_flush_claims_once() {
     for functions in [true, false] {
-        consume_then_claim_after_a_flush_claims_once_with(functions).await;
+        for same_queue in [true, false] {
+            consume_then_claim_after_a_flush_claims_once_with(functions, same_queue).await;
+        }
     }
 }
 
-async fn consume_then_claim_after_a_flush_claims_once_with(functions: bool) {
+async fn consume_then_claim_after_a_flush_claims_once_with(functions: bool, same_queue: bool) {
     let q = unique_queue("flush");
+    let done_q = if same_queue {
+        q.clone()
+    } else {
+        unique_queue("flush-done")
+    };
     let (_server, board) = flushable(functions).await;
     let keys = board.keys(&q).unwrap();
-    for _ in 0..4 {
+    for _ in 0..if same_queue { 4 } else { 3 } {
         board.post(&q, NewJob::new("f")).await.unwrap();
     }
+    if !same_queue {
+        board.post(&done_q, NewJob::new("f")).await.unwrap();
+    }
     let a = board
-        .claim(&[&q], "w", Duration::from_secs(60), 1)
+        .claim(&[&done_q], "w", Duration::from_secs(60), 1)
         .await
         .unwrap()
         .remove(0);
     flush(&board, functions).await;
-    // With scripts, this loads claim.lua alone: the consume in the
-    // pipeline below then fails and the claim runs. The library loads
-    // whole, so with it both fail and run again.
+    // With scripts, this loads claim.lua alone: the step below then
+    // finds its own scripts missing (the one call, or the pipeline's
+    // consume), loads them and runs what did not run. The library loads
+    // whole, so with it the whole step runs again.
     if !functions {
         board.claim(&[&q], "w", Duration::from_secs(60), 1).await.unwrap();
     }
@@ -598,8 +610,87 @@ async fn consume_then_claim_after_a_flush_claims_once_with(functions: bool) {
     let leased: usize = board.connection().zcard(keys.leases()).await.unwrap();
     let in_flight = if functions { 1 } else { 2 };
     assert_eq!(leased, in_flight, "exactly the claims in flight hold leases");
-    assert_eq!(board.job_count(&q).await.unwrap(), 3);
-    assert_eq!(board.state(&q, a.lease.job()).await.unwrap(), JobState::Completed);
+    let mut left = board.job_count(&q).await.unwrap();
+    if !same_queue {
+        left += board.job_count(&done_q).await.unwrap();
+    }
+    assert_eq!(left, 3);
+    assert_eq!(
+        board.state(&done_q, a.lease.job()).await.unwrap(),
+        JobState::Completed
+    );
+}
+
+/// The number of calls of `command` the server counted since its
+/// statistics were reset (INFO commandstats).
+async fn calls_of(board: &RedisBoard, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut board.connection())
+        .await
+        .unwrap();
+    let line = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&line))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+/// A worker's settle-and-take step on one queue is one call (FCALL or
+/// EVALSHA), which settles each lease on its own terms and then claims.
+#[tokio::test]
+async fn consume_then_claim_on_one_queue_is_one_call() {
+    for functions in [true, false] {
+        let q = unique_queue("one-call");
+        let (_server, board) = flushable(functions).await;
+        let mut ids = Vec::new();
+        for _ in 0..4 {
+            ids.push(board.post(&q, NewJob::new("f")).await.unwrap());
+        }
+        let mut two = board.claim(&[&q], "w", Duration::from_secs(60), 2).await.unwrap();
+        let (a, b) = (two.remove(0), two.remove(0));
+        // b's lease goes stale: released, and taken by another worker.
+        board
+            .abandon(copy_of(&b.lease), jobworker::Abandon::Release)
+            .await
+            .unwrap();
+        let b2 = board
+            .claim(&[&q], "w2", Duration::from_secs(60), 1)
+            .await
+            .unwrap()
+            .remove(0);
+        assert_eq!(b2.lease.job(), b.lease.job());
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut board.connection())
+            .await
+            .unwrap();
+        let (consumed, claimed) = board
+            .consume_then_claim(
+                vec![copy_of(&a.lease), copy_of(&b.lease)],
+                &ClaimRequest {
+                    queues: &[&q],
+                    who: "w",
+                    expiry: Duration::from_secs(60),
+                    count: 2,
+                    holding: 0,
+                    hand_off: None,
+                },
+            )
+            .await;
+        let call = if functions { "fcall" } else { "evalsha" };
+        assert_eq!(calls_of(&board, call).await, 1, "functions: {functions}");
+        assert!(consumed[0].is_ok());
+        let stale = consumed[1].as_ref().unwrap_err();
+        assert!(stale.error().is_not_owner(), "{stale:?}");
+        let claimed: Vec<_> = claimed
+            .unwrap()
+            .into_iter()
+            .map(|c| c.lease.job().clone())
+            .collect();
+        assert_eq!(claimed, ids[2..].to_vec(), "the next jobs, in order");
+        assert_eq!(board.state(&q, a.lease.job()).await.unwrap(), JobState::Completed);
+        assert_eq!(board.state(&q, b.lease.job()).await.unwrap(), JobState::Claimed);
+    }
 }
 
 /// The sequence appended to a posting is msgpack's smallest form of the

@@ -260,6 +260,12 @@ pub(crate) struct ClaimArgs<'a> {
 
 pub(super) fn claim_invocation<'k>(keys: &'k QueueKeys, a: &ClaimArgs<'_>) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.claim, keys);
+    claim_args_to(&mut inv, a);
+    inv
+}
+
+/// Appends a claim's own arguments (`claim.lua`'s ARGV 4-13).
+pub(super) fn claim_args_to(inv: &mut Invocation<'_>, a: &ClaimArgs<'_>) {
     inv.arg(a.who)
         .arg(millis(a.expiry))
         .arg(a.count)
@@ -268,7 +274,6 @@ pub(super) fn claim_invocation<'k>(keys: &'k QueueKeys, a: &ClaimArgs<'_>) -> In
     inv.arg(a.trash.0).arg(millis(a.trash.1));
     inv.arg(a.hand_off.map_or(0, millis));
     inv.arg(crate::redis::handoff::clock_ms());
-    inv
 }
 
 /// Twin of `claim.lua`. Not retried after a dropped connection: a claim

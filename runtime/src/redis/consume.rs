@@ -7,7 +7,7 @@ use crate::board::{ClaimRequest, MAX_CLAIM_COUNT};
 use crate::error::{Error, Result};
 use crate::job::{Claimed, Lease};
 use crate::redis::board::RedisBoard;
-use crate::redis::claim::{claim_invocation, ClaimArgs};
+use crate::redis::claim::{claim_args_to, claim_invocation, ClaimArgs};
 use crate::redis::connect::Connection;
 use crate::redis::invocation::{is_noscript, Invocation};
 use crate::redis::keys::QueueKeys;
@@ -66,8 +66,13 @@ impl RedisBoard {
             .map(|(k, chunk)| (k.clone(), chunk.iter().map(|(_, l)| *l).collect()))
             .collect();
         let args = self.claim_args(request, request.count, request.holding == 0);
-        let (replies, reply) =
-            consume_then_claim(&self.conn, &pipelined, self.opts.history_count, &keys, &args).await?;
+        let keep = self.opts.history_count;
+        let (replies, reply) = match pipelined.as_slice() {
+            [(done_keys, leases)] if done_keys.queue == keys.queue => {
+                consume_then_claim_one_queue(&self.conn, &keys, leases, keep, &args).await?
+            }
+            _ => consume_then_claim(&self.conn, &pipelined, keep, &keys, &args).await?,
+        };
         let consumed = self.consume_results(done, &batches, replies).await;
         let claimed = self.finish_claim(&keys, &args, reply).await;
         let claimed = match claimed {
@@ -192,17 +197,45 @@ pub(crate) async fn consume_then_claim(
     Ok((consumed, Reply::from_value(claimed)?))
 }
 
+/// `consume_then_claim.lua`: consumes `leases` (all of `keys`' queue) and
+/// claims from that queue in one call, which reads the clock, checks for
+/// event listeners and counts the outbox once for both. Not retried after
+/// a dropped connection (see [`claim`](crate::redis::claim::claim)).
+async fn consume_then_claim_one_queue(
+    conn: &Connection,
+    keys: &QueueKeys,
+    leases: &[&crate::job::Lease],
+    keep: usize,
+    claim: &ClaimArgs<'_>,
+) -> Result<(Vec<Consumed>, Reply)> {
+    let mut inv = Invocation::new(&SCRIPTS.consume_then_claim, keys);
+    claim_args_to(&mut inv, claim);
+    consume_args_to(&mut inv, leases, keep);
+    let mut both = Reply::from_value(inv.invoke(conn).await?)?.0.into_iter();
+    let (Some(consumed), Some(claimed), None) = (both.next(), both.next(), both.next()) else {
+        return Err(Error::codec("consume_then_claim replies with two parts"));
+    };
+    let consumed = consume_reply(&Reply::from_value(consumed)?, leases.len());
+    Ok((vec![consumed], Reply::from_value(claimed)?))
+}
+
 fn return_value(reply: Reply) -> redis::Value {
     redis::Value::Array(reply.0)
 }
 
 fn consume_invocation<'k>(keys: &'k QueueKeys, leases: &[&crate::job::Lease], keep: usize) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.consume, keys);
+    consume_args_to(&mut inv, leases, keep);
+    inv
+}
+
+/// Appends a consume's own arguments: the history count limit, then each
+/// lease's job, owner and fencing token.
+fn consume_args_to(inv: &mut Invocation<'_>, leases: &[&crate::job::Lease], keep: usize) {
     inv.arg(keep);
     for l in leases {
         inv.arg(l.job().as_str()).arg(l.owner()).arg(l.token());
     }
-    inv
 }
 
 /// A `consume.lua` reply: one `[status, owner]` per lease, and the

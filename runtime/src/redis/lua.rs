@@ -35,6 +35,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("state", include_str!("../../lua/lib/state.lua")),
     ("posting", include_str!("../../lua/lib/posting.lua")),
     ("handoff", include_str!("../../lua/lib/handoff.lua")),
+    ("consume_jobs", include_str!("../../lua/lib/consume_jobs.lua")),
+    ("claim_jobs", include_str!("../../lua/lib/claim_jobs.lua")),
 ];
 
 /// The queue keys' names, in the order of `QueueKeys::keys` (and of the
@@ -68,6 +70,10 @@ pub const VERBS: &[(&str, &str)] = &[
     ("claim_job", include_str!("../../lua/claim_job.lua")),
     ("extend", include_str!("../../lua/extend.lua")),
     ("consume", include_str!("../../lua/consume.lua")),
+    (
+        "consume_then_claim",
+        include_str!("../../lua/consume_then_claim.lua"),
+    ),
     ("abandon", include_str!("../../lua/abandon.lua")),
     ("trash", include_str!("../../lua/trash.lua")),
     ("reap", include_str!("../../lua/reap.lua")),

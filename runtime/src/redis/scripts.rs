@@ -51,6 +51,7 @@ pub(crate) struct Scripts {
     pub claim_job: LuaScript,
     pub extend: LuaScript,
     pub consume: LuaScript,
+    pub consume_then_claim: LuaScript,
     pub abandon: LuaScript,
     pub trash: LuaScript,
     pub reap: LuaScript,
@@ -71,13 +72,14 @@ pub(crate) struct Scripts {
 
 impl Scripts {
     /// All scripts, to load them once at connect.
-    pub(super) fn all(&self) -> [&LuaScript; 21] {
+    pub(super) fn all(&self) -> [&LuaScript; 22] {
         [
             &self.post,
             &self.claim,
             &self.claim_job,
             &self.extend,
             &self.consume,
+            &self.consume_then_claim,
             &self.abandon,
             &self.trash,
             &self.reap,
@@ -116,6 +118,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     claim_job: script("claim_job"),
     extend: script("extend"),
     consume: script("consume"),
+    consume_then_claim: script("consume_then_claim"),
     abandon: script("abandon"),
     trash: script("trash"),
     reap: script("reap"),

@@ -1,0 +1,23 @@
+-- consume_then_claim.lua: a worker's settle-and-take step on one queue in
+-- one call: consume.lua's consume, then claim.lua's claim, at one server
+-- time. What the two calls did twice is done once: the clock, the check
+-- for event listeners, the outbox count (and the call itself).
+--
+-- include: consume_jobs, claim_jobs
+-- KEYS:  listings trash ready scheduled leases completed waiting queue tags
+--        failed recurring outbox tracked trashed idle.
+--        (queue keys, in this order: README.md)
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4-13 claim.lua's; 14 history
+--        count limit (0 = keep no history), then triples (job id, owner
+--        string, fencing token ('0' = no token check)), at most 1000, as
+--        consume.lua's.
+-- Effects: consume.lua's for the triples, then claim.lua's.
+-- Returns: {consumed, claimed}: consume.lua's reply and claim.lua's.
+
+local s, us, now_ms = now()
+local consumed = {'ok'}
+consume_jobs(consumed, ARGV, 15, tonumber(ARGV[14]), now_ms)
+local claimed = claim_jobs(ARGV, s, us, now_ms)
+-- claim.lua's outbox count, read after the consume.
+consumed[#consumed + 1] = claimed[4]
+return {consumed, claimed}

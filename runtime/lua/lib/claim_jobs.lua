@@ -1,0 +1,102 @@
+-- lib/claim_jobs.lua: the claim of claim.lua (ARGV, effects and reply:
+-- its header), also run by consume_then_claim.lua after its consume.
+-- include: time, msgpack, maintenance, retention, foreign, events, stats
+
+-- Claims with the arguments `args` (a claim's ARGV: 4-13 as claim.lua's)
+-- at the server time `s`, `us`, `now_ms`; returns claim.lua's reply.
+local function claim_jobs(args, s, us, now_ms)
+  local who, expiry_ms, count = args[4], tonumber(args[5]), tonumber(args[6])
+  local expiry_text = args[5]
+  local idle = args[7] == '1'
+  promote(now_ms)
+  recover(s, us, now_ms)
+  prune_index(K_COMPLETED, tonumber(args[8]), tonumber(args[9]), now_ms, count + 4)
+  prune_trash(tonumber(args[10]), tonumber(args[11]), now_ms, 4)
+  local settings = redis.call('HMGET', K_QUEUE, 'paused', 'limit')
+  if settings[1] == '1' then count = 0 end
+  local limit = tonumber(settings[2] or 0)
+  if limit > 0 then count = math.max(0, math.min(count, limit - redis.call('ZCARD', K_LEASES))) end
+
+  local out = {'ok', 0, 0, redis.call('SCARD', K_OUTBOX), redis.call('ZCOUNT', K_RECURRING, '-inf', ms_text(now_ms))}
+  local waits = {}
+  local n = 0
+  local rounds = 0
+  local skipped = {}
+  local alone = false
+  local modified = nil
+  local deadline = int(now_ms + expiry_ms)
+  while n < count and not alone and rounds < 8 do
+    rounds = rounds + 1
+    local popped = redis.call('ZPOPMIN', K_READY, int(count - n))
+    if #popped == 0 then break end
+    -- One call per round for what its jobs share: the postings read, the
+    -- last_modified keys and the lease index written.
+    local ids = {}
+    for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
+    local postings = redis.call('HMGET', K_LISTINGS, unpack(ids))
+    local stamps, leases = {}, {}
+    for i = 1, #popped, 2 do
+      local id = popped[i]
+      local job = job_key(id)
+      local posting = postings[(i + 1) / 2]
+      if not posting then
+        listing_vanished(id, now_ms)
+      else
+        local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
+        local suspect = v[4] ~= false
+        if alone or (suspect and not (idle and n == 0)) then
+          skipped[#skipped + 1] = popped[i + 1]
+          skipped[#skipped + 1] = id
+        elseif not redis.call('SET', owned_key(id), who, 'PX', expiry_text, 'NX') then
+          park_foreign(id, now_ms)
+        else
+          modified = modified or oslo_datetime(s, us)
+          stamps[#stamps + 1] = modified_key(id)
+          stamps[#stamps + 1] = modified
+          local token = tonumber(v[5] or 0) + 1
+          local token_text = int(token)
+          redis.call('HSET', job, 'token', token_text, 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
+          if v[6] then waits[#waits + 1] = math.max(0, now_ms - tonumber(v[6])) end
+          if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
+          if suspect then
+            redis.call('HDEL', job, 'suspect')
+            alone = true
+          end
+          leases[#leases + 1] = deadline
+          leases[#leases + 1] = id
+          n = n + 1
+          out[#out + 1] = id
+          out[#out + 1] = posting
+          -- The counts go back as the stored text (the caller parses text
+          -- and integers alike): no conversion per job.
+          out[#out + 1] = token_text
+          out[#out + 1] = v[1] or '0'
+          out[#out + 1] = v[2] or '1'
+          out[#out + 1] = v[3] or '0'
+          out[#out + 1] = suspect and 1 or 0
+        end
+      end
+    end
+    if #stamps > 0 then
+      redis.call('MSET', unpack(stamps))
+      redis.call('ZADD', K_LEASES, unpack(leases))
+    end
+  end
+  for i = 1, #skipped, 2 do redis.call('ZADD', K_READY, skipped[i], skipped[i + 1]) end
+  out[3] = n
+  add_stats('wait', waits, now_ms)
+  local register_ms = tonumber(args[12])
+  if register_ms > 0 and n == 0 then
+    redis.call('HSET', K_IDLE, who, int(now_ms + register_ms) .. ' ' .. int(expiry_ms) .. ' ' .. args[13])
+  elseif register_ms > 0 then
+    redis.call('HDEL', K_IDLE, who)
+  end
+  -- Only an empty claim looks for postings the index lacks (a short one
+  -- comes back for more anyway, and the index service catches up).
+  if n == 0 and count > 0 then
+    local indexed = redis.call('ZCARD', K_READY) + redis.call('ZCARD', K_SCHEDULED)
+      + redis.call('ZCARD', K_LEASES)
+    if redis.call('HLEN', K_LISTINGS) > indexed then out[2] = 1 end
+  end
+  return out
+end

@@ -1,0 +1,63 @@
+-- lib/consume_jobs.lua: the consume of consume.lua (effects and statuses:
+-- its header), also run by consume_then_claim.lua before its claim.
+-- include: time, lease, events, deps, retention, stats
+
+-- Consumes the jobs of `args` (triples job id, owner string, fencing
+-- token from index `first` to the end) at the server time `now_ms`,
+-- keeping `keep` jobs of history (0: none); appends a status and an
+-- owner per job to `out`.
+local function consume_jobs(out, args, first, keep, now_ms)
+  local runs = {}
+  local released = 0
+  -- One call per batch for what its jobs share: the owner keys read; the
+  -- owner and last_modified keys deleted, the lease index and the history
+  -- written.
+  local owned = {}
+  for i = first, #args - 2, 3 do owned[#owned + 1] = owned_key(args[i]) end
+  local owners = #owned > 0 and redis.call('MGET', unpack(owned)) or {}
+  local gone, done = {}, {}
+  for i = first, #args - 2, 3 do
+    local id, who, token = args[i], args[i + 1], args[i + 2]
+    local job = job_key(id)
+    local v = redis.call('HMGET', job, 'token', 'claimed_at', 'dependents')
+    local refused = nil
+    local owner = owners[(i - first) / 3 + 1]
+    if owner ~= who or (token ~= '0' and v[1] ~= token) then
+      refused = {'not_owner', owner or ''}
+      if redis.call('HEXISTS', K_LISTINGS, id) == 0 then refused = unlisted(id) end
+    elseif redis.call('HDEL', K_LISTINGS, id) == 0 then
+      refused = unlisted(id)
+    end
+    if refused then
+      out[#out + 1] = refused[1]
+      out[#out + 1] = refused[2] or ''
+    else
+      gone[#gone + 1] = owned_key(id)
+      gone[#gone + 1] = modified_key(id)
+      done[#done + 1] = id
+      if v[2] then runs[#runs + 1] = math.max(0, now_ms - tonumber(v[2])) end
+      if heard(id) then publish(id, now_ms, 'consumed', {worker = who}) end
+      if v[3] then released = released + release_dependents(id, now_ms) end
+      -- Kept in the history, the job is known as completed by its entry
+      -- in the history index, whose score is its finish time (lib/state.lua,
+      -- and the readers in runtime/src/redis): its hash is not written.
+      if keep == 0 then forget_job(id) end
+      out[#out + 1] = 'ok'
+      out[#out + 1] = ''
+    end
+  end
+  if #done > 0 then
+    redis.call('DEL', unpack(gone))
+    redis.call('ZREM', K_LEASES, unpack(done))
+    if keep > 0 then
+      local history, at = {}, ms_text(now_ms)
+      for _, id in ipairs(done) do
+        history[#history + 1] = at
+        history[#history + 1] = id
+      end
+      redis.call('ZADD', K_COMPLETED, unpack(history))
+    end
+  end
+  add_stats('run', runs, now_ms)
+  if released > 0 then notify() else lease_freed() end
+end
