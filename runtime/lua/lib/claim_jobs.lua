@@ -1,6 +1,6 @@
 -- lib/claim_jobs.lua: the claim of claim.lua (ARGV, effects and reply:
 -- its header), also run by consume_then_claim.lua after its consume.
--- include: time, msgpack, maintenance, retention, foreign, events, stats
+-- include: time, msgpack, ready, maintenance, retention, foreign, events, stats
 
 -- Claims with the arguments `args` (a claim's ARGV: 4-13 as claim.lua's)
 -- at the server time `s`, `us`, `now_ms`; returns claim.lua's reply.
@@ -21,32 +21,34 @@ local function claim_jobs(args, s, us, now_ms)
   local waits = {}
   local n = 0
   local rounds = 0
-  local skipped = {}
+  local kept = {}
   local alone = false
   local modified = nil
   local deadline = int(now_ms + expiry_ms)
   while n < count and not alone and rounds < 8 do
     rounds = rounds + 1
-    local popped = redis.call('ZPOPMIN', K_READY, int(count - n))
-    if #popped == 0 then break end
+    -- The next jobs in order, taken out of the index. (Not ZPOPMIN: it
+    -- replies with each score, which the server formats as a double,
+    -- 4,000 instructions a job. And the removal is the call's first
+    -- write: a script sent with EVALSHA is refused past maxmemory when
+    -- its first write adds data, and the SET NX below would.)
+    local ids = redis.call('ZRANGE', K_READY, '0', int(count - n - 1))
+    if #ids == 0 then break end
+    redis.call('ZREM', K_READY, unpack(ids))
     -- One call per round for what its jobs share: the postings read, the
     -- last_modified keys and the lease index written.
-    local ids = {}
-    for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
     local postings = redis.call('HMGET', K_LISTINGS, unpack(ids))
     local stamps, leases = {}, {}
-    for i = 1, #popped, 2 do
-      local id = popped[i]
+    for i, id in ipairs(ids) do
       local job = job_key(id)
-      local posting = postings[(i + 1) / 2]
+      local posting = postings[i]
       if not posting then
         listing_vanished(id, now_ms)
       else
         local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
         local suspect = v[4] ~= false
         if alone or (suspect and not (idle and n == 0)) then
-          skipped[#skipped + 1] = popped[i + 1]
-          skipped[#skipped + 1] = id
+          kept[#kept + 1] = id
         elseif not redis.call('SET', owned_key(id), who, 'PX', expiry_text, 'NX') then
           park_foreign(id, now_ms)
         else
@@ -82,7 +84,8 @@ local function claim_jobs(args, s, us, now_ms)
       redis.call('ZADD', K_LEASES, unpack(leases))
     end
   end
-  for i = 1, #skipped, 2 do redis.call('ZADD', K_READY, skipped[i], skipped[i + 1]) end
+  -- The skipped jobs go back to their place.
+  for _, id in ipairs(kept) do redis.call('ZADD', K_READY, ready_score(id), id) end
   out[3] = n
   add_stats('wait', waits, now_ms)
   local register_ms = tonumber(args[12])

@@ -74,10 +74,11 @@ pub async fn jobs_of_a_worker_that_held_several_become_suspects_run_alone<H: Fea
     }
     let busy = b.claim_with(&request(&[&q], "busy", 2)).await.unwrap();
     assert!(busy.is_empty(), "a busy worker gets no suspect: {busy:?}");
-    for _ in 0..3 {
+    for id in &ids {
         let got = b.claim_with(&request(&[&q], "idle", 0)).await.unwrap();
         assert_eq!(got.len(), 1, "a suspect comes alone");
         assert!(got[0].suspect);
+        assert_eq!(got[0].lease.job(), id, "skipped suspects keep their place");
         b.consume(copy_of(&got[0].lease)).await.unwrap();
     }
     assert_eq!(b.job_count(&q).await.unwrap(), 0);
