@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use jobworker::board::ClaimRequest;
 use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, JobState, NewJob};
@@ -111,8 +112,9 @@ async fn a_server_that_refuses_the_library_gets_scripts() {
 }
 
 /// Past `maxmemory` (no eviction), a post is refused with a clear error
-/// and writes nothing, while a worker can still claim and consume, with
-/// the library as with scripts.
+/// and writes nothing, while a worker can still claim and consume, and
+/// its claim of the empty queue registers it for a hand-off, with the
+/// library as with scripts.
 #[tokio::test]
 async fn a_full_server_refuses_posts_and_still_drains() {
     for functions in [true, false] {
@@ -135,6 +137,18 @@ async fn a_full_server_refuses_posts_and_still_drains() {
         board.extend(&claimed.lease, LEASE).await.unwrap();
         board.consume(claimed.lease).await.unwrap();
         board.consume(held.lease).await.unwrap();
+        let idle = board
+            .claim_with(&ClaimRequest {
+                queues: &[q],
+                who: "idle",
+                expiry: LEASE,
+                count: 1,
+                holding: 0,
+                hand_off: Some(Duration::from_secs(1)),
+            })
+            .await
+            .unwrap();
+        assert!(idle.is_empty(), "functions: {functions}");
         // Reading a job's state is a MULTI, which a full server refuses.
         config_set(&server, "maxmemory", "0").await;
         for id in [first, second] {

@@ -29,9 +29,9 @@ local function claim_jobs(args, s, us, now_ms)
     rounds = rounds + 1
     -- The next jobs in order, taken out of the index. (Not ZPOPMIN: it
     -- replies with each score, which the server formats as a double,
-    -- 4,000 instructions a job. And the removal is the call's first
-    -- write: a script sent with EVALSHA is refused past maxmemory when
-    -- its first write adds data, and the SET NX below would.)
+    -- 4,000 instructions a job. The removal comes before the SET NX
+    -- below: a script sent with EVALSHA is refused past maxmemory when
+    -- its first write adds data.)
     local ids = redis.call('ZRANGE', K_READY, '0', int(count - n - 1))
     if #ids == 0 then break end
     redis.call('ZREM', K_READY, unpack(ids))
@@ -89,10 +89,14 @@ local function claim_jobs(args, s, us, now_ms)
   out[3] = n
   add_stats('wait', waits, now_ms)
   local register_ms = tonumber(args[12])
-  if register_ms > 0 and n == 0 then
-    redis.call('HSET', K_IDLE, who, int(now_ms + register_ms) .. ' ' .. int(expiry_ms) .. ' ' .. args[13])
-  elseif register_ms > 0 then
+  if register_ms > 0 then
+    -- Dropped first also when registered again: an empty claim may have
+    -- written nothing else, and its first write must not add data (see
+    -- above), or an EVALSHA claim would be refused past maxmemory.
     redis.call('HDEL', K_IDLE, who)
+    if n == 0 then
+      redis.call('HSET', K_IDLE, who, int(now_ms + register_ms) .. ' ' .. int(expiry_ms) .. ' ' .. args[13])
+    end
   end
   -- Only an empty claim looks for postings the index lacks (a short one
   -- comes back for more anyway, and the index service catches up).

@@ -15,8 +15,8 @@ pub use crate::redis::link::RedisConnection;
 use crate::redis::sentinel::{self, FollowMaster};
 use crate::redis::subscribe::Subscriber;
 
-/// Oldest Redis the board runs on (ZPOPMIN with a count, effects
-/// replication of scripts that read TIME, `SET … PX`).
+/// Oldest Redis the board runs on (effects replication of scripts that
+/// read TIME, `SET … PX`, `ZRANGE … REV` in the readers).
 pub const MIN_REDIS_VERSION: (u32, u32) = (6, 2);
 /// Oldest Redis a cluster board runs on (sharded pub/sub).
 const MIN_CLUSTER_VERSION: (u32, u32) = (7, 0);

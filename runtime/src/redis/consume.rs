@@ -1,4 +1,5 @@
-//! Consuming jobs: `consume.lua`'s Rust twin, its pipeline with a claim,
+//! Consuming jobs: `consume.lua`'s Rust twin, `consume_then_claim.lua`'s
+//! (and the pipeline of consumes and a claim for leases of other queues),
 //! and the verbs `consume_many` and `consume_then_claim`.
 
 use std::sync::Arc;
@@ -47,9 +48,11 @@ impl RedisBoard {
         Ok(self.consume_results(leases, &batches, replies).await)
     }
 
-    /// Consumes `done` and claims in one pipeline (see
-    /// [`Board::consume_then_claim`](crate::board::Board::consume_then_claim));
-    /// `Err` when the round trip failed, so nothing is known to be consumed.
+    /// Consumes `done` and claims in one round trip (see
+    /// [`Board::consume_then_claim`](crate::board::Board::consume_then_claim)):
+    /// one call when every lease is of the claim's first queue, else a
+    /// pipeline of consume calls and a claim call. `Err` when the round
+    /// trip failed, so nothing is known to be consumed.
     pub(super) async fn consume_then_claim(
         &self,
         done: &[Lease],
