@@ -1,7 +1,7 @@
 -- consume.lua: jobs are done (taskflow's consume), kept in a bounded
 -- history. Takes a batch: one call settles every finished job of a queue.
 --
--- include: consume_jobs
+-- include: consume_jobs, stats
 -- KEYS:  listings trash ready scheduled leases completed waiting queue tags
 --        failed outbox tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
@@ -22,6 +22,6 @@
 
 local _, _, now_ms = now()
 local out = {'ok'}
-consume_jobs(out, ARGV, 5, tonumber(ARGV[4]), now_ms)
+add_stats(consume_jobs(out, ARGV, 5, tonumber(ARGV[4]), now_ms), nil, now_ms)
 out[#out + 1] = redis.call('SCARD', K_OUTBOX)
 return out

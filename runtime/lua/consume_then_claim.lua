@@ -1,7 +1,8 @@
 -- consume_then_claim.lua: a worker's settle-and-take step on one queue in
 -- one call: consume.lua's consume, then claim.lua's claim, at one server
 -- time. What the two calls did twice is done once: the clock, the check
--- for event listeners, the outbox count (and the call itself).
+-- for event listeners, the outbox count, the statistics' update (and the
+-- call itself).
 --
 -- include: consume_jobs, claim_jobs
 -- KEYS:  listings trash ready scheduled leases completed waiting queue tags
@@ -16,8 +17,8 @@
 
 local s, us, now_ms = now()
 local consumed = {'ok'}
-consume_jobs(consumed, ARGV, 15, tonumber(ARGV[14]), now_ms)
-local claimed = claim_jobs(ARGV, s, us, now_ms)
+local runs = consume_jobs(consumed, ARGV, 15, tonumber(ARGV[14]), now_ms)
+local claimed = claim_jobs(ARGV, s, us, now_ms, runs)
 -- claim.lua's outbox count, read after the consume.
 consumed[#consumed + 1] = claimed[4]
 return {consumed, claimed}

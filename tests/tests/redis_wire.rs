@@ -693,6 +693,53 @@ async fn consume_then_claim_on_one_queue_is_one_call() {
     }
 }
 
+/// The one call writes the run times of the jobs it settles and the wait
+/// times of the jobs it claims to their own statistics (one update for
+/// both kinds; with the library and with scripts).
+#[tokio::test]
+async fn consume_then_claim_counts_run_and_wait_times_apart() {
+    for functions in [true, false] {
+        let q = unique_queue("one-call-stats");
+        let (_server, board) = flushable(functions).await;
+        for _ in 0..5 {
+            board.post(&q, NewJob::new("f")).await.unwrap();
+        }
+        // Every sample is at least 30 ms: none is a 0 ms sample, which is
+        // only counted.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let first = board.claim(&[&q], "w", Duration::from_secs(60), 2).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let (consumed, claimed) = board
+            .consume_then_claim(
+                first.iter().map(|c| copy_of(&c.lease)).collect(),
+                &ClaimRequest {
+                    queues: &[&q],
+                    who: "w",
+                    expiry: Duration::from_secs(60),
+                    count: 3,
+                    holding: 0,
+                    hand_off: None,
+                },
+            )
+            .await;
+        assert!(consumed.iter().all(|c| c.is_ok()), "{consumed:?}");
+        assert_eq!(claimed.unwrap().len(), 3);
+        let s = board.stats(&q, None).await.unwrap();
+        assert_eq!(
+            (s.run.count, s.wait.count),
+            (2, 5),
+            "functions: {functions}: {s:?}"
+        );
+        let in_buckets = |h: &[(String, u64)]| h.iter().map(|(_, n)| n).sum::<u64>();
+        assert_eq!(in_buckets(&s.run.histogram), 2, "{s:?}");
+        assert_eq!(in_buckets(&s.wait.histogram), 5, "{s:?}");
+        // The first two waited ≥ 30 ms, the next three ≥ 60 ms.
+        assert!(s.wait.mean_ms >= (2.0 * 30.0 + 3.0 * 60.0) / 5.0, "{s:?}");
+        assert!(s.run.mean_ms >= 30.0, "{s:?}");
+        assert!(s.wait.std_dev_ms > 0.0, "{s:?}");
+    }
+}
+
 /// The sequence appended to a posting is msgpack's smallest form of the
 /// number, byte for byte what taskflow's encoder writes, in every width
 /// (with the library and with scripts).

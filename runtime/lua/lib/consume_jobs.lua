@@ -1,11 +1,12 @@
 -- lib/consume_jobs.lua: the consume of consume.lua (effects and statuses:
 -- its header), also run by consume_then_claim.lua before its claim.
--- include: time, lease, events, deps, retention, stats
+-- include: time, lease, events, deps, retention
 
 -- Consumes the jobs of `args` (triples job id, owner string, fencing
 -- token from index `first` to the end) at the server time `now_ms`,
 -- keeping `keep` jobs of history (0: none); appends a status and an
--- owner per job to `out`.
+-- owner per job to `out`. Returns the run times (ms) of the jobs
+-- consumed, for the caller's `add_stats`.
 local function consume_jobs(out, args, first, keep, now_ms)
   local runs = {}
   local released = 0
@@ -18,6 +19,7 @@ local function consume_jobs(out, args, first, keep, now_ms)
   local gone, done = {}, {}
   for i = first, #args - 2, 3 do
     local id, who, token = args[i], args[i + 1], args[i + 2]
+    local owned_id = owned[(i - first) / 3 + 1]
     local job = job_key(id)
     local v = redis.call('HMGET', job, 'token', 'claimed_at', 'dependents')
     local refused = nil
@@ -32,7 +34,7 @@ local function consume_jobs(out, args, first, keep, now_ms)
       out[#out + 1] = refused[1]
       out[#out + 1] = refused[2] or ''
     else
-      gone[#gone + 1] = owned_key(id)
+      gone[#gone + 1] = owned_id
       gone[#gone + 1] = modified_key(id)
       done[#done + 1] = id
       if v[2] then runs[#runs + 1] = math.max(0, now_ms - tonumber(v[2])) end
@@ -58,6 +60,6 @@ local function consume_jobs(out, args, first, keep, now_ms)
       redis.call('ZADD', K_COMPLETED, unpack(history))
     end
   end
-  add_stats('run', runs, now_ms)
   if released > 0 then notify() else lease_freed() end
+  return runs
 end

@@ -52,7 +52,7 @@ local function hand_one(who, lease_ms, tag, s, us, now_ms, known)
   local token = tonumber(v[5] or 0) + 1
   redis.call('HSET', job, 'token', int(token), 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
   redis.call('ZADD', K_LEASES, int(now_ms + lease_ms), id)
-  if v[6] then add_stats('wait', {math.max(0, now_ms - tonumber(v[6]))}, now_ms) end
+  if v[6] then add_stats(nil, {math.max(0, now_ms - tonumber(v[6]))}, now_ms) end
   if heard(id, new) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
   redis.call(PUBLISH, handoff_channel(who), handoff_message(id, posting, token, v, lease_ms, tag))
   return true

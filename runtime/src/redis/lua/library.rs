@@ -210,6 +210,17 @@ mod tests {
         }
     }
 
+    /// Whether `rest`, the code after `name[`, reads the element (no `=`
+    /// after its closing bracket); other forms are writes.
+    fn a_read(rest: &str, writes: &str) -> bool {
+        if !writes.ends_with('[') {
+            return false;
+        }
+        let Some(close) = rest.find(']') else { return false };
+        let after = rest[close + 1..].trim_start();
+        !after.starts_with('=') || after.starts_with("==")
+    }
+
     /// A module's top-level value that is not bound per call lives as long
     /// as the library: nothing may assign it (or into it) after its line.
     #[test]
@@ -254,7 +265,7 @@ mod tests {
                                 .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
                             let a_comparison =
                                 writes.ends_with('=') && code[at + writes.len()..].starts_with('=');
-                            !part_of_a_name && !a_comparison
+                            !part_of_a_name && !a_comparison && !a_read(&code[at + writes.len()..], &writes)
                         });
                         assert!(
                             !hit,
