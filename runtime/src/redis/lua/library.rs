@@ -210,15 +210,51 @@ mod tests {
         }
     }
 
-    /// Whether `rest`, the code after `name[`, reads the element (no `=`
-    /// after its closing bracket); other forms are writes.
+    /// Whether `rest`, the code after `name[`, only reads the element: its
+    /// bracket closes on the line, and what follows can neither assign it
+    /// (`=`, `, x =`) nor reach into it (`[`, `.`, `:`). Anything else
+    /// counts as a write.
     fn a_read(rest: &str, writes: &str) -> bool {
         if !writes.ends_with('[') {
             return false;
         }
-        let Some(close) = rest.find(']') else { return false };
+        let mut depth = 1;
+        let Some(close) = rest.char_indices().find_map(|(at, c)| {
+            depth += match c {
+                '[' => 1,
+                ']' => -1,
+                '\'' | '"' => return Some(None),
+                _ => 0,
+            };
+            (depth == 0).then_some(Some(at))
+        }) else {
+            return false;
+        };
+        let Some(close) = close else { return false };
         let after = rest[close + 1..].trim_start();
-        !after.starts_with('=') || after.starts_with("==")
+        let assigns = after.starts_with('=') && !after.starts_with("==");
+        !assigns && !after.starts_with(['[', '.', ':', ','])
+    }
+
+    #[test]
+    fn an_indexed_read_is_told_from_a_write() {
+        for read in ["s] end", "s]", "k] == v then", "k] + 1", "f(x[1])] or 0"] {
+            assert!(a_read(read, "T["), "{read}");
+        }
+        for write in [
+            "k] = v",
+            "k]=v",
+            "a[b]] = v",
+            "k][j] = v",
+            "k].f = v",
+            "k], x = 1, 2",
+            "k]:m()",
+            "']'] = v",
+            "k",
+        ] {
+            assert!(!a_read(write, "T["), "{write}");
+        }
+        assert!(!a_read("k]", "T ="));
     }
 
     /// A module's top-level value that is not bound per call lives as long
