@@ -12,7 +12,8 @@
 --        count limit (0 = keep no history), then triples (job id, owner
 --        string, fencing token ('0' = no token check)), at most 1000, as
 --        consume.lua's.
--- Effects: consume.lua's for the triples, then claim.lua's.
+-- Effects: consume.lua's for the triples, then claim.lua's; the run times
+--        of the jobs consumed are written with the claim's wait times.
 -- Returns: {consumed, claimed}: consume.lua's reply and claim.lua's.
 
 local s, us, now_ms = now()
