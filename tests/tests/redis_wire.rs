@@ -810,3 +810,50 @@ async fn a_post_call_that_fails_leaves_the_jobs_before_it_claimable() {
         );
     }
 }
+
+/// The Lua side's oslo datetime (`lib/msgpack.lua`, the `created_on` of
+/// every posting and the `modified` of every claim) is byte for byte the
+/// Rust encoder's (checked against taskflow's own bytes in `codec`), for
+/// times from 1970 to 2199, every day of a leap year's February and
+/// March, and microseconds of every msgpack width.
+#[tokio::test]
+async fn the_scripts_oslo_datetime_is_the_codecs_for_every_width_and_date() {
+    let mut times: Vec<(i64, i64)> = Vec::new();
+    for us in [0, 1, 127, 128, 255, 256, 65_535, 65_536, 999_999] {
+        let mut s = 0_i64;
+        while s < 7_258_118_400 {
+            times.push((s, us));
+            s += 86_399 * 37 + 3_601;
+        }
+    }
+    let feb_2028 = 1_835_481_600; // 2028-03-01 00:00:00 UTC, after a 29 February
+    for day in -40..40 {
+        for s in [0, 59, 60, 3_599, 3_600, 86_399] {
+            times.push((feb_2028 + day * 86_400 + s, day.unsigned_abs() as i64 * 24_999));
+        }
+    }
+    let script = format!(
+        "{}\nlocal out = {{}}\nfor i = 1, #ARGV, 2 do\n  out[#out + 1] = oslo_datetime(tonumber(ARGV[i]), tonumber(ARGV[i + 1]))\nend\nreturn out",
+        jobworker::redis::lua::module("msgpack").unwrap()
+    );
+    let mut con = shared_redis()
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    for chunk in times.chunks(2_000) {
+        let args: Vec<i64> = chunk.iter().flat_map(|&(s, us)| [s, us]).collect();
+        let encoded: Vec<Vec<u8>> = redis::cmd("EVAL")
+            .arg(&script)
+            .arg(0)
+            .arg(&args)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        for (&(s, us), bytes) in chunk.iter().zip(&encoded) {
+            let expected = OsloDateTime::from_unix_micros(s * 1_000_000 + us).encode_ext();
+            assert_eq!(bytes, &expected, "oslo_datetime({s}, {us})");
+        }
+    }
+    assert!(times.len() > 10_000, "{} times", times.len());
+}

@@ -11,27 +11,38 @@ local function mp_uint(n)
   else return '\207' .. struct.pack('>I8', n) end
 end
 
--- oslo msgpackutils datetime (ext type 1, naive UTC) for a Unix time.
+-- oslo msgpackutils datetime (ext type 1, naive UTC) for a Unix time: the
+-- map {day, month, year, hour, minute, second, microsecond} in the order
+-- msgpack-python writes it. Every value but the year (a uint16 from year
+-- 256 to 65535) and the microseconds is below 128, one byte as it is, so
+-- the ext header and the map up to the microseconds are one string.char:
+-- a third cheaper than an mp_uint per value and a 16-part concat, paid by
+-- every post and claim call. `(a - a % b) / b` is a / b rounded down, without a
+-- call (Lua's % rounds toward minus infinity).
 local function oslo_datetime(s, us)
-  local days = math.floor(s / 86400)
-  local secs = s - days * 86400
-  local z = days + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
-    - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local day = doy - math.floor((153 * mp + 2) / 5) + 1
+  local secs = s % 86400
+  -- The civil date (Howard Hinnant's days_from_civil, inverted): z counts
+  -- days from 0000-03-01, doe the day of its 400-year era, yoe the year.
+  local z = (s - secs) / 86400 + 719468
+  local doe = z % 146097
+  local era = (z - doe) / 146097
+  local yoe = doe - (doe - doe % 1460) / 1460 + (doe - doe % 36524) / 36524 - (doe - doe % 146096) / 146096
+  yoe = (yoe - yoe % 365) / 365
+  local doy = doe - (365 * yoe + (yoe - yoe % 4) / 4 - (yoe - yoe % 100) / 100)
+  local mp = 5 * doy + 2
+  mp = (mp - mp % 153) / 153
+  local day = 153 * mp + 2
+  day = doy - (day - day % 5) / 5 + 1
   local month = mp < 10 and mp + 3 or mp - 9
   local year = yoe + era * 400 + (month <= 2 and 1 or 0)
-  local payload = '\135'
-    .. '\163day' .. mp_uint(day)
-    .. '\165month' .. mp_uint(month)
-    .. '\164year' .. mp_uint(year)
-    .. '\164hour' .. mp_uint(math.floor(secs / 3600))
-    .. '\166minute' .. mp_uint(math.floor(secs % 3600 / 60))
-    .. '\166second' .. mp_uint(secs % 60)
-    .. '\171microsecond' .. mp_uint(us)
-  return '\199' .. string.char(#payload) .. '\1' .. payload
+  local of_hour = secs % 3600
+  local micro = mp_uint(us)
+  return string.char(199, 55 + #micro, 1, 135,
+    163, 100, 97, 121, day,                       -- 'day'
+    165, 109, 111, 110, 116, 104, month,          -- 'month'
+    164, 121, 101, 97, 114, 205, (year - year % 256) / 256, year % 256, -- 'year'
+    164, 104, 111, 117, 114, (secs - of_hour) / 3600, -- 'hour'
+    166, 109, 105, 110, 117, 116, 101, (of_hour - of_hour % 60) / 60, -- 'minute'
+    166, 115, 101, 99, 111, 110, 100, of_hour % 60, -- 'second'
+    171) .. 'microsecond' .. micro
 end
