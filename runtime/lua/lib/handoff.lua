@@ -19,16 +19,16 @@ local function handoff_channel(who) return NS .. 'jw.handoff.' .. who end
 
 -- The message: '<token> <attempts> <max> <prio> <lease ms> <tag> <id
 -- length>\n' .. id .. posting (runtime/src/redis/handoff.rs reads it).
-local function handoff_message(id, posting, token, v, lease_ms, tag)
-  return string.format('%d %d %d %d %d %s %d\n', token, tonumber(v[1] or 0), tonumber(v[2] or 1),
-    tonumber(v[3] or 0), lease_ms, tag, #id) .. id .. posting
+local function handoff_message(id, posting, token, v, lease_txt, tag)
+  return string.format('%d %d %d %d %s %s %d\n', token, tonumber(v[1] or 0), tonumber(v[2] or 1),
+    tonumber(v[3] or 0), lease_txt, tag, #id) .. id .. posting
 end
 
 -- Takes the lease on the best ready job for `who` and sends it; false
 -- (nothing taken, the job kept its place) when there is no ready job or
 -- the best one is not a plain one (a suspect, gone from the listings,
 -- held outside jobworker): claims deal with those.
-local function hand_one(who, lease_ms, tag, s, us, now_ms, known)
+local function hand_one(who, lease_txt, tag, s, us, now_ms, known)
   local id, score, posting, v
   local new = false
   if known and not known.used then
@@ -44,17 +44,17 @@ local function hand_one(who, lease_ms, tag, s, us, now_ms, known)
     v = redis.call('HMGET', job_key(id), 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
   end
   local job = job_key(id)
-  if not posting or v[4] or not redis.call('SET', owned_key(id), who, 'PX', int(lease_ms), 'NX') then
+  if not posting or v[4] or not redis.call('SET', owned_key(id), who, 'PX', lease_txt, 'NX') then
     redis.call('ZADD', K_READY, score, id)
     return false
   end
   redis.call('SET', modified_key(id), oslo_datetime(s, us))
   local token = tonumber(v[5] or 0) + 1
   redis.call('HSET', job, 'token', int(token), 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
-  redis.call('ZADD', K_LEASES, int(now_ms + lease_ms), id)
+  redis.call('ZADD', K_LEASES, int(now_ms + tonumber(lease_txt)), id)
   if v[6] then add_stats(nil, {math.max(0, now_ms - tonumber(v[6]))}, now_ms) end
   if heard(id, new) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
-  redis.call(PUBLISH, handoff_channel(who), handoff_message(id, posting, token, v, lease_ms, tag))
+  redis.call(PUBLISH, handoff_channel(who), handoff_message(id, posting, token, v, lease_txt, tag))
   return true
 end
 
@@ -76,10 +76,10 @@ local function hand_off(s, us, now_ms, known)
   for i = 1, #idle, 2 do
     if room <= 0 then break end
     local who = idle[i]
-    local until_ms, lease_ms, tag = idle[i + 1]:match('^(%d+) (%d+) (%d+)$')
+    local until_ms, lease_txt, tag = idle[i + 1]:match('^(%d+) (%d+) (%d+)$')
     if tonumber(until_ms or 0) <= now_ms or subscribers(handoff_channel(who)) == 0 then
       redis.call('HDEL', K_IDLE, who)
-    elseif hand_one(who, tonumber(lease_ms), tag, s, us, now_ms, known) then
+    elseif hand_one(who, lease_txt, tag, s, us, now_ms, known) then
       redis.call('HDEL', K_IDLE, who)
       room = room - 1
       handed = true
