@@ -17,15 +17,16 @@ end
 -- 256 to 65535) and the microseconds is below 128, one byte as it is, so
 -- the ext header and the map up to the microseconds are one string.char:
 -- a third cheaper than an mp_uint per value and a 16-part concat, paid by
--- every post and claim call. `(a - a % b) / b` is a / b rounded down, without a
--- call (Lua's % rounds toward minus infinity). The last one made is kept
--- for the call: a post that hands its job off makes the same one twice.
+-- every post and claim call. `(a - a % b) / b` is a / b rounded down
+-- without a call (Lua's % rounds toward minus infinity). The last one
+-- made is kept for the call: a post that hands its job off makes the same
+-- one twice.
 local dt_s, dt_us, dt_text = nil, nil, nil
 local function oslo_datetime(s, us)
   if s == dt_s and us == dt_us then return dt_text end
   local secs = s % 86400
-  -- The civil date (Howard Hinnant's days_from_civil, inverted): z counts
-  -- days from 0000-03-01, doe the day of its 400-year era, yoe the year.
+  -- The civil date (Howard Hinnant's civil_from_days): z counts days from
+  -- 0000-03-01, doe the day of its 400-year era, yoe the year of the era.
   local z = (s - secs) / 86400 + 719468
   local doe = z % 146097
   local era = (z - doe) / 146097
@@ -40,6 +41,8 @@ local function oslo_datetime(s, us)
   local year = yoe + era * 400 + (month <= 2 and 1 or 0)
   local of_hour = secs % 3600
   local micro = mp_uint(us)
+  -- The ext's length: the map's 55 bytes up to the microseconds' value,
+  -- then that value.
   dt_s, dt_us, dt_text = s, us, string.char(199, 55 + #micro, 1, 135,
     163, 100, 97, 121, day,                       -- 'day'
     165, 109, 111, 110, 116, 104, month,          -- 'month'
