@@ -699,32 +699,40 @@ async fn consume_then_claim_on_one_queue_is_one_call() {
 #[tokio::test]
 async fn consume_then_claim_counts_run_and_wait_times_apart() {
     for functions in [true, false] {
-        let q = unique_queue("one-call-stats");
         let (_server, board) = flushable(functions).await;
-        for _ in 0..5 {
-            board.post(&q, NewJob::new("f")).await.unwrap();
-        }
-        // Every sample is at least 30 ms: none is a 0 ms sample, which is
-        // only counted.
-        tokio::time::sleep(Duration::from_millis(30)).await;
-        let first = board.claim(&[&q], "w", Duration::from_secs(60), 2).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(30)).await;
-        let (consumed, claimed) = board
-            .consume_then_claim(
-                first.iter().map(|c| copy_of(&c.lease)).collect(),
-                &ClaimRequest {
-                    queues: &[&q],
-                    who: "w",
-                    expiry: Duration::from_secs(60),
-                    count: 3,
-                    holding: 0,
-                    hand_off: None,
-                },
-            )
-            .await;
-        assert!(consumed.iter().all(|c| c.is_ok()), "{consumed:?}");
-        assert_eq!(claimed.unwrap().len(), 3);
-        let s = board.stats(&q, None).await.unwrap();
+        // The statistics are per UTC day: a run across midnight splits its
+        // samples between two days, and is run again.
+        let s = loop {
+            let q = unique_queue("one-call-stats");
+            let day = |micros: i64| micros.div_euclid(86_400_000_000);
+            let started = day(server_micros(&mut board.connection()).await);
+            for _ in 0..5 {
+                board.post(&q, NewJob::new("f")).await.unwrap();
+            }
+            // Every sample is at least 30 ms: none is a 0 ms sample, which
+            // is only counted.
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let first = board.claim(&[&q], "w", Duration::from_secs(60), 2).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let (consumed, claimed) = board
+                .consume_then_claim(
+                    first.iter().map(|c| copy_of(&c.lease)).collect(),
+                    &ClaimRequest {
+                        queues: &[&q],
+                        who: "w",
+                        expiry: Duration::from_secs(60),
+                        count: 3,
+                        holding: 0,
+                        hand_off: None,
+                    },
+                )
+                .await;
+            assert!(consumed.iter().all(|c| c.is_ok()), "{consumed:?}");
+            assert_eq!(claimed.unwrap().len(), 3);
+            if day(server_micros(&mut board.connection()).await) == started {
+                break board.stats(&q, Some(started)).await.unwrap();
+            }
+        };
         assert_eq!(
             (s.run.count, s.wait.count),
             (2, 5),
@@ -737,6 +745,81 @@ async fn consume_then_claim_counts_run_and_wait_times_apart() {
         assert!(s.wait.mean_ms >= (2.0 * 30.0 + 3.0 * 60.0) / 5.0, "{s:?}");
         assert!(s.run.mean_ms >= 30.0, "{s:?}");
         assert!(s.wait.std_dev_ms > 0.0, "{s:?}");
+    }
+}
+
+/// The day's statistics when one kind of a call's samples is all 0 ms and
+/// the other is not (a cycle whose jobs were handed off by their posts
+/// and ran for a while, or the other way round): the zeros are only
+/// counted, the others summed, and the reader's count, mean, standard
+/// deviation and histogram of each kind are those of all its samples.
+/// `add_stats` is run by itself (EVAL of the composed module), on a fixed
+/// day.
+#[tokio::test]
+async fn stats_of_a_kind_all_zero_beside_one_with_times_are_kept_apart() {
+    let q = unique_queue("zero-stats");
+    let board = board_on(&q, "zero-stats").await;
+    let script = jobworker::redis::lua::compose(
+        "-- include: stats\n\
+         local function list(text)\n\
+           local out = {}\n\
+           for x in text:gmatch('%d+') do out[#out + 1] = tonumber(x) end\n\
+           return out\n\
+         end\n\
+         add_stats(list(ARGV[4]), list(ARGV[5]), tonumber(ARGV[6]))\n\
+         return 1",
+    );
+    let day = 20_000_i64; // 2024-10-04
+    let at = day * 86_400_000 + 43_200_000;
+    let ns = format!("{}:", board.keys(&q).unwrap().namespace);
+    let mut con = board.connection();
+    // (runs, waits) of each call: zeros beside times, both ways round,
+    // then times beside times.
+    let calls: [(&[u64], &[u64]); 3] = [
+        (&[0, 0], &[5, 1_500]),
+        (&[2_000, 3_000], &[0, 0, 0]),
+        (&[10], &[20]),
+    ];
+    let (mut runs, mut waits) = (Vec::new(), Vec::new());
+    for (r, w) in calls {
+        let text = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+        let _: i64 = redis::cmd("EVAL")
+            .arg(&script)
+            .arg(0)
+            .arg(&ns)
+            .arg(&q)
+            .arg("jw")
+            .arg(text(r))
+            .arg(text(w))
+            .arg(at)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        runs.extend_from_slice(r);
+        waits.extend_from_slice(w);
+    }
+    let s = board.stats(&q, Some(day)).await.unwrap();
+    for (kind, timing, samples) in [("run", &s.run, &runs), ("wait", &s.wait, &waits)] {
+        let n = samples.len() as f64;
+        let mean = samples.iter().sum::<u64>() as f64 / n;
+        let var = samples.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+        assert_eq!(timing.count, samples.len() as u64, "{kind}: {s:?}");
+        assert!((timing.mean_ms - mean).abs() < 1e-6, "{kind}: mean {mean}: {s:?}");
+        assert!(
+            (timing.std_dev_ms - var.sqrt()).abs() < 1e-6,
+            "{kind}: std dev {}: {s:?}",
+            var.sqrt()
+        );
+        let mut expected: Vec<(String, u64)> = Vec::new();
+        for &x in samples.iter() {
+            let bucket = format!("s{}", x / 1_000);
+            match expected.iter_mut().find(|(b, _)| *b == bucket) {
+                Some((_, n)) => *n += 1,
+                None => expected.push((bucket, 1)),
+            }
+        }
+        expected.sort_by_key(|(b, _)| b[1..].parse::<u32>().unwrap());
+        assert_eq!(timing.histogram, expected, "{kind}");
     }
 }
 
