@@ -13,13 +13,20 @@
 --        string, fencing token ('0' = no token check)), at most 1000, as
 --        consume.lua's.
 -- Effects: consume.lua's for the triples, then claim.lua's; the run times
---        of the jobs consumed are written with the claim's wait times.
+--        of the jobs consumed are written with the claim's wait times, or
+--        alone when the claim fails (Redis keeps the consumes: a script's
+--        writes before an error stay), and then the claim's error is the
+--        call's.
 -- Returns: {consumed, claimed}: consume.lua's reply and claim.lua's.
 
 local s, us, now_ms = now()
 local consumed = {'ok'}
 local runs = consume_jobs(consumed, ARGV, 15, tonumber(ARGV[14]), now_ms)
-local claimed = claim_jobs(ARGV, s, us, now_ms, runs)
+local ok, claimed = pcall(claim_jobs, ARGV, s, us, now_ms, runs)
+if not ok then
+  if not runs_written then add_stats(runs, nil, now_ms) end
+  error(claimed, 0)
+end
 -- claim.lua's outbox count, read after the consume.
 consumed[#consumed + 1] = claimed[4]
 return {consumed, claimed}

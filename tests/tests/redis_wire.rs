@@ -748,6 +748,73 @@ async fn consume_then_claim_counts_run_and_wait_times_apart() {
     }
 }
 
+/// A claim that fails in the one settle-and-take call comes after the
+/// consumes, which Redis keeps: their run times are in the day's
+/// statistics once, whether the claim failed before it wrote its own
+/// (its ready index is not a sorted set) or after (its idle workers' hash
+/// is not a hash, and it registers the claimer), and the error still
+/// reaches the caller (with the library and with scripts).
+#[tokio::test]
+async fn consumes_before_a_failed_claim_keep_their_run_times() {
+    for functions in [true, false] {
+        for broken in ["ready", "idle"] {
+            let (_server, board) = flushable(functions).await;
+            let q = unique_queue("claim-fails");
+            let keys = board.keys(&q).unwrap();
+            for _ in 0..3 {
+                board.post(&q, NewJob::new("f")).await.unwrap();
+            }
+            let day = server_micros(&mut board.connection())
+                .await
+                .div_euclid(86_400_000_000);
+            let first = board.claim(&[&q], "w", Duration::from_secs(60), 2).await.unwrap();
+            let mut con = board.connection();
+            let key = if broken == "ready" {
+                keys.ready()
+            } else {
+                keys.idle()
+            };
+            let _: () = redis::pipe()
+                .del(key)
+                .set(key, "not a sorted set nor a hash")
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            let (_, claimed) = board
+                .consume_then_claim(
+                    first.iter().map(|c| copy_of(&c.lease)).collect(),
+                    &ClaimRequest {
+                        queues: &[&q],
+                        who: "w",
+                        expiry: Duration::from_secs(60),
+                        count: 1,
+                        holding: 0,
+                        hand_off: Some(Duration::from_secs(1)),
+                    },
+                )
+                .await;
+            let case = format!("functions: {functions}, broken {broken}");
+            let failed = match claimed {
+                Err(e) => e.to_string(),
+                Ok(c) => panic!("{case}: the claim did not fail: {c:?}"),
+            };
+            assert!(failed.contains("WRONGTYPE"), "{case}: {failed}");
+            for c in &first {
+                let listed: bool = con
+                    .hexists(keys.listings(), c.lease.job().as_str())
+                    .await
+                    .unwrap();
+                assert!(!listed, "{case}: {} was not consumed", c.lease.job());
+            }
+            // The consume's day, or the next one when the call ran past
+            // midnight.
+            let today = board.stats(&q, Some(day)).await.unwrap();
+            let next = board.stats(&q, Some(day + 1)).await.unwrap();
+            assert_eq!(today.run.count + next.run.count, 2, "{case}: {today:?} {next:?}");
+        }
+    }
+}
+
 /// The day's statistics when one kind of a call's samples is all 0 ms and
 /// the other is not (a cycle whose jobs were handed off by their posts
 /// and ran for a while, or the other way round): the zeros are only

@@ -5,7 +5,10 @@
 -- Claims with the arguments `args` (a claim's ARGV: 4-13 as claim.lua's)
 -- at the server time `s`, `us`, `now_ms`; returns claim.lua's reply.
 -- `runs` (or nil): the run times (ms) of jobs consumed by the same call,
--- written to the statistics with the claim's wait times.
+-- written to the statistics with the claim's wait times (then
+-- `runs_written` is true: a caller whose claim failed after that does not
+-- write them again).
+local runs_written = nil
 local function claim_jobs(args, s, us, now_ms, runs)
   local who, expiry_ms, count = args[4], tonumber(args[5]), tonumber(args[6])
   local expiry_text = args[5]
@@ -90,6 +93,7 @@ local function claim_jobs(args, s, us, now_ms, runs)
   for _, id in ipairs(kept) do redis.call('ZADD', K_READY, ready_score(id), id) end
   out[3] = n
   add_stats(runs, waits, now_ms)
+  runs_written = true
   local register_ms = tonumber(args[12])
   if register_ms > 0 then
     -- Dropped first also when registered again: an empty claim may have
