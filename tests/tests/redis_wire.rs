@@ -751,35 +751,41 @@ async fn consume_then_claim_counts_run_and_wait_times_apart() {
 /// A claim that fails in the one settle-and-take call comes after the
 /// consumes, which Redis keeps: their run times are in the day's
 /// statistics once, whether the claim failed before it wrote its own
-/// (its ready index is not a sorted set) or after (its idle workers' hash
-/// is not a hash, and it registers the claimer), and the error still
+/// (its ready index is not a sorted set), while writing them (the
+/// per-minute counts' hash is not a hash) or after (its idle workers'
+/// hash is not a hash, and it registers the claimer), and the error still
 /// reaches the caller (with the library and with scripts).
 #[tokio::test]
 async fn consumes_before_a_failed_claim_keep_their_run_times() {
     for functions in [true, false] {
-        for broken in ["ready", "idle"] {
+        for broken in ["ready", "minutes", "idle"] {
             let (_server, board) = flushable(functions).await;
             let q = unique_queue("claim-fails");
             let keys = board.keys(&q).unwrap();
             for _ in 0..3 {
                 board.post(&q, NewJob::new("f")).await.unwrap();
             }
-            let day = server_micros(&mut board.connection())
-                .await
-                .div_euclid(86_400_000_000);
+            let micros = server_micros(&mut board.connection()).await;
+            let day = micros.div_euclid(86_400_000_000);
             let first = board.claim(&[&q], "w", Duration::from_secs(60), 2).await.unwrap();
             let mut con = board.connection();
-            let key = if broken == "ready" {
-                keys.ready()
-            } else {
-                keys.idle()
+            // This hour's per-minute counts, and the next hour's in case
+            // the call runs past the hour.
+            let hour = micros.div_euclid(3_600_000_000);
+            let minutes = |h: i64| format!("{}:jw.minutes.{h}", keys.namespace);
+            let broken_keys = match broken {
+                "ready" => vec![keys.ready().to_owned()],
+                "minutes" => vec![minutes(hour), minutes(hour + 1)],
+                _ => vec![keys.idle().to_owned()],
             };
-            let _: () = redis::pipe()
-                .del(key)
-                .set(key, "not a sorted set nor a hash")
-                .query_async(&mut con)
-                .await
-                .unwrap();
+            for key in &broken_keys {
+                let _: () = redis::pipe()
+                    .del(key)
+                    .set(key, "not a sorted set nor a hash")
+                    .query_async(&mut con)
+                    .await
+                    .unwrap();
+            }
             let (_, claimed) = board
                 .consume_then_claim(
                     first.iter().map(|c| copy_of(&c.lease)).collect(),
@@ -825,7 +831,7 @@ async fn consumes_before_a_failed_claim_keep_their_run_times() {
 #[tokio::test]
 async fn stats_of_a_kind_all_zero_beside_one_with_times_are_kept_apart() {
     let q = unique_queue("zero-stats");
-    let board = board_on(&q, "zero-stats").await;
+    let board = board_on(&q, &format!("zero-stats-{q}")).await;
     let script = jobworker::redis::lua::compose(
         "-- include: stats\n\
          local function list(text)\n\

@@ -5,9 +5,10 @@
 -- Claims with the arguments `args` (a claim's ARGV: 4-13 as claim.lua's)
 -- at the server time `s`, `us`, `now_ms`; returns claim.lua's reply.
 -- `runs` (or nil): the run times (ms) of jobs consumed by the same call,
--- written to the statistics with the claim's wait times (then
--- `runs_written` is true: a caller whose claim failed after that does not
--- write them again).
+-- written to the statistics with the claim's wait times. `runs_written`
+-- is set just before that write: a caller whose claim failed after it
+-- does not write them again (not even when the write itself failed
+-- partway: a time is rather lost than counted twice).
 local runs_written = nil
 local function claim_jobs(args, s, us, now_ms, runs)
   local who, expiry_ms, count = args[4], tonumber(args[5]), tonumber(args[6])
@@ -92,8 +93,8 @@ local function claim_jobs(args, s, us, now_ms, runs)
   -- The skipped jobs go back to their place.
   for _, id in ipairs(kept) do redis.call('ZADD', K_READY, ready_score(id), id) end
   out[3] = n
-  add_stats(runs, waits, now_ms)
   runs_written = true
+  add_stats(runs, waits, now_ms)
   local register_ms = tonumber(args[12])
   if register_ms > 0 then
     -- Dropped first also when registered again: an empty claim may have
