@@ -623,6 +623,38 @@ async fn consume_then_claim_after_a_flush_claims_once_with(functions: bool, same
 
 /// The number of calls of `command` the server counted since its
 /// statistics were reset (INFO commandstats).
+/// One settle-and-take step of worker "w" on `q`: consumes `done`, then
+/// claims up to `count` jobs with 60 s leases.
+async fn settle_and_take(
+    board: &RedisBoard,
+    q: &str,
+    done: Vec<jobworker::board::Lease>,
+    count: usize,
+    hand_off: Option<Duration>,
+) -> (
+    Vec<jobworker::board::SettleResult>,
+    jobworker::Result<Vec<jobworker::Claimed>>,
+) {
+    board
+        .consume_then_claim(
+            done,
+            &ClaimRequest {
+                queues: &[q],
+                who: "w",
+                expiry: Duration::from_secs(60),
+                count,
+                holding: 0,
+                hand_off,
+            },
+        )
+        .await
+}
+
+/// The UTC day (days since the epoch) of a time in µs.
+fn day_of(micros: i64) -> i64 {
+    micros.div_euclid(86_400_000_000)
+}
+
 async fn calls_of(board: &RedisBoard, command: &str) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
@@ -664,19 +696,8 @@ async fn consume_then_claim_on_one_queue_is_one_call() {
             .query_async(&mut board.connection())
             .await
             .unwrap();
-        let (consumed, claimed) = board
-            .consume_then_claim(
-                vec![copy_of(&a.lease), copy_of(&b.lease)],
-                &ClaimRequest {
-                    queues: &[&q],
-                    who: "w",
-                    expiry: Duration::from_secs(60),
-                    count: 2,
-                    holding: 0,
-                    hand_off: None,
-                },
-            )
-            .await;
+        let (consumed, claimed) =
+            settle_and_take(&board, &q, vec![copy_of(&a.lease), copy_of(&b.lease)], 2, None).await;
         let call = if functions { "fcall" } else { "evalsha" };
         assert_eq!(calls_of(&board, call).await, 1, "functions: {functions}");
         assert!(consumed[0].is_ok());
@@ -704,8 +725,7 @@ async fn consume_then_claim_counts_run_and_wait_times_apart() {
         // samples between two days, and is run again.
         let s = loop {
             let q = unique_queue("one-call-stats");
-            let day = |micros: i64| micros.div_euclid(86_400_000_000);
-            let started = day(server_micros(&mut board.connection()).await);
+            let started = day_of(server_micros(&mut board.connection()).await);
             for _ in 0..5 {
                 board.post(&q, NewJob::new("f")).await.unwrap();
             }
@@ -714,22 +734,11 @@ async fn consume_then_claim_counts_run_and_wait_times_apart() {
             tokio::time::sleep(Duration::from_millis(30)).await;
             let first = board.claim(&[&q], "w", Duration::from_secs(60), 2).await.unwrap();
             tokio::time::sleep(Duration::from_millis(30)).await;
-            let (consumed, claimed) = board
-                .consume_then_claim(
-                    first.iter().map(|c| copy_of(&c.lease)).collect(),
-                    &ClaimRequest {
-                        queues: &[&q],
-                        who: "w",
-                        expiry: Duration::from_secs(60),
-                        count: 3,
-                        holding: 0,
-                        hand_off: None,
-                    },
-                )
-                .await;
+            let done = first.iter().map(|c| copy_of(&c.lease)).collect();
+            let (consumed, claimed) = settle_and_take(&board, &q, done, 3, None).await;
             assert!(consumed.iter().all(|c| c.is_ok()), "{consumed:?}");
             assert_eq!(claimed.unwrap().len(), 3);
-            if day(server_micros(&mut board.connection()).await) == started {
+            if day_of(server_micros(&mut board.connection()).await) == started {
                 break board.stats(&q, Some(started)).await.unwrap();
             }
         };
@@ -766,7 +775,7 @@ async fn consumes_before_a_failed_claim_keep_their_run_times() {
                 board.post(&q, NewJob::new("f")).await.unwrap();
             }
             let micros = server_micros(&mut board.connection()).await;
-            let day = micros.div_euclid(86_400_000_000);
+            let day = day_of(micros);
             let first = board.claim(&[&q], "w", Duration::from_secs(60), 2).await.unwrap();
             let mut con = board.connection();
             // This hour's per-minute counts, and the next hour's in case
@@ -786,19 +795,8 @@ async fn consumes_before_a_failed_claim_keep_their_run_times() {
                     .await
                     .unwrap();
             }
-            let (_, claimed) = board
-                .consume_then_claim(
-                    first.iter().map(|c| copy_of(&c.lease)).collect(),
-                    &ClaimRequest {
-                        queues: &[&q],
-                        who: "w",
-                        expiry: Duration::from_secs(60),
-                        count: 1,
-                        holding: 0,
-                        hand_off: Some(Duration::from_secs(1)),
-                    },
-                )
-                .await;
+            let done = first.iter().map(|c| copy_of(&c.lease)).collect();
+            let (_, claimed) = settle_and_take(&board, &q, done, 1, Some(Duration::from_secs(1))).await;
             let case = format!("functions: {functions}, broken {broken}");
             let failed = match claimed {
                 Err(e) => e.to_string(),
