@@ -103,6 +103,15 @@ pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
     result
 }
 
+/// [`scripted`]'s action and records, in the other order, with its first
+/// step on the worker loop's thread: a `Spin` or a `Panic` happens there,
+/// before anything waits; a `Sleep` moves the rest to the handler runtime.
+#[jobworker::handler(name = "scripted-on-loop", start_on_loop = true)]
+pub async fn scripted_on_loop(cx: JobContext, s: Script) -> Result<(), HandlerError> {
+    run(&cx, &s).await?;
+    record(&cx, &s).await
+}
+
 /// What [`scripted`] does between its run-log lines.
 async fn script(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
     record(cx, s).await?;

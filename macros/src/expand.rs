@@ -40,7 +40,10 @@ pub fn expand(handler: &Handler) -> TokenStream {
 
     let (args_param, decode) = decode_args(args_ty, &inner, ty_span);
     let call = call_handler(ident, args_ty, ret_first, ret_last);
-    let (runner, run_variant) = runner(func, &inner, &args_param, &decode, &call, ret_last);
+    let (runner, mut run_variant) = runner(func, &inner, &args_param, &decode, &call, ret_last);
+    if handler.start_on_loop {
+        run_variant = quote!(StartOnLoop);
+    }
 
     let set_attempts = max_attempts.map(|n| quote!(.max_attempts(#n)));
     let args_call = quote_spanned!(ty_span=> .args(args));
@@ -117,7 +120,8 @@ fn call_handler(
 }
 
 /// The `__run` function of the generated module and the `HandlerFn`
-/// variant it fits (`Async` or `Blocking`).
+/// variant it fits (`Async` or `Blocking`; `expand` turns `Async` into
+/// `StartOnLoop` when asked).
 fn runner(
     func: &ItemFn,
     inner: &TokenStream,

@@ -10,10 +10,19 @@ use syn::{Item, ItemFn, Path, Type};
 
 use crate::parse::{HandlerArgs, RawOption};
 use item::{check_signature, item_head};
-use options::{check_name, check_queue, crate_option, max_attempts_option, string_option, timeout_option};
+use options::{
+    bool_option, check_name, check_queue, crate_option, max_attempts_option, string_option, timeout_option,
+};
 
 /// The options a handler accepts, in the order the error message lists them.
-const OPTIONS: [&str; 5] = ["name", "queue", "timeout", "max_attempts", "crate"];
+const OPTIONS: [&str; 6] = [
+    "name",
+    "queue",
+    "timeout",
+    "max_attempts",
+    "start_on_loop",
+    "crate",
+];
 
 /// A checked handler, ready to expand.
 pub struct Handler {
@@ -27,6 +36,8 @@ pub struct Handler {
     pub timeout_ms: Option<u64>,
     /// Tries before the job is trashed, when set.
     pub max_attempts: Option<u32>,
+    /// The first step runs on the worker loop's thread (async only).
+    pub start_on_loop: bool,
     /// The function, unchanged.
     pub func: ItemFn,
     /// The argument type; `None` for a handler that takes only the context.
@@ -69,6 +80,7 @@ struct Options<'a> {
     queue: Option<&'a RawOption>,
     timeout: Option<&'a RawOption>,
     max_attempts: Option<&'a RawOption>,
+    start_on_loop: Option<&'a RawOption>,
     krate: Option<&'a RawOption>,
 }
 
@@ -93,6 +105,7 @@ pub fn validate(args: syn::Result<HandlerArgs>, item: Item) -> syn::Result<Handl
     let max_attempts = options
         .max_attempts
         .and_then(|o| max_attempts_option(o, &mut errors));
+    let start_on_loop = options.start_on_loop.and_then(|o| bool_option(o, &mut errors));
     let krate = options.krate.and_then(|o| crate_option(o, &mut errors));
 
     let func = match item {
@@ -103,6 +116,12 @@ pub fn validate(args: syn::Result<HandlerArgs>, item: Item) -> syn::Result<Handl
         }
     };
     let args_ty = check_signature(&func, &mut errors);
+    if let (Some(true), Some(option), None) = (start_on_loop, options.start_on_loop, &func.sig.asyncness) {
+        errors.spanned(
+            &option.key,
+            "`start_on_loop` applies to `async fn` handlers; a plain `fn` runs on a blocking thread",
+        );
+    }
 
     let name = name.unwrap_or_else(|| func.sig.ident.unraw().to_string());
     let queue = queue.unwrap_or_else(|| "default".to_owned());
@@ -113,6 +132,7 @@ pub fn validate(args: syn::Result<HandlerArgs>, item: Item) -> syn::Result<Handl
         queue,
         timeout_ms,
         max_attempts,
+        start_on_loop: start_on_loop.unwrap_or(false),
         func,
         args_ty: args_ty.flatten(),
     })
@@ -128,6 +148,7 @@ fn sort_options<'a>(args: &'a HandlerArgs, errors: &mut Errors) -> Options<'a> {
             "queue" => &mut options.queue,
             "timeout" => &mut options.timeout,
             "max_attempts" => &mut options.max_attempts,
+            "start_on_loop" => &mut options.start_on_loop,
             "crate" => &mut options.krate,
             _ => {
                 errors.spanned(

@@ -10,6 +10,7 @@ mod log;
 mod recover;
 mod run;
 mod sandbox;
+mod watchdog;
 
 pub(crate) use config::WorkerConfig;
 

@@ -84,7 +84,7 @@ async fn run(entry_name: &str, cx: JobContext, args: Value) -> Result<(), Handle
         .get(entry_name)
         .unwrap_or_else(|| panic!("{entry_name} is registered"));
     match entry.run {
-        HandlerFn::Async(f) => f(cx, args).await,
+        HandlerFn::Async(f) | HandlerFn::StartOnLoop(f) => f(cx, args).await,
         HandlerFn::Blocking(f) => tokio::task::spawn_blocking(move || f(cx, args)).await.unwrap(),
     }
 }

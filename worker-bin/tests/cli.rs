@@ -243,8 +243,21 @@ fn handlers_of_a_linked_library_crate_are_registered() {
         .collect();
     assert_eq!(
         names,
-        ["crunch", "flaky", "scripted", "write_report"],
+        ["crunch", "flaky", "scripted", "scripted-on-loop", "write_report"],
         "only the linked crates' handlers: the bench's is registered only in the workers the bench starts"
+    );
+    let kind = |name: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"] == name)
+            .unwrap()["kind"]
+            .clone()
+    };
+    assert_eq!(
+        [kind("scripted"), kind("scripted-on-loop")],
+        ["async", "async on loop"],
+        "{list}"
     );
     let report = list
         .as_array()

@@ -1,5 +1,5 @@
 //! The attribute's options: each checked and converted (a name, a queue, a
-//! timeout in milliseconds, a number of attempts, the crate path).
+//! timeout in milliseconds, a number of attempts, a flag, the crate path).
 
 use syn::ext::IdentExt;
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, Path, UnOp};
@@ -18,6 +18,22 @@ pub(super) fn string_option<'a>(option: &'a RawOption, errors: &mut Errors) -> O
             errors.spanned(
                 other,
                 format!("`{}` must be a string literal", option.key.unraw()),
+            );
+            None
+        }
+    }
+}
+
+/// The `true` or `false` of `option`, or an error.
+pub(super) fn bool_option(option: &RawOption, errors: &mut Errors) -> Option<bool> {
+    match &option.value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        }) => Some(b.value),
+        other => {
+            errors.spanned(
+                other,
+                format!("`{}` must be `true` or `false`", option.key.unraw()),
             );
             None
         }

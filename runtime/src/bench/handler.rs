@@ -28,7 +28,9 @@ pub(crate) fn now_us() -> u64 {
 
 /// The bench's handler: added to the registry only by the workers the bench
 /// starts (the hidden `--with-bench-handler` flag), so no other binary
-/// lists or runs it.
+/// lists or runs it. It starts on the worker loop (its first step only
+/// decodes and reads the clock), as a handler in BullMQ's or asynq's loop
+/// does.
 pub(crate) const ENTRY: HandlerEntry = HandlerEntry {
     name: NAME,
     queue: "jobworker-bench",
@@ -36,7 +38,7 @@ pub(crate) const ENTRY: HandlerEntry = HandlerEntry {
     max_attempts: None,
     file: file!(),
     line: line!(),
-    run: HandlerFn::Async(|cx, args| Box::pin(bench(cx, args))),
+    run: HandlerFn::StartOnLoop(|cx, args| Box::pin(bench(cx, args))),
 };
 
 /// No-op, or a pickup probe when given one.

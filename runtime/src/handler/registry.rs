@@ -9,13 +9,18 @@ use crate::error::{Error, Result};
 use crate::handler::{HandlerError, JobContext};
 
 /// The future an async handler returns, boxed.
-pub(super) type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send + 'static>>;
+pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send + 'static>>;
 
 /// How to call a handler.
 #[derive(Clone, Copy)]
 pub enum HandlerFn {
-    /// An `async fn`, run as a task on the worker's runtime.
+    /// An `async fn`, run as a task on the worker's handler runtime.
     Async(fn(JobContext, rmpv::Value) -> HandlerFuture),
+    /// An `async fn` whose first step (up to its first `.await` that has
+    /// to wait) runs on the worker loop's own thread, and the rest as a
+    /// task on the handler runtime (`#[jobworker::handler(start_on_loop =
+    /// true)]`): it starts sooner, and must not block in that step.
+    StartOnLoop(fn(JobContext, rmpv::Value) -> HandlerFuture),
     /// A plain `fn`, run on a blocking thread.
     Blocking(fn(JobContext, rmpv::Value) -> Result<(), HandlerError>),
 }
@@ -24,6 +29,7 @@ impl std::fmt::Debug for HandlerFn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             HandlerFn::Async(_) => "async",
+            HandlerFn::StartOnLoop(_) => "async on loop",
             HandlerFn::Blocking(_) => "blocking",
         })
     }

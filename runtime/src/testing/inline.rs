@@ -253,10 +253,12 @@ async fn call(
     args: rmpv::Value,
 ) -> std::result::Result<std::result::Result<(), crate::HandlerError>, String> {
     match run {
-        HandlerFn::Async(f) => std::panic::AssertUnwindSafe(async move { f(cx, args).await })
-            .catch_unwind()
-            .await
-            .map_err(panic_text),
+        HandlerFn::Async(f) | HandlerFn::StartOnLoop(f) => {
+            std::panic::AssertUnwindSafe(async move { f(cx, args).await })
+                .catch_unwind()
+                .await
+                .map_err(panic_text)
+        }
         HandlerFn::Blocking(f) => tokio::task::spawn_blocking(move || f(cx, args))
             .await
             .map_err(|e| match e.try_into_panic() {

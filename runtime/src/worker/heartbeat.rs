@@ -8,7 +8,9 @@
 //!   ZooKeeper at most the session timeout);
 //! - presence: the worker's registry entry (its jobs, stamped with the
 //!   server's time), on the same beat;
-//! - cancels: the board's announcements of cancelled jobs of this worker.
+//! - cancels: the board's announcements of cancelled jobs of this worker;
+//! - watch: the first step of a handler on the worker loop's thread, which
+//!   ends the process when it runs past its limit ([`crate::worker::watchdog`]).
 //!
 //! A lease found lost, cancelled, or not extended before it would expire is
 //! reported to the worker loop, which stops that handler and drops its
@@ -25,6 +27,10 @@ use tokio::sync::{watch, OnceCell};
 use crate::board::{Admin, AnyBoard, Board, BoardSpec, Events, Presence, WorkerInfo};
 use crate::error::{Error, Result};
 use crate::job::{JobId, Lease};
+use crate::worker::watchdog::{replace_worker, LoopWatch};
+
+/// How often the watch looks at the loop's first step.
+const WATCH_TICK: Duration = Duration::from_millis(250);
 
 /// A held lease: a job and the fencing token of its claim (one job can be
 /// claimed again while a stale handler of the old claim still runs), and
@@ -60,6 +66,7 @@ impl Heartbeat {
         spec: BoardSpec,
         expiry: Duration,
         info: WorkerInfo,
+        watch: LoopWatch,
         lost: impl Fn(LeaseKey, Lost) + Send + 'static,
     ) -> Result<Heartbeat> {
         let held: HeldMap = Arc::default();
@@ -67,7 +74,7 @@ impl Heartbeat {
         let h = held.clone();
         let thread = std::thread::Builder::new()
             .name("jobworker-heartbeat".into())
-            .spawn(move || beat_thread(spec, expiry, info, h, stopped, lost))
+            .spawn(move || beat_thread(spec, expiry, info, h, watch, stopped, lost))
             .map_err(|e| Error::io("cannot start the heartbeat thread", e))?;
         Ok(Heartbeat {
             held,
@@ -177,6 +184,7 @@ fn beat_thread(
     expiry: Duration,
     info: WorkerInfo,
     held: HeldMap,
+    loop_watch: LoopWatch,
     mut stopped: watch::Receiver<bool>,
     lost: impl Fn(LeaseKey, Lost),
 ) {
@@ -204,6 +212,7 @@ fn beat_thread(
                 extend_loop(&link, &held, expiry, beat, horizon, &lost),
                 presence_loop(&link, &held, info, beat),
                 cancel_loop(&link, &held, &owner, (expiry, beat, horizon), &lost),
+                watch_loop(&link, &held, &loop_watch, &owner),
             )
         };
         tokio::select! {
@@ -273,6 +282,22 @@ async fn extend_held(
                     tracing::warn!(job = %lease.job(), error = %e, "cannot extend lease; will retry");
                 }
             }
+        }
+    }
+}
+
+/// Looks at the loop's first step every [`WATCH_TICK`]; one past its
+/// limit ends the process ([`replace_worker`]).
+async fn watch_loop(link: &Link, held: &HeldMap, watch: &LoopWatch, owner: &str) {
+    loop {
+        tokio::time::sleep(WATCH_TICK).await;
+        if let Some(overdue) = watch.overdue(Instant::now()) {
+            // Taken out of `held`: no extend races the give-backs.
+            let leases = held
+                .lock()
+                .map(|mut h| h.drain().map(|(k, v)| (k, v.lease.extend_handle())).collect())
+                .unwrap_or_default();
+            replace_worker(link.board().await, leases, overdue, owner, link.patience).await;
         }
     }
 }

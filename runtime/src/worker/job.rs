@@ -32,7 +32,9 @@ pub(crate) struct Running {
     pub cancel: CancelFlag,
     /// The handler's context (holds a pipeline's next step).
     pub context: crate::handler::JobContext,
-    pub abort: AbortHandle,
+    /// The handler's task (none for a handler that finished in its first
+    /// step on the loop).
+    pub abort: Option<AbortHandle>,
     pub started: Instant,
     pub timeout: Option<Duration>,
     pub interrupt: Interrupt,
@@ -74,7 +76,9 @@ impl Running {
     pub(super) fn interrupt(&mut self, why: Interrupt, stuck_grace: Duration) {
         self.interrupt = why;
         self.cancel.cancel();
-        self.abort.abort();
+        if let Some(task) = &self.abort {
+            task.abort();
+        }
         self.stuck_at = Some(Instant::now() + stuck_grace);
     }
 }

@@ -29,6 +29,7 @@ use crate::worker::heartbeat::{LeaseKey, Lost};
 use crate::worker::job::{Finished, Outcome, Running};
 use crate::worker::recover::recover_dead;
 use crate::worker::sandbox::Sandbox;
+use crate::worker::watchdog::LoopWatch;
 
 /// Exit code of a worker process whose handler would not stop (after a
 /// timeout or a lost lease): the supervisor starts a fresh one.
@@ -163,6 +164,8 @@ struct Worker {
     sandbox: Sandbox,
     handlers: tokio::runtime::Handle,
     heartbeat: Option<Heartbeat>,
+    /// The heartbeat's watch on handlers' first steps on this loop.
+    loop_watch: LoopWatch,
     /// The queues' maintenance, when this worker is elected to run it.
     maintenance: Option<Maintainer>,
     running: HashMap<LeaseKey, Running>,
@@ -217,7 +220,8 @@ impl Worker {
             ttl_ms: (cfg.beat() * 3).as_millis() as u64,
             jobs: Vec::new(),
         };
-        let heartbeat = Heartbeat::start(spec, cfg.expiry, info, move |key, why| {
+        let loop_watch = LoopWatch::new(cfg.backoff, STUCK_GRACE);
+        let heartbeat = Heartbeat::start(spec, cfg.expiry, info, loop_watch.clone(), move |key, why| {
             let _ = lost.send(Event::LeaseLost(key, why));
         })?;
         let maintenance = Maintainer::start(board.clone(), cfg.queues.clone(), cfg.owner.clone());
@@ -231,6 +235,7 @@ impl Worker {
             sandbox,
             handlers,
             heartbeat: Some(heartbeat),
+            loop_watch,
             maintenance: Some(maintenance),
             running: HashMap::new(),
             ahead: VecDeque::new(),

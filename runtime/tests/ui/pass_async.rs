@@ -11,14 +11,15 @@ pub struct Resize {
     pub height: u32,
 }
 
-#[jobworker::handler(name = "resize", queue = "images", timeout = "30s", max_attempts = 5, crate = ::jobworker)]
+#[jobworker::handler(name = "resize", queue = "images", timeout = "30s", max_attempts = 5, start_on_loop = true, crate = ::jobworker)]
 async fn resize(cx: JobContext, args: Resize) -> Result<(), HandlerError> {
     cx.log(&format!("{}x{}", args.width, args.height));
     Ok(())
 }
 
-/// Default options; a compound timeout.
-#[jobworker::handler(timeout = "1m30s")]
+/// Default options but an explicit `start_on_loop = false`; a compound
+/// timeout.
+#[jobworker::handler(timeout = "1m30s", start_on_loop = false)]
 pub async fn thumbnail(_: JobContext, _args: Vec<String>) -> jobworker::Result<(), HandlerError> {
     Ok(())
 }
@@ -38,7 +39,7 @@ fn main() {
     assert_eq!(entry.queue, "images");
     assert_eq!(entry.timeout, Some(Duration::from_secs(30)));
     assert_eq!(entry.max_attempts, Some(5));
-    assert!(matches!(entry.run, HandlerFn::Async(_)));
+    assert!(matches!(entry.run, HandlerFn::StartOnLoop(_)));
     assert!(entry.file.ends_with("pass_async.rs"), "{}", entry.file);
 
     let entry = registry.get("thumbnail").expect("thumbnail is registered");

@@ -199,13 +199,16 @@ pub fn script(action: Action, millis: u64, count_key: &str) -> Script {
 }
 
 pub async fn post(board: &RedisBoard, q: &str, s: &Script, max_attempts: u32) -> JobId {
+    post_to(board, q, "scripted", s, max_attempts).await
+}
+
+/// Posts a job of the scripted handler named `handler` (`scripted` or
+/// `scripted-on-loop`).
+pub async fn post_to(board: &RedisBoard, q: &str, handler: &str, s: &Script, max_attempts: u32) -> JobId {
     board
         .post(
             q,
-            NewJob::new("scripted")
-                .args(s)
-                .unwrap()
-                .max_attempts(max_attempts),
+            NewJob::new(handler).args(s).unwrap().max_attempts(max_attempts),
         )
         .await
         .unwrap()

@@ -1,12 +1,17 @@
 //! Launching a claimed job: a free sandbox slot, its context, its handler
 //! on the handler runtime, and its place among the running jobs.
 
+use std::any::Any;
 use std::path::PathBuf;
+use std::task::{Context, Poll};
 use std::time::Instant;
+
+use futures_util::FutureExt;
+use tokio::task::JoinHandle;
 
 use crate::board::Board;
 use crate::handler::panic_text;
-use crate::handler::{CancelFlag, HandlerFn, JobContext};
+use crate::handler::{CancelFlag, HandlerError, HandlerFn, HandlerFuture, JobContext};
 use crate::job::{Abandon, Claimed};
 use crate::worker::heartbeat::{key_of, LeaseKey};
 use crate::worker::job::{Interrupt, Outcome, Reporter, Running};
@@ -37,31 +42,32 @@ impl Worker {
         let reporter = Reporter::new(move |outcome| {
             let _ = events.send(Event::Done(done, outcome));
         });
-        let handle = match entry.map(|e| e.run) {
-            Some(HandlerFn::Async(f)) => {
-                let run = std::panic::AssertUnwindSafe(f(cx, c.args));
-                self.handlers.spawn(async move {
-                    let outcome = match futures_util::FutureExt::catch_unwind(run).await {
-                        Ok(r) => Outcome::Returned(r),
-                        Err(panic) => Outcome::Panicked(panic_text(panic)),
-                    };
-                    reporter.report(outcome);
-                })
-            }
-            Some(HandlerFn::Blocking(f)) => self.handlers.spawn_blocking(move || {
-                let outcome = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(cx, c.args))) {
-                    Ok(r) => Outcome::Returned(r),
-                    Err(panic) => Outcome::Panicked(panic_text(panic)),
-                };
-                reporter.report(outcome);
-            }),
-            None => self
-                .handlers
-                .spawn(async move { reporter.report(Outcome::NoHandler) }),
-        };
-        let abort = handle.abort_handle();
-        tracing::debug!(job = %c.lease.job(), queue = %c.lease.queue(), name = %c.name, attempt = c.attempt, "job started");
         let timeout = entry.and_then(|e| e.timeout).or(self.cfg.default_timeout);
+        let started = Instant::now();
+        let abort = match entry.map(|e| e.run) {
+            Some(HandlerFn::Async(f)) => {
+                let run = std::panic::AssertUnwindSafe(f(cx, c.args)).catch_unwind();
+                Some(
+                    self.handlers
+                        .spawn(async move { reporter.report(outcome_of(run.await)) }),
+                )
+            }
+            Some(HandlerFn::StartOnLoop(f)) => {
+                let run = f(cx, c.args);
+                let watch = &self.loop_watch;
+                watch.watch(&key, c.attempt, timeout, || self.start_on_loop(run, reporter))
+            }
+            Some(HandlerFn::Blocking(f)) => Some(self.handlers.spawn_blocking(move || {
+                let run = std::panic::AssertUnwindSafe(|| f(cx, c.args));
+                reporter.report(outcome_of(std::panic::catch_unwind(run)))
+            })),
+            None => Some(
+                self.handlers
+                    .spawn(async move { reporter.report(Outcome::NoHandler) }),
+            ),
+        }
+        .map(|task| task.abort_handle());
+        tracing::debug!(job = %c.lease.job(), queue = %c.lease.queue(), name = %c.name, attempt = c.attempt, "job started");
         self.running.insert(
             key,
             Running {
@@ -72,13 +78,35 @@ impl Worker {
                 cancel,
                 context,
                 abort,
-                started: Instant::now(),
+                started,
                 timeout,
                 interrupt: Interrupt::None,
                 stuck_at: None,
             },
         );
         true
+    }
+
+    /// Polls a handler's future once on this thread (its first step), in
+    /// the handler runtime's context, so that what it spawns or starts
+    /// (timers, sockets) belongs there. A handler done in that step reports
+    /// at once, with no task; one that waits goes on as a task of the
+    /// handler runtime (that task's first poll repeats the step's last,
+    /// harmlessly: a future may be polled again at any time).
+    fn start_on_loop(&self, run: HandlerFuture, reporter: Reporter) -> Option<JoinHandle<()>> {
+        let _context = self.handlers.enter();
+        let mut run = std::panic::AssertUnwindSafe(run).catch_unwind();
+        let mut step = Context::from_waker(futures_util::task::noop_waker_ref());
+        match run.poll_unpin(&mut step) {
+            Poll::Ready(result) => {
+                reporter.report(outcome_of(result));
+                None
+            }
+            Poll::Pending => Some(
+                self.handlers
+                    .spawn(async move { reporter.report(outcome_of(run.await)) }),
+            ),
+        }
     }
 
     /// A free sandbox slot for the job of `key`, emptied; the trouble
@@ -99,5 +127,13 @@ impl Worker {
         } else {
             Err("no free sandbox slot".to_owned())
         }
+    }
+}
+
+/// A handler's outcome from what it returned, or the panic it raised.
+fn outcome_of(result: std::result::Result<Result<(), HandlerError>, Box<dyn Any + Send>>) -> Outcome {
+    match result {
+        Ok(r) => Outcome::Returned(r),
+        Err(panic) => Outcome::Panicked(panic_text(panic)),
     }
 }

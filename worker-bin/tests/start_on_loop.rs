@@ -1,0 +1,87 @@
+//! Handlers whose first step runs on the worker loop's own thread
+//! (`start_on_loop = true`), end to end: the real binary against a real
+//! Redis. They finish, wait, fail and panic like any other handler; one
+//! whose first step never yields gets its worker replaced by the
+//! heartbeat's watchdog, and no job of that worker is lost.
+
+mod common;
+
+use common::*;
+use jobworker::{Board, JobId, JobState};
+use jobworker_examples::scripted::{Action, Script};
+
+const ON_LOOP: &str = "scripted-on-loop";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn handlers_starting_on_the_loop_finish_wait_and_panic_like_any_other() {
+    let (_serial, board, q, key) = setup("e2e-on-loop").await;
+    // Without a count key the handler is over in its first step: no task.
+    let unrecorded = Script {
+        count_key: None,
+        ..script(Action::Ok, 0, &key)
+    };
+    let mut done_on_loop = Vec::new();
+    for _ in 0..20 {
+        done_on_loop.push(post_to(&board, &q, ON_LOOP, &unrecorded, 1).await);
+    }
+    let mut sleepers = Vec::new();
+    for _ in 0..10 {
+        sleepers.push(post_to(&board, &q, ON_LOOP, &script(Action::Sleep, 300, &key), 1).await);
+    }
+    let panics = post_to(&board, &q, ON_LOOP, &script(Action::Panic, 0, &key), 2).await;
+    let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "4"]);
+    for id in done_on_loop.iter().chain(&sleepers) {
+        wait_state(&board, &q, id, JobState::Completed, 60).await;
+    }
+    wait_state(&board, &q, &panics, JobState::Trashed, 60).await;
+    let info = board.show(&q, &panics).await.unwrap();
+    let reason = info.reason.clone().unwrap_or_default();
+    assert!(reason.contains("scripted panic on attempt 2"), "{reason}");
+    assert_eq!(info.attempts, 2, "{info:?}");
+    let runs = runs(&board, &key).await;
+    for id in &sleepers {
+        assert_eq!(runs.get(id.as_str()), Some(&1), "each sleeper ran once: {runs:?}");
+    }
+    assert!(
+        !runs.contains_key(panics.as_str()),
+        "the panic came before the record"
+    );
+    assert!(sup.alive(), "{}", sup.log());
+    assert_eq!(sup.worker_pids().len(), 1, "{}", sup.log());
+    assert!(
+        !sup.log().contains("replacing the worker"),
+        "a panic in the first step is the job's, not the worker's: {}",
+        sup.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_step_that_never_yields_gets_its_worker_replaced_and_nothing_is_lost() {
+    let (_serial, board, q, key) = setup("e2e-on-loop-stuck").await;
+    let mut innocent: Vec<JobId> = Vec::new();
+    for _ in 0..6 {
+        innocent.push(post(&board, &q, &script(Action::Sleep, 400, &key), 5).await);
+    }
+    let spinner = post_to(&board, &q, ON_LOOP, &script(Action::Spin, 600_000, &key), 2).await;
+    for _ in 0..6 {
+        innocent.push(post(&board, &q, &script(Action::Sleep, 400, &key), 5).await);
+    }
+    let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "3", "--timeout", "1"]);
+    wait_state(&board, &q, &spinner, JobState::Trashed, 90).await;
+    let info = board.show(&q, &spinner).await.unwrap();
+    let reason = info.reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("timed out after 1s in its first step on the worker loop"),
+        "{reason}"
+    );
+    assert_eq!(info.group.as_deref(), Some("timeout"), "{info:?}");
+    assert_eq!(info.attempts, 2, "retried once, then trashed: {info:?}");
+    for id in &innocent {
+        wait_state(&board, &q, id, JobState::Completed, 60).await;
+    }
+    assert!(
+        sup.alive(),
+        "the supervisor replaces the worker and runs on: {}",
+        sup.log()
+    );
+}
