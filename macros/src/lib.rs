@@ -63,9 +63,9 @@ mod validate;
 /// `start_on_loop = true` saves the hop to a handler thread (about 70 µs
 /// on a busy 2-core machine) when a job starts. That first step holds the
 /// worker loop, so it must not block or run long: until it returns, the
-/// worker claims, settles and times out nothing. One that runs past the
-/// handler's timeout, or 10 s without one, gets the worker process
-/// replaced and the job retried as timed out. `tokio::task::block_in_place`
+/// worker claims, settles and times out nothing. One that runs 2 s past
+/// the handler's timeout or past 10 s, whichever is shorter, gets the
+/// worker process replaced and the job retried as timed out. `tokio::task::block_in_place`
 /// cannot be called in that step.
 ///
 /// The handler must be declared at module level (not inside a function

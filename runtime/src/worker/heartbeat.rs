@@ -1,5 +1,5 @@
 //! The heartbeat: a thread of its own, with its own runtime and one board
-//! connection, keeps the worker's claims alive. Three loops share that
+//! connection, keeps the worker's claims alive. Four loops share that
 //! connection and run side by side, each on its own clock, so a slow one
 //! does not hold up the others, and a busy or blocking handler cannot
 //! starve any of them:
@@ -48,6 +48,9 @@ struct Held {
     lease: Arc<Lease>,
     /// Last time the server confirmed the lease (claim or extend).
     confirmed: Instant,
+    /// Its handler finished well; the lease waits for the loop's batched
+    /// consume.
+    finished: bool,
 }
 
 type HeldMap = Arc<Mutex<HashMap<LeaseKey, Held>>>;
@@ -92,6 +95,7 @@ impl Heartbeat {
                 Held {
                     lease: Arc::new(lease.extend_handle()),
                     confirmed: Instant::now(),
+                    finished: false,
                 },
             );
         }
@@ -105,6 +109,16 @@ impl Heartbeat {
             return false;
         };
         held.get(key).is_some_and(|h| h.confirmed.elapsed() < within)
+    }
+
+    /// Marks a held lease as done: its handler finished well and the job
+    /// waits to be consumed.
+    pub(super) fn finished(&self, key: &LeaseKey) {
+        if let Ok(mut held) = self.held.lock() {
+            if let Some(h) = held.get_mut(key) {
+                h.finished = true;
+            }
+        }
     }
 
     /// Stops extending a lease.
@@ -295,7 +309,11 @@ async fn watch_loop(link: &Link, held: &HeldMap, watch: &LoopWatch, owner: &str)
             // Taken out of `held`: no extend races the give-backs.
             let leases = held
                 .lock()
-                .map(|mut h| h.drain().map(|(k, v)| (k, v.lease.extend_handle())).collect())
+                .map(|mut h| {
+                    h.drain()
+                        .map(|(k, v)| (k, v.lease.extend_handle(), v.finished))
+                        .collect()
+                })
                 .unwrap_or_default();
             replace_worker(link.board().await, leases, overdue, owner, link.patience).await;
         }

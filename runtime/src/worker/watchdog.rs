@@ -27,22 +27,44 @@ struct FirstStep {
     since: Instant,
 }
 
+/// What the watch knows, behind one lock.
+#[derive(Default)]
+struct State {
+    /// The step under way, if any.
+    step: Option<FirstStep>,
+    /// The watchdog has found the step overdue and is replacing the
+    /// worker: the loop must not go on, even if the step ends now.
+    fired: bool,
+}
+
 /// The loop's side and the heartbeat's side of the watch (clones share
 /// it).
 #[derive(Clone)]
 pub(crate) struct LoopWatch {
-    step: Arc<Mutex<Option<FirstStep>>>,
+    state: Arc<Mutex<State>>,
     backoff: Backoff,
     grace: Duration,
 }
 
-/// Clears the step when the first step is over, however it ended.
+/// Clears the step when the first step is over, however it ended; once
+/// the watchdog fired, holds the loop's thread until the process exits,
+/// so that the loop settles and claims nothing behind its back.
 struct Watching<'a>(&'a LoopWatch);
 
 impl Drop for Watching<'_> {
     fn drop(&mut self) {
-        if let Ok(mut step) = self.0.step.lock() {
-            *step = None;
+        let fired = match self.0.state.lock() {
+            Ok(mut state) => {
+                state.step = None;
+                state.fired
+            }
+            Err(_) => false,
+        };
+        if fired {
+            // The watchdog exits the process; this thread waits for it.
+            loop {
+                std::thread::park();
+            }
         }
     }
 }
@@ -52,7 +74,7 @@ impl LoopWatch {
     /// past its limit (the time an interrupted handler has to stop).
     pub(crate) fn new(backoff: Backoff, grace: Duration) -> LoopWatch {
         LoopWatch {
-            step: Arc::default(),
+            state: Arc::default(),
             backoff,
             grace,
         }
@@ -67,8 +89,8 @@ impl LoopWatch {
         timeout: Option<Duration>,
         first_step: impl FnOnce() -> T,
     ) -> T {
-        if let Ok(mut step) = self.step.lock() {
-            *step = Some(FirstStep {
+        if let Ok(mut state) = self.state.lock() {
+            state.step = Some(FirstStep {
                 key: key.clone(),
                 attempt,
                 timeout,
@@ -80,10 +102,11 @@ impl LoopWatch {
     }
 
     /// The job whose first step is past its limit and grace at `now`, and
-    /// how to give it back; `None` while no step is overdue.
+    /// how to give it back; `None` while no step is overdue. Once it said
+    /// so, the loop stays held even if the step ends (see [`Watching`]).
     pub(crate) fn overdue(&self, now: Instant) -> Option<(LeaseKey, Abandon)> {
-        let step = self.step.lock().ok()?;
-        let step = step.as_ref()?;
+        let mut state = self.state.lock().ok()?;
+        let step = state.step.as_ref()?;
         let limit = step.timeout.map_or(FIRST_STEP_LIMIT, |t| t.min(FIRST_STEP_LIMIT));
         if now < step.since + limit + self.grace {
             return None;
@@ -94,40 +117,52 @@ impl LoopWatch {
                  the handler did not stop, so its worker process was replaced"
             ),
             _ => format!(
-                "timeout: its first step held the worker loop for {limit:?} (a handler that \
+                "timeout: its first step held the worker loop past {limit:?} (a handler that \
                  starts on the loop must not block); its worker process was replaced"
             ),
         };
         let delay = self.backoff.delay(step.attempt);
-        Some((step.key.clone(), Abandon::Retry { delay, error }))
+        let key = step.key.clone();
+        state.fired = true;
+        Some((key, Abandon::Retry { delay, error }))
     }
 }
 
 /// Ends a worker whose loop is held by the first step of `stuck`'s
-/// handler: retries that job as `retry` says, gives the other `leases`
-/// back (their handlers' results, if any, cannot be settled by the held
-/// loop), takes the worker off the registry and exits with
+/// handler: retries that job as `retry` says, consumes the `leases` whose
+/// handlers finished (`true`: done, waiting for the loop's batched
+/// consume), gives the others back, takes the worker off the registry and
+/// exits with
 /// [`EXIT_STUCK`]. Each call to the board waits at most `patience`; what
 /// fails ends with its lease, as for a worker killed.
 pub(crate) async fn replace_worker(
     board: Option<&AnyBoard>,
-    leases: Vec<(LeaseKey, Lease)>,
+    leases: Vec<(LeaseKey, Lease, bool)>,
     (stuck, retry): (LeaseKey, Abandon),
     owner: &str,
     patience: Duration,
 ) -> ! {
     tracing::error!(job = %stuck.0, "a handler's first step on the worker loop ran past its limit; replacing the worker");
     if let Some(board) = board {
-        for (key, lease) in leases {
-            let how = if key == stuck {
-                retry.clone()
+        for (key, lease, finished) in leases {
+            let settled = if finished {
+                tokio::time::timeout(patience, board.consume(lease))
+                    .await
+                    .map(|r| r.map(drop))
             } else {
-                Abandon::Release
+                let how = if key == stuck {
+                    retry.clone()
+                } else {
+                    Abandon::Release
+                };
+                tokio::time::timeout(patience, board.abandon(lease, how))
+                    .await
+                    .map(|r| r.map(drop))
             };
-            match tokio::time::timeout(patience, board.abandon(lease, how)).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => tracing::warn!(job = %key.0, error = %e, "cannot give the job back"),
-                Err(_) => tracing::warn!(job = %key.0, "cannot give the job back: timed out"),
+            match settled {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(job = %key.0, error = %e, "cannot settle the job"),
+                Err(_) => tracing::warn!(job = %key.0, "cannot settle the job: timed out"),
             }
         }
         let _ = tokio::time::timeout(patience, board.remove_worker(owner)).await;
@@ -139,6 +174,8 @@ pub(crate) async fn replace_worker(
 mod tests {
     use super::*;
     use crate::job::JobId;
+    use std::sync::mpsc::{channel, Sender};
+    use std::thread::JoinHandle;
 
     fn key() -> LeaseKey {
         (JobId::from("j1".to_owned()), 3, "q".to_owned())
@@ -148,45 +185,69 @@ mod tests {
         LoopWatch::new(Backoff::default(), Duration::from_secs(2))
     }
 
+    /// A first step under watch on a thread of its own (as on the loop's),
+    /// ending when told; with the time it began (no later than the
+    /// watch's own start).
+    fn step(w: &LoopWatch, timeout: Option<Duration>) -> (Instant, Sender<()>, JoinHandle<()>) {
+        let (end, wait) = channel::<()>();
+        let (began, started) = channel::<Instant>();
+        let w = w.clone();
+        let thread = std::thread::spawn(move || {
+            w.watch(&key(), 1, timeout, || {
+                began.send(Instant::now()).unwrap();
+                let _ = wait.recv();
+            })
+        });
+        (started.recv().unwrap(), end, thread)
+    }
+
+    fn retry_error(fired: Option<(LeaseKey, Abandon)>) -> String {
+        match fired {
+            Some((k, Abandon::Retry { error, .. })) if k == key() => error,
+            other => panic!("the job retried, not {other:?}"),
+        }
+    }
+
     #[test]
     fn a_step_is_overdue_past_its_timeout_and_the_grace_and_only_while_it_runs() {
         let w = watch();
-        let seen = w.watch(&key(), 1, Some(Duration::from_secs(1)), || {
-            let since = Instant::now();
-            let early = w.overdue(since + Duration::from_millis(2900));
-            let late = w.overdue(since + Duration::from_millis(3100));
-            (early.is_none(), late)
-        });
-        assert!(seen.0, "not overdue before timeout + grace");
-        let (k, how) = seen.1.expect("overdue after timeout + grace");
-        assert_eq!(k, key());
-        match how {
-            Abandon::Retry { error, .. } => {
-                assert!(error.starts_with("timeout: timed out after 1s"), "{error}")
-            }
-            other => panic!("retried, not {other:?}"),
-        }
+        let (since, end, thread) = step(&w, Some(Duration::from_secs(1)));
+        assert!(w.overdue(since + Duration::from_millis(1500)).is_none());
+        end.send(()).unwrap();
+        thread.join().unwrap();
         assert!(
-            w.overdue(Instant::now() + Duration::from_secs(3600)).is_none(),
+            w.overdue(since + Duration::from_secs(3600)).is_none(),
             "a finished step is never overdue"
         );
+        let (since, _end, _thread) = step(&w, Some(Duration::from_secs(1)));
+        let error = retry_error(w.overdue(since + Duration::from_millis(3100)));
+        assert!(error.starts_with("timeout: timed out after 1s"), "{error}");
     }
 
     #[test]
     fn a_step_without_a_timeout_is_held_to_the_first_step_limit() {
         let w = watch();
-        let late = FIRST_STEP_LIMIT + Duration::from_secs(2) + Duration::from_millis(100);
-        let (early, at_limit) = w.watch(&key(), 1, None, || {
-            let since = Instant::now();
-            (w.overdue(since + FIRST_STEP_LIMIT), w.overdue(since + late))
-        });
-        assert!(early.is_none(), "the grace comes after the limit");
-        match at_limit.map(|(_, how)| how) {
-            Some(Abandon::Retry { error, .. }) => {
-                assert!(error.contains("held the worker loop for 10s"), "{error}")
-            }
-            other => panic!("retried, not {other:?}"),
-        }
+        let (since, _end, _thread) = step(&w, None);
+        assert!(
+            w.overdue(since + FIRST_STEP_LIMIT).is_none(),
+            "the grace comes after the limit"
+        );
+        let late = since + FIRST_STEP_LIMIT + Duration::from_millis(2100);
+        let error = retry_error(w.overdue(late));
+        assert!(error.contains("held the worker loop past 10s"), "{error}");
+    }
+
+    #[test]
+    fn a_step_found_overdue_holds_the_loop_even_if_it_ends_just_then() {
+        let w = watch();
+        let (since, end, thread) = step(&w, None);
+        retry_error(w.overdue(since + Duration::from_secs(3600)));
+        end.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !thread.is_finished(),
+            "the loop must not go on once the watchdog replaces the worker"
+        );
     }
 
     #[test]

@@ -39,6 +39,9 @@ impl Worker {
             if settled == Settle::Consume {
                 // Still heartbeated until the consume is recorded; consumed
                 // with the next claim (or by flush_consumes).
+                if let Some(h) = &self.heartbeat {
+                    h.finished(&finished.key);
+                }
                 self.done.push((lease, finished));
                 continue;
             }
