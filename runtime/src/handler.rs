@@ -9,6 +9,7 @@ mod registry;
 pub(crate) use context::own_queue_step;
 pub use context::{CancelFlag, JobContext};
 pub use error::{HandlerError, HandlerErrorKind};
+#[cfg(feature = "cli")]
 pub(crate) use registry::HandlerFuture;
 pub use registry::{HandlerEntry, HandlerFn, Registry};
 
