@@ -4,7 +4,7 @@
 use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{parse_quote, Attribute, ItemFn, Path, ReturnType};
+use syn::{parse_quote, Attribute, Path, ReturnType};
 
 use crate::validate::Handler;
 
@@ -40,10 +40,7 @@ pub fn expand(handler: &Handler) -> TokenStream {
 
     let (args_param, decode) = decode_args(args_ty, &inner, ty_span);
     let call = call_handler(ident, args_ty, ret_first, ret_last);
-    let (runner, mut run_variant) = runner(func, &inner, &args_param, &decode, &call, ret_last);
-    if handler.start_on_loop {
-        run_variant = quote!(StartOnLoop);
-    }
+    let (runner, run_variant) = runner(handler, &inner, &args_param, &decode, &call, ret_last);
 
     let set_attempts = max_attempts.map(|n| quote!(.max_attempts(#n)));
     let args_call = quote_spanned!(ty_span=> .args(args));
@@ -120,16 +117,16 @@ fn call_handler(
 }
 
 /// The `__run` function of the generated module and the `HandlerFn`
-/// variant it fits (`Async` or `Blocking`; `expand` turns `Async` into
-/// `StartOnLoop` when asked).
+/// variant it fits (`Async`, `StartOnLoop` or `Blocking`).
 fn runner(
-    func: &ItemFn,
+    handler: &Handler,
     inner: &TokenStream,
     args_param: &TokenStream,
     decode: &TokenStream,
     call: &TokenStream,
     ret_last: Span,
 ) -> (TokenStream, TokenStream) {
+    let func = &handler.func;
     let ident = &func.sig.ident;
     let result_ty = quote!(::core::result::Result<(), #inner::HandlerError>);
     if func.sig.asyncness.is_some() {
@@ -153,7 +150,12 @@ fn runner(
                 #boxed
             }
         };
-        (runner, quote!(Async))
+        let variant = if handler.start_on_loop {
+            quote!(StartOnLoop)
+        } else {
+            quote!(Async)
+        };
+        (runner, variant)
     } else {
         let runner = quote! {
             #[doc(hidden)]

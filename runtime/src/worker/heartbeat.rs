@@ -10,7 +10,8 @@
 //!   server's time), on the same beat;
 //! - cancels: the board's announcements of cancelled jobs of this worker;
 //! - watch: the first step of a handler on the worker loop's thread, which
-//!   ends the process when it runs past its limit ([`crate::worker::watchdog`]).
+//!   ends the process when it runs past its limit ([`crate::worker::watchdog`]);
+//!   only in a worker with a handler that starts on the loop.
 //!
 //! A lease found lost, cancelled, or not extended before it would expire is
 //! reported to the worker loop, which stops that handler and drops its
@@ -69,7 +70,7 @@ impl Heartbeat {
         spec: BoardSpec,
         expiry: Duration,
         info: WorkerInfo,
-        watch: LoopWatch,
+        watch: Option<LoopWatch>,
         lost: impl Fn(LeaseKey, Lost) + Send + 'static,
     ) -> Result<Heartbeat> {
         let held: HeldMap = Arc::default();
@@ -198,7 +199,7 @@ fn beat_thread(
     expiry: Duration,
     info: WorkerInfo,
     held: HeldMap,
-    loop_watch: LoopWatch,
+    loop_watch: Option<LoopWatch>,
     mut stopped: watch::Receiver<bool>,
     lost: impl Fn(LeaseKey, Lost),
 ) {
@@ -301,8 +302,12 @@ async fn extend_held(
 }
 
 /// Looks at the loop's first step every [`WATCH_TICK`]; one past its
-/// limit ends the process ([`replace_worker`]).
-async fn watch_loop(link: &Link, held: &HeldMap, watch: &LoopWatch, owner: &str) {
+/// limit ends the process ([`replace_worker`]). Without a watch (no
+/// handler of this worker starts on the loop) it does nothing.
+async fn watch_loop(link: &Link, held: &HeldMap, watch: &Option<LoopWatch>, owner: &str) {
+    let Some(watch) = watch else {
+        return std::future::pending().await;
+    };
     loop {
         tokio::time::sleep(WATCH_TICK).await;
         if let Some(overdue) = watch.overdue(Instant::now()) {

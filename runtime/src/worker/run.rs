@@ -20,7 +20,7 @@ use crate::board::BoardSpec;
 use crate::board::WorkerInfo;
 use crate::board::{AnyBoard, Board};
 use crate::error::{Error, Result};
-use crate::handler::Registry;
+use crate::handler::{HandlerFn, Registry};
 use crate::job::{Claimed, Lease};
 use crate::maintenance::Maintainer;
 use crate::worker::config::WorkerConfig;
@@ -221,7 +221,11 @@ impl Worker {
             jobs: Vec::new(),
         };
         let loop_watch = LoopWatch::new(cfg.backoff, STUCK_GRACE);
-        let heartbeat = Heartbeat::start(spec, cfg.expiry, info, loop_watch.clone(), move |key, why| {
+        let on_loop = registry
+            .iter()
+            .any(|e| matches!(e.run, HandlerFn::StartOnLoop(_)));
+        let watched = on_loop.then(|| loop_watch.clone());
+        let heartbeat = Heartbeat::start(spec, cfg.expiry, info, watched, move |key, why| {
             let _ = lost.send(Event::LeaseLost(key, why));
         })?;
         let maintenance = Maintainer::start(board.clone(), cfg.queues.clone(), cfg.owner.clone());

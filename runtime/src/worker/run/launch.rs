@@ -54,7 +54,8 @@ impl Worker {
             }
             Some(HandlerFn::StartOnLoop(f)) => {
                 let run = f(cx, c.args);
-                (self.loop_watch).watch(&key, c.attempt, timeout, || self.start_on_loop(run, reporter))
+                self.loop_watch
+                    .watch(&key, c.attempt, timeout, || self.start_on_loop(run, reporter))
             }
             Some(HandlerFn::Blocking(f)) => Some(self.handlers.spawn_blocking(move || {
                 let run = std::panic::AssertUnwindSafe(|| f(cx, c.args));
