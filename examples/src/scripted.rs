@@ -52,6 +52,11 @@ pub struct Script {
     /// Redis hash recording, per job id, `pid|sandbox|entries at start`.
     #[serde(default)]
     pub sandbox_key: Option<String>,
+    /// Redis hash recording, per job id, the name of the thread the
+    /// handler's first step ran on (`jobworker-handler` on the handler
+    /// runtime).
+    #[serde(default)]
+    pub thread_key: Option<String>,
     /// On success, post the same script (without this field) to this queue
     /// as the pipeline's next step (`JobContext::complete_into`).
     #[serde(default)]
@@ -63,8 +68,15 @@ pub struct Script {
     pub log_file: Option<String>,
 }
 
-async fn record(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
-    if s.count_key.is_none() && s.sandbox_key.is_none() {
+/// The name of the thread this runs on ("" when it has none).
+fn thread_name() -> String {
+    std::thread::current().name().unwrap_or_default().to_owned()
+}
+
+/// Records what `s` asks for; `started_on` is the thread the handler's
+/// first step ran on.
+async fn record(cx: &JobContext, s: &Script, started_on: &str) -> Result<(), HandlerError> {
+    if s.count_key.is_none() && s.sandbox_key.is_none() && s.thread_key.is_none() {
         return Ok(());
     }
     let board = cx
@@ -82,18 +94,22 @@ async fn record(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
         let _: () = con.hset(key, id, seen).await?;
         std::fs::write(cx.sandbox().join(format!("left-by-{id}")), b"leftover")?;
     }
+    if let Some(key) = &s.thread_key {
+        let _: () = con.hset(key, id, started_on).await?;
+    }
     Ok(())
 }
 
 /// Runs a [`Script`].
 #[jobworker::handler(name = "scripted")]
 pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
+    let started_on = thread_name();
     // Dropped with the handler if the worker stops it: then it logs the end.
     let run = match &s.log_file {
         Some(path) => Some(RunRecorder::start(path, &cx)?),
         None => None,
     };
-    let result = script(&cx, &s).await;
+    let result = script(&cx, &s, &started_on).await;
     if let Some(run) = run {
         run.end(match result {
             Ok(()) => RunOutcome::Ok,
@@ -108,13 +124,14 @@ pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
 /// before anything waits; a `Sleep` moves the rest to the handler runtime.
 #[jobworker::handler(name = "scripted-on-loop", start_on_loop = true)]
 pub async fn scripted_on_loop(cx: JobContext, s: Script) -> Result<(), HandlerError> {
+    let started_on = thread_name();
     run(&cx, &s).await?;
-    record(&cx, &s).await
+    record(&cx, &s, &started_on).await
 }
 
 /// What [`scripted`] does between its run-log lines.
-async fn script(cx: &JobContext, s: &Script) -> Result<(), HandlerError> {
-    record(cx, s).await?;
+async fn script(cx: &JobContext, s: &Script, started_on: &str) -> Result<(), HandlerError> {
+    record(cx, s, started_on).await?;
     if let Some(queue) = &s.next_queue {
         let next = Script {
             next_queue: None,

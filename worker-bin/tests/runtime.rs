@@ -198,6 +198,7 @@ async fn sandboxes_are_private_emptied_and_never_shared() {
             until_attempt: 0,
             count_key: None,
             sandbox_key: Some(key.clone()),
+            thread_key: None,
             next_queue: None,
             log_file: None,
         };

@@ -12,6 +12,18 @@ use jobworker_examples::scripted::{Action, Script};
 
 const ON_LOOP: &str = "scripted-on-loop";
 
+/// The name of the handler runtime's threads.
+const HANDLER_THREAD: &str = "jobworker-handler";
+
+/// The thread each job's first step ran on, from the hash at `key`.
+async fn runs_on(
+    board: &jobworker::redis::RedisBoard,
+    key: &str,
+) -> std::collections::HashMap<String, String> {
+    use redis::AsyncCommands;
+    board.connection().hgetall(key).await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn handlers_starting_on_the_loop_finish_wait_and_panic_like_any_other() {
     let (_serial, board, q, key) = setup("e2e-on-loop").await;
@@ -24,13 +36,24 @@ async fn handlers_starting_on_the_loop_finish_wait_and_panic_like_any_other() {
     for _ in 0..20 {
         done_on_loop.push(post_to(&board, &q, ON_LOOP, &unrecorded, 1).await);
     }
+    // Each records the thread its first step ran on; so do plain async
+    // handlers, which start on the handler runtime.
+    let threads = format!("threads:{q}");
+    let thread_recorded = |action, millis| Script {
+        thread_key: Some(threads.clone()),
+        ..script(action, millis, &key)
+    };
     let mut sleepers = Vec::new();
     for _ in 0..10 {
-        sleepers.push(post_to(&board, &q, ON_LOOP, &script(Action::Sleep, 300, &key), 1).await);
+        sleepers.push(post_to(&board, &q, ON_LOOP, &thread_recorded(Action::Sleep, 300), 1).await);
+    }
+    let mut on_handler_runtime = Vec::new();
+    for _ in 0..5 {
+        on_handler_runtime.push(post(&board, &q, &thread_recorded(Action::Ok, 0), 1).await);
     }
     let panics = post_to(&board, &q, ON_LOOP, &script(Action::Panic, 0, &key), 2).await;
     let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "4"]);
-    for id in done_on_loop.iter().chain(&sleepers) {
+    for id in done_on_loop.iter().chain(&sleepers).chain(&on_handler_runtime) {
         wait_state(&board, &q, id, JobState::Completed, 60).await;
     }
     wait_state(&board, &q, &panics, JobState::Trashed, 60).await;
@@ -41,6 +64,17 @@ async fn handlers_starting_on_the_loop_finish_wait_and_panic_like_any_other() {
     let runs = runs(&board, &key).await;
     for id in &sleepers {
         assert_eq!(runs.get(id.as_str()), Some(&1), "each sleeper ran once: {runs:?}");
+    }
+    let started_on = runs_on(&board, &threads).await;
+    for id in &sleepers {
+        let thread = &started_on[id.as_str()];
+        assert_ne!(
+            thread, HANDLER_THREAD,
+            "an on-loop handler's first step runs on the loop"
+        );
+    }
+    for id in &on_handler_runtime {
+        assert_eq!(started_on[id.as_str()], HANDLER_THREAD, "{started_on:?}");
     }
     assert!(
         !runs.contains_key(panics.as_str()),

@@ -216,6 +216,7 @@ fn beat_thread(
     let horizon = spec.lease_horizon(expiry);
     let beat = horizon / 3;
     let owner = info.owner.clone();
+    let queues = info.queues.clone();
     let link = Link {
         spec,
         board: OnceCell::new(),
@@ -227,7 +228,7 @@ fn beat_thread(
                 extend_loop(&link, &held, expiry, beat, horizon, &lost),
                 presence_loop(&link, &held, info, beat),
                 cancel_loop(&link, &held, &owner, (expiry, beat, horizon), &lost),
-                watch_loop(&link, &held, &loop_watch, &owner),
+                watch_loop(&link, &held, &loop_watch, (&owner, &queues)),
             )
         };
         tokio::select! {
@@ -304,7 +305,7 @@ async fn extend_held(
 /// Looks at the loop's first step every [`WATCH_TICK`]; one past its
 /// limit ends the process ([`replace_worker`]). Without a watch (no
 /// handler of this worker starts on the loop) it does nothing.
-async fn watch_loop(link: &Link, held: &HeldMap, watch: &Option<LoopWatch>, owner: &str) {
+async fn watch_loop(link: &Link, held: &HeldMap, watch: &Option<LoopWatch>, who: (&str, &[String])) {
     let Some(watch) = watch else {
         return std::future::pending().await;
     };
@@ -320,7 +321,7 @@ async fn watch_loop(link: &Link, held: &HeldMap, watch: &Option<LoopWatch>, owne
                         .collect()
                 })
                 .unwrap_or_default();
-            replace_worker(link.board().await, leases, overdue, owner, link.patience).await;
+            replace_worker(link.board().await, leases, overdue, who, link.patience).await;
         }
     }
 }

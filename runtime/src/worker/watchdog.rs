@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::board::{AnyBoard, Board, Presence};
 use crate::job::{Abandon, Lease};
 use crate::worker::backoff::Backoff;
-use crate::worker::heartbeat::LeaseKey;
+use crate::worker::heartbeat::{key_of, LeaseKey};
 use crate::worker::EXIT_STUCK;
 
 /// Longest first step on the loop for a handler without a shorter
@@ -129,21 +129,30 @@ impl LoopWatch {
 }
 
 /// Ends a worker whose loop is held by the first step of `stuck`'s
-/// handler: retries that job as `retry` says, consumes the `leases` whose
-/// handlers finished (`true`: done, waiting for the loop's batched
-/// consume), gives the others back, takes the worker off the registry and
-/// exits with
-/// [`EXIT_STUCK`]. Each call to the board waits at most `patience`; what
-/// fails ends with its lease, as for a worker killed.
+/// handler: ends the hand-off registrations of `owner` on `queues` and
+/// gives back what posts handed it meanwhile, retries the stuck job as
+/// `retry` says, consumes the `leases` whose handlers finished (`true`:
+/// done, waiting for the loop's batched consume), gives the others back,
+/// takes the worker off the registry and exits with [`EXIT_STUCK`]. Each
+/// call to the board waits at most `patience`; what fails ends with its
+/// lease, as for a worker killed.
 pub(crate) async fn replace_worker(
     board: Option<&AnyBoard>,
-    leases: Vec<(LeaseKey, Lease, bool)>,
+    mut leases: Vec<(LeaseKey, Lease, bool)>,
     (stuck, retry): (LeaseKey, Abandon),
-    owner: &str,
+    (owner, queues): (&str, &[String]),
     patience: Duration,
 ) -> ! {
     tracing::error!(job = %stuck.0, "a handler's first step on the worker loop ran past its limit; replacing the worker");
     if let Some(board) = board {
+        let queues: Vec<&str> = queues.iter().map(String::as_str).collect();
+        match tokio::time::timeout(patience, board.withdraw(&queues, owner)).await {
+            Ok(Ok(handed)) => leases.extend(handed.into_iter().map(|c| (key_of(&c.lease), c.lease, false))),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "cannot end the hand-off registrations; their leases expire")
+            }
+            Err(_) => tracing::warn!("cannot end the hand-off registrations: timed out; their leases expire"),
+        }
         for (key, lease, finished) in leases {
             let settled = if finished {
                 tokio::time::timeout(patience, board.consume(lease))

@@ -173,6 +173,7 @@ async fn post_jobs(
             until_attempt: 0,
             count_key: None,
             sandbox_key: None,
+            thread_key: None,
             next_queue: None,
             log_file: Some(log.display().to_string()),
         };

@@ -193,6 +193,7 @@ pub fn script(action: Action, millis: u64, count_key: &str) -> Script {
         until_attempt: 0,
         count_key: Some(count_key.to_owned()),
         sandbox_key: None,
+        thread_key: None,
         next_queue: None,
         log_file: None,
     }

@@ -18,6 +18,7 @@ pub fn logged(action: Action, millis: u64, log: &Path) -> Script {
         until_attempt: 0,
         count_key: None,
         sandbox_key: None,
+        thread_key: None,
         next_queue: None,
         log_file: Some(log.display().to_string()),
     }
