@@ -129,9 +129,10 @@ impl LoopWatch {
 }
 
 /// Ends a worker whose loop is held by the first step of `stuck`'s
-/// handler: ends the hand-off registrations of `owner` on `queues` and
-/// gives back what posts handed it meanwhile, retries the stuck job as
-/// `retry` says, consumes the `leases` whose handlers finished (`true`:
+/// handler: ends the hand-off registrations of `owner` on `queues`, so
+/// that posts hand it nothing more (what they handed the frozen loop is
+/// unread: the supervisor recovers it), retries the stuck job as `retry`
+/// says, consumes the `leases` whose handlers finished (`true`:
 /// done, waiting for the loop's batched consume), gives the others back,
 /// takes the worker off the registry and exits with [`EXIT_STUCK`]. Each
 /// call to the board waits at most `patience`; what fails ends with its
