@@ -47,6 +47,11 @@ pub async fn start(con: &mut MultiplexedConnection) -> Mark {
     }
 }
 
+/// The commands that run a script (the board's scripts on Redis before 7,
+/// its Functions library from 7 on): the commands inside them are counted,
+/// not the call itself.
+pub const SCRIPT_CALLS: [&str; 2] = ["evalsha", "fcall"];
+
 /// The figures since `mark` for `jobs` jobs; `sent` names the commands the
 /// client sent (lower case, as in `cmdstat_<name>`): their server time is
 /// the phase's, the others ran inside them (or are the meter's own INFO
@@ -68,7 +73,7 @@ pub async fn finish(con: &mut MultiplexedConnection, mark: Mark, jobs: usize, se
         if sent.contains(&name) {
             usec += field(rest, "usec");
             calls += n;
-            if name == "evalsha" {
+            if SCRIPT_CALLS.contains(&name) {
                 continue;
             }
         }

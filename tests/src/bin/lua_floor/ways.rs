@@ -12,7 +12,7 @@ use redis::aio::MultiplexedConnection;
 use rmpv::Value;
 
 use crate::floor::{Floor, Keys};
-use crate::meter::{finish, start, Figures};
+use crate::meter::{finish, start, Figures, SCRIPT_CALLS};
 
 /// A way of running jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +158,7 @@ impl Bench {
         let jobs: Vec<NewJob> = (0..shape.jobs)
             .map(|k| NewJob::new("bench").id(uuid(Way::Ours, round, k)))
             .collect();
-        let sent = ["evalsha"];
+        let sent = SCRIPT_CALLS;
         let mark = start(&mut self.meter).await;
         for part in jobs.chunks(shape.chunk) {
             for r in self.board.post_many(&queue, part).await.expect("post_many") {
