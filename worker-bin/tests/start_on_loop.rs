@@ -9,20 +9,12 @@ mod common;
 use common::*;
 use jobworker::{Board, JobId, JobState};
 use jobworker_examples::scripted::{Action, Script};
+use std::collections::HashMap;
 
 const ON_LOOP: &str = "scripted-on-loop";
 
 /// The name of the handler runtime's threads.
 const HANDLER_THREAD: &str = "jobworker-handler";
-
-/// The thread each job's first step ran on, from the hash at `key`.
-async fn runs_on(
-    board: &jobworker::redis::RedisBoard,
-    key: &str,
-) -> std::collections::HashMap<String, String> {
-    use redis::AsyncCommands;
-    board.connection().hgetall(key).await.unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn handlers_starting_on_the_loop_finish_wait_and_panic_like_any_other() {
@@ -65,7 +57,7 @@ async fn handlers_starting_on_the_loop_finish_wait_and_panic_like_any_other() {
     for id in &sleepers {
         assert_eq!(runs.get(id.as_str()), Some(&1), "each sleeper ran once: {runs:?}");
     }
-    let started_on = runs_on(&board, &threads).await;
+    let started_on: HashMap<String, String> = hash_of(&board, &threads).await;
     for id in &sleepers {
         let thread = &started_on[id.as_str()];
         assert_ne!(

@@ -216,6 +216,12 @@ pub async fn post_to(board: &RedisBoard, q: &str, handler: &str, s: &Script, max
 }
 
 pub async fn runs(board: &RedisBoard, key: &str) -> HashMap<String, i64> {
+    hash_of(board, key).await
+}
+
+/// The Redis hash at `key`, field by field (what the scripted handler
+/// records).
+pub async fn hash_of<V: redis::FromRedisValue>(board: &RedisBoard, key: &str) -> HashMap<String, V> {
     board.connection().hgetall(key).await.unwrap()
 }
 
