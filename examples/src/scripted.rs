@@ -104,12 +104,36 @@ async fn record(cx: &JobContext, s: &Script, started_on: &str) -> Result<(), Han
 #[jobworker::handler(name = "scripted")]
 pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
     let started_on = thread_name();
-    // Dropped with the handler if the worker stops it: then it logs the end.
+    logged(&cx, &s, script(&cx, &s, &started_on)).await
+}
+
+/// [`scripted`]'s action and records, in the other order, with its first
+/// step on the worker loop's thread: a `Spin` or a `Panic` happens there,
+/// before anything waits (after the run log's `start` line, written
+/// without waiting); a `Sleep` moves the rest to the handler runtime.
+#[jobworker::handler(name = "scripted-on-loop", start_on_loop = true)]
+pub async fn scripted_on_loop(cx: JobContext, s: Script) -> Result<(), HandlerError> {
+    let started_on = thread_name();
+    let work = async {
+        run(&cx, &s).await?;
+        record(&cx, &s, &started_on).await
+    };
+    logged(&cx, &s, work).await
+}
+
+/// Runs `work` between the run log's lines when `s` asks for a run log.
+/// The `start` line is written before `work` is first polled; were the
+/// handler stopped, the recorder, dropped with it, logs the end.
+async fn logged(
+    cx: &JobContext,
+    s: &Script,
+    work: impl std::future::Future<Output = Result<(), HandlerError>>,
+) -> Result<(), HandlerError> {
     let run = match &s.log_file {
-        Some(path) => Some(RunRecorder::start(path, &cx)?),
+        Some(path) => Some(RunRecorder::start(path, cx)?),
         None => None,
     };
-    let result = script(&cx, &s, &started_on).await;
+    let result = work.await;
     if let Some(run) = run {
         run.end(match result {
             Ok(()) => RunOutcome::Ok,
@@ -117,16 +141,6 @@ pub async fn scripted(cx: JobContext, s: Script) -> Result<(), HandlerError> {
         })?;
     }
     result
-}
-
-/// [`scripted`]'s action and records, in the other order, with its first
-/// step on the worker loop's thread: a `Spin` or a `Panic` happens there,
-/// before anything waits; a `Sleep` moves the rest to the handler runtime.
-#[jobworker::handler(name = "scripted-on-loop", start_on_loop = true)]
-pub async fn scripted_on_loop(cx: JobContext, s: Script) -> Result<(), HandlerError> {
-    let started_on = thread_name();
-    run(&cx, &s).await?;
-    record(&cx, &s, &started_on).await
 }
 
 /// What [`scripted`] does between its run-log lines.

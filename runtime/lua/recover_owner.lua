@@ -1,13 +1,17 @@
 -- recover_owner.lua: gives back at once every lease a dead worker held,
 -- instead of waiting for them to expire (the supervisor's crash recovery).
 --
--- include: time, msgpack, failure, ready
+-- include: time, msgpack, failure, history, ready
 -- KEYS:  listings trash ready scheduled leases failed tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string of the dead worker, 5 crash reason
 --        (e.g. "worker w0 killed by signal 9 (SIGKILL)"), 6 crashes that
---        make a job a poison pill.
+--        make a job a poison pill, 7 mode: 'crash', or 'release' (a worker
+--        exiting on purpose gives back what it holds unread, jobs handed
+--        to it and never started: no attempt, crash or suspect is
+--        counted; the job's history says abandoned, as for taskflow's
+--        abandon).
 -- Effects per job whose job hash names ARGV[4] as owner (found among the
 --        first 10,000 entries of the lease index): DEL owned (if still
 --        ARGV[4]'s), SET last_modified, as taskflow's abandon; an attempt
@@ -20,30 +24,38 @@
 -- Returns: {'ok', back to ready, trashed}
 
 local owner, reason, poison = ARGV[4], 'crashed: ' .. ARGV[5], tonumber(ARGV[6])
+local release = ARGV[7] == 'release'
 local s, us, now_ms = now()
 local mine = {}
 for _, id in ipairs(redis.call('ZRANGE', K_LEASES, 0, 9999)) do
   if redis.call('HGET', job_key(id), 'owner') == owner then mine[#mine + 1] = id end
 end
 local alone = #mine == 1
+
+-- Counts the crash on a job its worker held alone (trashed as a poison
+-- pill at `poison` crashes) or makes it a suspect, and counts the
+-- attempt; true when the job was trashed.
+local function blame(id)
+  local job = job_key(id)
+  if not alone then
+    redis.call('HSET', job, 'suspect', 1)
+    return count_attempt(id, reason, s, us, now_ms)
+  end
+  local crashes = redis.call('HINCRBY', job, 'crashes', 1)
+  if crashes < poison then return count_attempt(id, reason, s, us, now_ms) end
+  redis.call('HINCRBY', job, 'attempts', 1)
+  trash_job(id, 'poison pill: killed its worker ' .. crashes .. ' times (last: ' .. reason .. ')', s, us, now_ms)
+  return true
+end
+
 local recovered, trashed = 0, 0
 for _, id in ipairs(mine) do
-  local job = job_key(id)
   if redis.call('GET', owned_key(id)) == owner then redis.call('DEL', owned_key(id)) end
   redis.call('SET', modified_key(id), oslo_datetime(s, us))
   redis.call('ZREM', K_LEASES, id)
-  redis.call('HDEL', job, 'owner')
-  local crashes = 0
-  if alone then
-    crashes = redis.call('HINCRBY', job, 'crashes', 1)
-  else
-    redis.call('HSET', job, 'suspect', 1)
-  end
-  if alone and crashes >= poison then
-    redis.call('HINCRBY', job, 'attempts', 1)
-    trash_job(id, 'poison pill: killed its worker ' .. crashes .. ' times (last: ' .. reason .. ')', s, us, now_ms)
-    trashed = trashed + 1
-  elseif count_attempt(id, reason, s, us, now_ms) then
+  redis.call('HDEL', job_key(id), 'owner')
+  if release then record(id, now_ms, 'abandoned', {worker = owner}) end
+  if not release and blame(id) then
     trashed = trashed + 1
   else
     make_ready(id, now_ms)

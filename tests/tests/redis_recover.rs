@@ -53,3 +53,37 @@ async fn a_lone_job_that_kills_its_worker_three_times_is_a_poison_pill() {
         "{reason}"
     );
 }
+
+/// What a worker exiting on purpose still holds goes back without an
+/// attempt, a crash or a suspicion counted; other owners' leases stay.
+#[tokio::test]
+async fn release_unread_gives_back_an_owners_leases_without_counting() {
+    let (board, _sync, q) = setup("release-unread").await;
+    let mine = board.post(&q, NewJob::new("a").max_attempts(1)).await.unwrap();
+    let also_mine = board.post(&q, NewJob::new("b").max_attempts(1)).await.unwrap();
+    let theirs = board.post(&q, NewJob::new("c").max_attempts(1)).await.unwrap();
+    let held = board.claim(&[&q], "frozen-worker", LONG, 2).await.unwrap();
+    assert_eq!(held.len(), 2);
+    let other = board.claim(&[&q], "live-worker", LONG, 1).await.unwrap();
+    assert_eq!(*other[0].lease.job(), theirs);
+    assert_eq!(board.release_unread(&[&q], "frozen-worker").await.unwrap(), 2);
+    for id in [&mine, &also_mine] {
+        let info = board.show(&q, id).await.unwrap();
+        assert_eq!(
+            (info.state, info.attempts, info.owner.as_deref()),
+            (JobState::Ready, 0, None),
+            "{info:?}"
+        );
+        let events: Vec<_> = board.history(&q, id).await.unwrap();
+        let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+        assert_eq!(names, ["posted", "claimed", "abandoned"], "{events:?}");
+    }
+    // Released, not suspect: each may be claimed with others again.
+    let again = board.claim(&[&q], "next-worker", LONG, 2).await.unwrap();
+    assert_eq!(again.len(), 2, "{again:?}");
+    assert_eq!(
+        board.show(&q, &theirs).await.unwrap().owner.as_deref(),
+        Some("live-worker")
+    );
+    assert_eq!(board.release_unread(&[&q], "frozen-worker").await.unwrap(), 0);
+}

@@ -7,9 +7,13 @@
 mod common;
 
 use common::*;
+use jobworker::redis::RedisBoard;
 use jobworker::{Board, JobId, JobState};
 use jobworker_examples::scripted::{Action, Script};
+use jobworker_tests::wait_until;
+use redis::AsyncCommands;
 use std::collections::HashMap;
+use std::time::Duration;
 
 const ON_LOOP: &str = "scripted-on-loop";
 
@@ -109,4 +113,91 @@ async fn a_first_step_that_never_yields_gets_its_worker_replaced_and_nothing_is_
         "the supervisor replaces the worker and runs on: {}",
         sup.log()
     );
+}
+
+/// The workers registered for a hand-off on `queue`.
+async fn registered(board: &RedisBoard, queue: &str) -> Vec<String> {
+    let mut con = board.connection();
+    let idle: HashMap<String, String> = con.hgetall(board.keys(queue).unwrap().idle()).await.unwrap();
+    idle.into_keys().collect()
+}
+
+/// A job that a post hands to a worker whose loop is frozen is never read
+/// by that worker. When the watchdog replaces the worker, the job goes
+/// back without an attempt or a crash counted (it did nothing), and the
+/// next worker runs it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_handed_to_a_frozen_loop_goes_back_without_an_attempt() {
+    let (_serial, board, q, key) = setup("e2e-on-loop-unread").await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "3", "--timeout", "1"]);
+    wait_until(
+        sup.and_log("the worker to register for a hand-off"),
+        Duration::from_secs(30),
+        || async { !registered(&board, &q).await.is_empty() },
+    )
+    .await;
+    let who = registered(&board, &q).await.remove(0);
+    let spinner = Script {
+        log_file: Some(log.display().to_string()),
+        ..script(Action::Spin, 600_000, &key)
+    };
+    let spinner = post_to(&board, &q, ON_LOOP, &spinner, 1).await;
+    // Its run log's start line is written on the loop, right before the
+    // spin: from then on the loop reads nothing.
+    wait_until(
+        sup.and_log("the spinner to start"),
+        Duration::from_secs(30),
+        || {
+            let started = std::fs::read_to_string(&log).is_ok_and(|l| l.contains(spinner.as_str()));
+            async move { started }
+        },
+    )
+    .await;
+    // As if the worker had registered again just before it froze (a
+    // post's hand-off racing its claim).
+    let mut con = board.connection();
+    let _: () = con
+        .hset(board.keys(&q).unwrap().idle(), &who, "99999999999999 30000 0")
+        .await
+        .unwrap();
+    let unread = post(&board, &q, &script(Action::Ok, 0, &key), 1).await;
+    let handed = board.show(&q, &unread).await.unwrap();
+    assert_eq!(
+        (handed.state, handed.owner.as_deref()),
+        (JobState::Claimed, Some(who.as_str())),
+        "the post hands the job to the frozen worker: {handed:?}"
+    );
+    wait_state(&board, &q, &spinner, JobState::Trashed, 90).await;
+    // With its one attempt counted for the frozen worker, it would be
+    // trashed.
+    wait_until(
+        sup.and_log("the unread job to finish"),
+        Duration::from_secs(60),
+        || async {
+            let state = board.show(&q, &unread).await.unwrap().state;
+            matches!(state, JobState::Completed | JobState::Trashed)
+        },
+    )
+    .await;
+    let info = board.show(&q, &unread).await.unwrap();
+    assert_eq!(
+        (info.state, info.attempts),
+        (JobState::Completed, 0),
+        "no attempt counted on the unread job: {info:?}"
+    );
+    let events: Vec<String> = board
+        .history(&q, &unread)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        !events.iter().any(|e| e == "failed"),
+        "no failure recorded on the unread job: {events:?}"
+    );
+    assert_eq!(runs(&board, &key).await.get(unread.as_str()), Some(&1));
+    assert!(sup.alive(), "{}", sup.log());
 }

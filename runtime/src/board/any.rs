@@ -137,6 +137,9 @@ impl Board for AnyBoard {
     async fn withdraw(&self, queues: &[&str], who: &str) -> Result<Vec<Claimed>> {
         dispatch!(self, b => b.withdraw(queues, who))
     }
+    async fn release_unread(&self, queues: &[&str], who: &str) -> Result<usize> {
+        dispatch!(self, b => b.release_unread(queues, who))
+    }
 }
 
 impl Admin for AnyBoard {

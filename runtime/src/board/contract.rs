@@ -211,6 +211,19 @@ pub trait Board: Sync {
         let _ = (queues, who);
         async { Ok(Vec::new()) }
     }
+
+    /// Gives back, without counting an attempt, every lease `who` still
+    /// holds on `queues`, for a worker that exits on purpose after ending
+    /// its registrations ([`withdraw`](Board::withdraw)) and settling
+    /// every job it knew of: what is left are jobs handed to it that it
+    /// never read (its loop was frozen), which did nothing to deserve an
+    /// attempt or a crash counted. Returns how many went back. The
+    /// default gives back nothing: a board that hands no jobs off leaves
+    /// a worker no lease it does not know of.
+    fn release_unread(&self, queues: &[&str], who: &str) -> impl Future<Output = Result<usize>> + Send {
+        let _ = (queues, who);
+        async { Ok(0) }
+    }
 }
 
 /// What [`Board::wait_as`] saw.

@@ -390,4 +390,8 @@ impl Board for RedisBoard {
         self.with_waiter(async |w| w.withdraw(self, &keys, who).await)
             .await
     }
+
+    async fn release_unread(&self, queues: &[&str], who: &str) -> Result<usize> {
+        self.release_owner(queues, who).await
+    }
 }

@@ -13,10 +13,19 @@ use crate::redis::scripts::SCRIPTS;
 /// Crashes after which a job counts as a poison pill and is trashed.
 pub const POISON_CRASHES: u32 = 3;
 
-/// The call of `recover_owner.lua` for `owner`'s leases in `keys`' queue.
+/// The call of `recover_owner.lua` for a dead `owner`'s leases in `keys`'
+/// queue: the crash (`reason`) and an attempt are counted.
 pub(crate) fn recover_invocation<'k>(keys: &'k QueueKeys, owner: &str, reason: &str) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.recover_owner, keys);
-    inv.arg(owner).arg(reason).arg(POISON_CRASHES);
+    inv.arg(owner).arg(reason).arg(POISON_CRASHES).arg("crash");
+    inv
+}
+
+/// The call of `recover_owner.lua` giving back what `owner` still holds in
+/// `keys`' queue without counting anything ([`Board::release_unread`](crate::Board::release_unread)).
+pub(crate) fn release_invocation<'k>(keys: &'k QueueKeys, owner: &str) -> Invocation<'k> {
+    let mut inv = Invocation::new(&SCRIPTS.recover_owner, keys);
+    inv.arg(owner).arg("").arg(POISON_CRASHES).arg("release");
     inv
 }
 
@@ -52,6 +61,17 @@ pub(crate) fn add_counts(
 }
 
 impl RedisBoard {
+    /// Gives back every lease `owner` holds on `queues` without counting
+    /// an attempt ([`Board::release_unread`](crate::Board::release_unread)).
+    pub(crate) async fn release_owner(&self, queues: &[&str], owner: &str) -> Result<usize> {
+        let mut back = 0;
+        for queue in queues {
+            let keys = self.keys(queue)?;
+            back += recovered(release_invocation(&keys, owner).invoke(&self.conn).await?)?.back;
+        }
+        Ok(back)
+    }
+
     /// How many jobs `queues` hold together.
     pub(crate) async fn counts(&self, queues: &[String]) -> Result<QueueCounts> {
         let mut total = QueueCounts::default();

@@ -130,11 +130,12 @@ impl LoopWatch {
 
 /// Ends a worker whose loop is held by the first step of `stuck`'s
 /// handler: ends the hand-off registrations of `owner` on `queues`, so
-/// that posts hand it nothing more (what they handed the frozen loop is
-/// unread: the supervisor recovers it), retries the stuck job as `retry`
+/// that posts hand it nothing more, retries the stuck job as `retry`
 /// says, consumes the `leases` whose handlers finished (`true`:
 /// done, waiting for the loop's batched consume), gives the others back,
-/// takes the worker off the registry and exits with [`EXIT_STUCK`]. Each
+/// then gives back without counting an attempt what posts handed the
+/// frozen loop (unread), takes the worker off the registry and exits
+/// with [`EXIT_STUCK`]. Each
 /// call to the board waits at most `patience`; what fails ends with its
 /// lease, as for a worker killed.
 pub(crate) async fn replace_worker(
@@ -154,6 +155,7 @@ pub(crate) async fn replace_worker(
             }
             Err(_) => tracing::warn!("cannot end the hand-off registrations: timed out; their leases expire"),
         }
+        let mut all_settled = true;
         for (key, lease, finished) in leases {
             let settled = if finished {
                 tokio::time::timeout(patience, board.consume(lease))
@@ -169,10 +171,25 @@ pub(crate) async fn replace_worker(
                     .await
                     .map(|r| r.map(drop))
             };
+            all_settled &= matches!(settled, Ok(Ok(())));
             match settled {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::warn!(job = %key.0, error = %e, "cannot settle the job"),
                 Err(_) => tracing::warn!(job = %key.0, "cannot settle the job: timed out"),
+            }
+        }
+        // What the worker still holds was handed to the frozen loop and
+        // never read: back without an attempt or a crash counted. (Were
+        // a settle above unfinished, the stuck job could be among them:
+        // then the supervisor's recovery counts them all, as before.)
+        if all_settled {
+            match tokio::time::timeout(patience, board.release_unread(&queues, owner)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(back)) => tracing::info!(jobs = back, "gave back the jobs handed to the frozen loop"),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "cannot give back the jobs handed to the frozen loop")
+                }
+                Err(_) => tracing::warn!("cannot give back the jobs handed to the frozen loop: timed out"),
             }
         }
         let _ = tokio::time::timeout(patience, board.remove_worker(owner)).await;
