@@ -6,10 +6,13 @@
 
 mod common;
 
+use common::runs::logged;
 use common::*;
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, JobId, JobState};
+use jobworker_examples::scripted::run_log::RunOutcome;
 use jobworker_examples::scripted::{Action, Script};
+use jobworker_tests::chaos::runs::Runs;
 use jobworker_tests::wait_until;
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -199,5 +202,69 @@ async fn a_job_handed_to_a_frozen_loop_goes_back_without_an_attempt() {
         "no failure recorded on the unread job: {events:?}"
     );
     assert_eq!(runs(&board, &key).await.get(unread.as_str()), Some(&1));
+    assert!(sup.alive(), "{}", sup.log());
+}
+
+/// A job that finished on the handler runtime while the loop was frozen
+/// waits for the loop's batched consume, which never comes: the watchdog
+/// consumes it before the worker exits, so it does not run again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_that_finished_while_the_loop_was_frozen_is_consumed_once() {
+    let (_serial, board, q, _key) = setup("e2e-on-loop-finished").await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut runs = Runs::new(&log);
+    // The default timeout: the freeze lasts 10 s and a 2 s grace.
+    let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "3"]);
+    wait_until(
+        sup.and_log("the worker to register for a hand-off"),
+        Duration::from_secs(30),
+        || async { !registered(&board, &q).await.is_empty() },
+    )
+    .await;
+    let sleeper = post(&board, &q, &logged(Action::Sleep, 5_000, &log), 1).await;
+    let started = |runs: &mut Runs, id: &JobId| {
+        runs.poll().unwrap();
+        runs.all().iter().any(|r| r.id == id.as_str())
+    };
+    wait_until(
+        sup.and_log("the sleeper to start"),
+        Duration::from_secs(30),
+        || {
+            let yes = started(&mut runs, &sleeper);
+            async move { yes }
+        },
+    )
+    .await;
+    let spinner = post_to(&board, &q, ON_LOOP, &logged(Action::Spin, 600_000, &log), 1).await;
+    wait_until(
+        sup.and_log("the spinner to start"),
+        Duration::from_secs(30),
+        || {
+            let yes = started(&mut runs, &spinner);
+            async move { yes }
+        },
+    )
+    .await;
+    let sleeping = |runs: &Runs| {
+        runs.all()
+            .iter()
+            .any(|r| r.id == sleeper.as_str() && r.end.is_none())
+    };
+    assert!(
+        sleeping(&runs),
+        "the sleeper still runs when the loop freezes: {:?}",
+        runs.all()
+    );
+    wait_state(&board, &q, &spinner, JobState::Trashed, 90).await;
+    wait_state(&board, &q, &sleeper, JobState::Completed, 60).await;
+    runs.poll().unwrap();
+    let sleeper_runs: Vec<_> = runs.all().iter().filter(|r| r.id == sleeper.as_str()).collect();
+    assert_eq!(sleeper_runs.len(), 1, "the sleeper ran once: {sleeper_runs:?}");
+    assert_eq!(
+        sleeper_runs[0].end.map(|(_, o)| o),
+        Some(RunOutcome::Ok),
+        "{sleeper_runs:?}"
+    );
     assert!(sup.alive(), "{}", sup.log());
 }

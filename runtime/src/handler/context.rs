@@ -221,6 +221,12 @@ impl JobContext {
         }
     }
 
+    /// Whether a next step was set with [`complete_into`](Self::complete_into).
+    #[cfg(any(feature = "cli", feature = "testing"))]
+    pub(crate) fn has_next(&self) -> bool {
+        self.inner.next.lock().is_ok_and(|n| n.is_some())
+    }
+
     /// The next step set with [`complete_into`](Self::complete_into)
     /// (the worker's settle step takes it).
     #[cfg(any(feature = "cli", feature = "testing"))]

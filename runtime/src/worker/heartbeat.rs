@@ -49,8 +49,7 @@ struct Held {
     lease: Arc<Lease>,
     /// Last time the server confirmed the lease (claim or extend).
     confirmed: Instant,
-    /// Its handler finished well; the lease waits for the loop's batched
-    /// consume.
+    /// Its handler finished well; the lease waits to be consumed.
     finished: bool,
 }
 
@@ -112,12 +111,16 @@ impl Heartbeat {
         held.get(key).is_some_and(|h| h.confirmed.elapsed() < within)
     }
 
-    /// Marks a held lease as done: its handler finished well and the job
-    /// waits to be consumed.
-    pub(super) fn finished(&self, key: &LeaseKey) {
-        if let Ok(mut held) = self.held.lock() {
-            if let Some(h) = held.get_mut(key) {
-                h.finished = true;
+    /// Marks held leases as done, from any thread: their handler finished
+    /// well and the job waits to be consumed, by the loop's batched
+    /// consume or, should the loop freeze first, by the watchdog.
+    pub(super) fn finisher(&self) -> impl Fn(&LeaseKey) + Send + Sync + 'static {
+        let held = self.held.clone();
+        move |key| {
+            if let Ok(mut held) = held.lock() {
+                if let Some(h) = held.get_mut(key) {
+                    h.finished = true;
+                }
             }
         }
     }

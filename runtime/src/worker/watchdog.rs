@@ -131,8 +131,9 @@ impl LoopWatch {
 /// Ends a worker whose loop is held by the first step of `stuck`'s
 /// handler: ends the hand-off registrations of `owner` on `queues`, so
 /// that posts hand it nothing more, retries the stuck job as `retry`
-/// says, consumes the `leases` whose handlers finished (`true`:
-/// done, waiting for the loop's batched consume), gives the others back,
+/// says, consumes the `leases` whose handlers finished well (`true`:
+/// marked where the handler ended, the frozen loop never read it), gives
+/// the others back,
 /// then gives back without counting an attempt what posts handed the
 /// frozen loop (unread), takes the worker off the registry and exits
 /// with [`EXIT_STUCK`]. Each

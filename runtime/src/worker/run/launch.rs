@@ -39,7 +39,18 @@ impl Worker {
         let events = self.events.clone();
         let done = key.clone();
         let context = cx.clone();
+        // A handler that finished well with no next step to post is marked
+        // done where it ends, not only when the loop reads its outcome: a
+        // loop frozen meanwhile never would, and the watchdog then consumes
+        // it instead of giving it back to run again.
+        let finisher = self.heartbeat.as_ref().map(|h| h.finisher());
+        let next = cx.clone();
         let reporter = Reporter::new(move |outcome| {
+            if let (Some(finisher), Outcome::Returned(Ok(()))) = (&finisher, &outcome) {
+                if !next.has_next() {
+                    finisher(&done);
+                }
+            }
             let _ = events.send(Event::Done(done, outcome));
         });
         let timeout = entry.and_then(|e| e.timeout).or(self.cfg.default_timeout);
