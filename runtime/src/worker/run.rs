@@ -293,13 +293,13 @@ impl Worker {
             self.woke_at_once = matches!(wake, Wake::Work(_, true));
             match wake {
                 Wake::Signal(s) => {
-                    if let Some(exit) = self.on_signal(s).await {
+                    if let Some(exit) = self.on_signal(s, &mut inbox).await {
                         break exit;
                     }
                 }
                 Wake::Event(first) => self.on_events(first, &mut inbox).await,
                 Wake::Timer => {
-                    if let Some(exit) = self.on_timer().await {
+                    if let Some(exit) = self.on_timer(&mut inbox).await {
                         break exit;
                     }
                 }

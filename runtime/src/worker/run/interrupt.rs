@@ -4,11 +4,13 @@
 
 use std::time::Instant;
 
+use tokio::sync::mpsc::UnboundedReceiver;
+
 use crate::board::Board;
 use crate::job::Abandon;
 use crate::worker::heartbeat::{LeaseKey, Lost};
 use crate::worker::job::{Interrupt, Running};
-use crate::worker::run::{Mode, Sig, Worker, WorkerExit, STUCK_GRACE};
+use crate::worker::run::{Event, Mode, Sig, Worker, WorkerExit, STUCK_GRACE};
 
 impl Worker {
     /// Stops the handler of a job whose lease is over (cancelled, or lost).
@@ -33,11 +35,13 @@ impl Worker {
         job.interrupt(interrupt, STUCK_GRACE);
     }
 
-    /// Handles timeouts, stuck handlers and the end of the drain grace.
-    pub(super) async fn on_timer(&mut self) -> Option<WorkerExit> {
+    /// Handles timeouts, stuck handlers and the end of the drain grace;
+    /// `inbox` holds the outcomes not read yet.
+    pub(super) async fn on_timer(&mut self, inbox: &mut UnboundedReceiver<Event>) -> Option<WorkerExit> {
         let now = Instant::now();
         if let Mode::Draining(until) = self.mode {
             if now >= until {
+                self.read_outcomes(inbox).await;
                 self.release_all("grace period over").await;
                 return Some(WorkerExit::Clean);
             }
@@ -56,6 +60,7 @@ impl Worker {
         if !stuck {
             return None;
         }
+        self.read_outcomes(inbox).await;
         self.give_back_ahead("worker replaced").await;
         // A handler that does not yield cannot be stopped inside this
         // process: record the outcome, give the rest back, and exit so the
@@ -87,9 +92,24 @@ impl Worker {
         Some(WorkerExit::Stuck)
     }
 
-    pub(super) async fn on_signal(&mut self, s: Sig) -> Option<WorkerExit> {
+    /// Settles the outcomes that came in and were not read yet, before
+    /// the running jobs are given back: a job that finished well is
+    /// consumed (before the exit), not given back to run again.
+    async fn read_outcomes(&mut self, inbox: &mut UnboundedReceiver<Event>) {
+        if let Ok(first) = inbox.try_recv() {
+            self.on_events(first, inbox).await;
+        }
+    }
+
+    /// Handles a signal; `inbox` holds the outcomes not read yet.
+    pub(super) async fn on_signal(
+        &mut self,
+        s: Sig,
+        inbox: &mut UnboundedReceiver<Event>,
+    ) -> Option<WorkerExit> {
         match (s, self.mode) {
             (Sig::Drain, Mode::Draining(_)) | (Sig::StopNow, _) => {
+                self.read_outcomes(inbox).await;
                 self.release_all("stopped").await;
                 Some(WorkerExit::Clean)
             }
