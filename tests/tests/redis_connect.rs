@@ -190,3 +190,88 @@ async fn kill_and_restart_with_aof_loses_nothing() {
     // New posts work after the restart too.
     board.post(&q, NewJob::new("after")).await.unwrap();
 }
+
+/// A bulk post whose connection drops midway reports each job as it is:
+/// posted (on the board), maybe posted (the calls in flight, whose error
+/// names the job), or not sent (not on the board); the calls that ran
+/// before keep their results instead of one error for all.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bulk_post_cut_by_a_dropped_connection_reports_each_job() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
+    let q = unique_queue("bulk-drop");
+    let jobs: Vec<NewJob> = (0..100_000)
+        .map(|i| NewJob::new("bulk").id(format!("bulk-{i:06}")))
+        .collect();
+    let listings = board.keys(&q).unwrap().listings().to_owned();
+    let listed_key = listings.clone();
+    let mut posting = board.connection();
+    let id: i64 = redis::cmd("CLIENT")
+        .arg("ID")
+        .query_async(&mut posting)
+        .await
+        .unwrap();
+    // Another connection cuts the board's once the bulk is under way.
+    let mut other = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let cutter = tokio::spawn(async move {
+        loop {
+            let listed: usize = redis::cmd("HLEN")
+                .arg(&listings)
+                .query_async(&mut other)
+                .await
+                .unwrap();
+            if listed >= 2_000 {
+                let _: i64 = redis::cmd("CLIENT")
+                    .arg("KILL")
+                    .arg("ID")
+                    .arg(id)
+                    .query_async(&mut other)
+                    .await
+                    .unwrap();
+                return listed;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let results = board.post_many(&q, &jobs).await.unwrap();
+    let listed_at_cut = cutter.await.unwrap();
+    assert_eq!(results.len(), jobs.len());
+    let listed: HashSet<String> = redis::cmd("HKEYS")
+        .arg(&listed_key)
+        .query_async(&mut board.connection())
+        .await
+        .unwrap();
+    let (mut posted, mut maybe, mut unsent) = (0, 0, 0);
+    for (i, result) in results.iter().enumerate() {
+        let id = format!("bulk-{i:06}");
+        let on_board = listed.contains(&id);
+        match result {
+            Ok(got) => {
+                assert_eq!(got.as_str(), id);
+                assert!(on_board, "{id} was reported posted");
+                posted += 1;
+            }
+            Err(e) if e.to_string().contains("may have run") => {
+                assert!(e.to_string().contains(&id), "the error names the job: {e}");
+                maybe += 1;
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("not sent"), "{e}");
+                assert!(!on_board, "{id} was reported not sent");
+                unsent += 1;
+            }
+        }
+    }
+    assert!(
+        posted >= listed_at_cut.min(1_000),
+        "posted {posted}, {listed_at_cut} listed at the cut"
+    );
+    eprintln!("{posted} posted, {maybe} maybe posted, {unsent} not sent; {listed_at_cut} listed at the cut");
+    assert!(maybe + unsent > 0, "the cut came before the end: {posted} posted");
+    // The board works again on the same object.
+    board.post(&q, NewJob::new("after")).await.unwrap();
+}

@@ -131,22 +131,37 @@ impl RedisBoard {
     /// On a plain connection to one server each call is sent as soon as
     /// its jobs are prepared, so the server runs one while the client
     /// prepares the next; otherwise (sentinels, a cluster, a durability)
-    /// all go in one pipeline. Returns one result per job, in order.
+    /// all go in one pipeline. Returns one result per job, in order: a
+    /// call that failed (a dropped connection) fails only its own jobs,
+    /// whose error says they may have been posted and names their ids;
+    /// the jobs after it are not sent, and say so.
     pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
         let keys = self.keys(queue)?;
         self.register_queue(queue).await?;
         let mut results: Vec<Option<Result<JobId>>> = (0..jobs.len()).map(|_| None).collect();
         let done = self.send_bulk(&keys, jobs, &mut results).await?;
-        // A call the server refused for want of the Lua (restart, FUNCTION
-        // FLUSH) did not run: it runs again here, in order.
         let mut answered = Vec::with_capacity(done.len());
         for (batch, answer) in done {
+            // A call the server refused for want of the Lua (restart,
+            // FUNCTION FLUSH) did not run: it runs again here, in order.
             let value = match answer {
-                Err(e) if is_noscript(&e) => batch_invocation(&keys, &batch).invoke(&self.conn).await?,
-                other => other?,
+                Err(e) if is_noscript(&e) => batch_invocation(&keys, &batch).invoke(&self.conn).await,
+                other => other,
             };
-            let replies = split_pairs(&Reply::from_value(value)?, batch.len());
-            answered.push((batch, replies));
+            match value.map_err(Error::from).and_then(Reply::from_value) {
+                Ok(reply) => {
+                    let replies = split_pairs(&reply, batch.len());
+                    answered.push((batch, replies));
+                }
+                Err(e) => {
+                    for (at, p) in batch {
+                        results[at] = Some(Err(Error::unavailable(format!(
+                            "job {}: {e}; its post may have run: look for the job before posting it again",
+                            p.id
+                        ))));
+                    }
+                }
+            }
         }
         for (batch, replies) in answered {
             for ((at, p), reply) in batch.into_iter().zip(replies) {
@@ -162,7 +177,13 @@ impl RedisBoard {
         }
         Ok(results
             .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(Error::codec("missing reply"))))
+            .map(|r| {
+                r.unwrap_or_else(|| {
+                    Err(Error::unavailable(
+                        "not posted: an earlier call of this bulk post failed, and this job was not sent",
+                    ))
+                })
+            })
             .collect())
     }
 
@@ -313,7 +334,13 @@ async fn send_pipeline(
     for batch in &batches {
         batch_invocation(keys, batch).add_to(&mut pipe, conn);
     }
-    let answers: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.link.clone()).await?;
+    // A pipeline that failed as a whole (a dropped connection) fails
+    // each of its calls: any of them may have run.
+    let answers: Vec<redis::RedisResult<redis::Value>> = match pipe.query_async(&mut conn.link.clone()).await
+    {
+        Ok(answers) => answers,
+        Err(e) => vec![Err(e); batches.len()],
+    };
     Ok(batches.into_iter().zip(answers).collect())
 }
 
