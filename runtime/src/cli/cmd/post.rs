@@ -167,7 +167,7 @@ async fn post_many(
     match failed.first() {
         None => Ok(()),
         Some(first) => Err(Error::invalid(format!(
-            "{} of {count} jobs were not posted; the first: {first}",
+            "{} of {count} posts failed (each error says whether its job may be on the board); the first: {first}",
             failed.len()
         ))),
     }
