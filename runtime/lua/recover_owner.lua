@@ -1,26 +1,26 @@
--- recover_owner.lua: gives back at once every lease a dead worker held,
--- instead of waiting for them to expire (the supervisor's crash recovery).
+-- recover_owner.lua: gives back at once every lease a worker held,
+-- instead of waiting for them to expire: a dead worker's (the supervisor's
+-- crash recovery), or what a worker replaced on purpose holds unread
+-- (Board::release_unread).
 --
--- include: time, msgpack, failure, history, ready
+-- include: time, msgpack, failure, ready
 -- KEYS:  listings trash ready scheduled leases failed tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
--- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string of the dead worker, 5 crash reason
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4 owner string of the worker, 5 crash reason
 --        (e.g. "worker w0 killed by signal 9 (SIGKILL)"), 6 crashes that
---        make a job a poison pill, 7 mode: 'crash', or 'release' (a worker
---        exiting on purpose gives back what it holds unread, jobs handed
---        to it and never started: no attempt, crash or suspect is
---        counted; the job's history says abandoned, as for taskflow's
---        abandon).
+--        make a job a poison pill, 7 mode: 'crash' or 'release'.
 -- Effects per job whose job hash names ARGV[4] as owner (found among the
 --        first 10,000 entries of the lease index): DEL owned (if still
---        ARGV[4]'s), SET last_modified, as taskflow's abandon; an attempt
---        is counted. When the worker held that one job alone, the crash is
+--        ARGV[4]'s), SET last_modified, as taskflow's abandon. 'crash': an
+--        attempt is counted. When the worker held that one job alone, the crash is
 --        counted on it, and a job that killed its worker ARGV[6] times is
 --        trashed as a poison pill. When it held several, none can be
 --        blamed: each becomes a suspect, handed out alone to an idle
---        worker by claim.lua. Then back to ready (or the trash once
---        attempts run out); PUBLISH notify.
+--        worker by claim.lua. 'release' (jobs handed to the worker that
+--        it never started): nothing is counted, and the history says
+--        abandoned, as for an abandon. Then back to ready (or the trash
+--        once attempts run out); PUBLISH notify.
 -- Returns: {'ok', back to ready, trashed}
 
 local owner, reason, poison = ARGV[4], 'crashed: ' .. ARGV[5], tonumber(ARGV[6])

@@ -266,10 +266,6 @@ async fn a_bulk_post_cut_by_a_dropped_connection_reports_each_job() {
             }
         }
     }
-    assert!(
-        posted >= listed_at_cut.min(1_000),
-        "posted {posted}, {listed_at_cut} listed at the cut"
-    );
     eprintln!("{posted} posted, {maybe} maybe posted, {unsent} not sent; {listed_at_cut} listed at the cut");
     assert!(maybe + unsent > 0, "the cut came before the end: {posted} posted");
     // The board works again on the same object.

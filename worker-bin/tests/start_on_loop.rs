@@ -134,7 +134,9 @@ async fn a_job_handed_to_a_frozen_loop_goes_back_without_an_attempt() {
     let (_serial, board, q, key) = setup("e2e-on-loop-unread").await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.log");
-    let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "3", "--timeout", "1"]);
+    // The spinner holds the loop for its timeout and a 2 s grace: time for
+    // the steps below on a slow machine.
+    let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "3", "--timeout", "5"]);
     wait_until(
         sup.and_log("the worker to register for a hand-off"),
         Duration::from_secs(30),

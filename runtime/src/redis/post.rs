@@ -132,14 +132,15 @@ impl RedisBoard {
     /// its jobs are prepared, so the server runs one while the client
     /// prepares the next; otherwise (sentinels, a cluster, a durability)
     /// all go in one pipeline. Returns one result per job, in order: a
-    /// call that failed (a dropped connection) fails only its own jobs,
-    /// whose error says they may have been posted and names their ids;
-    /// the jobs after it are not sent, and say so.
+    /// call that failed (a dropped connection, or the pipeline it was in)
+    /// fails only its own jobs, whose error names them and says they may
+    /// have been posted; on a streamed connection the jobs after it are
+    /// not sent, and say so.
     pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
         let keys = self.keys(queue)?;
         self.register_queue(queue).await?;
         let mut results: Vec<Option<Result<JobId>>> = (0..jobs.len()).map(|_| None).collect();
-        let done = self.send_bulk(&keys, jobs, &mut results).await?;
+        let done = self.send_bulk(&keys, jobs, &mut results).await;
         let mut answered = Vec::with_capacity(done.len());
         for (batch, answer) in done {
             // A call the server refused for want of the Lua (restart,
@@ -155,10 +156,12 @@ impl RedisBoard {
                 }
                 Err(e) => {
                     for (at, p) in batch {
-                        results[at] = Some(Err(Error::unavailable(format!(
-                            "job {}: {e}; its post may have run: look for the job before posting it again",
-                            p.id
-                        ))));
+                        let message = format!(
+                            "job {}: {}; its post may have run: look for the job before posting it again",
+                            p.id,
+                            e.message()
+                        );
+                        results[at] = Some(Err(Error::new(e.kind().clone(), message)));
                     }
                 }
             }
@@ -169,7 +172,11 @@ impl RedisBoard {
                 let mut result = p.accept(reply, &keys);
                 if let (true, Ok(id)) = (waiting, &result) {
                     if let Err(e) = self.link_dependencies(&keys, id, &jobs[at]).await {
-                        result = Err(e);
+                        let message = format!(
+                            "job {id} is posted, waiting, but its dependencies may not all be linked: {}",
+                            e.message()
+                        );
+                        result = Err(Error::new(e.kind().clone(), message));
                     }
                 }
                 results[at] = Some(result);
@@ -196,7 +203,7 @@ impl RedisBoard {
         keys: &QueueKeys,
         jobs: &[NewJob],
         results: &mut [Option<Result<JobId>>],
-    ) -> Result<Vec<Answered>> {
+    ) -> Vec<Answered> {
         let streamed = self.conn.link.keeps_call_order();
         let mut sent = FuturesOrdered::new();
         let mut done = Vec::new();
@@ -233,9 +240,9 @@ impl RedisBoard {
             done.push(a);
         }
         if !held.is_empty() {
-            done = send_pipeline(&self.conn, keys, held).await?;
+            done = send_pipeline(&self.conn, keys, held).await;
         }
-        Ok(done)
+        done
     }
 }
 
@@ -328,7 +335,7 @@ async fn send_pipeline(
     conn: &Connection,
     keys: &QueueKeys,
     batches: Vec<Vec<(usize, Prepared)>>,
-) -> Result<Vec<Answered>> {
+) -> Vec<Answered> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for batch in &batches {
@@ -341,7 +348,7 @@ async fn send_pipeline(
         Ok(answers) => answers,
         Err(e) => vec![Err(e); batches.len()],
     };
-    Ok(batches.into_iter().zip(answers).collect())
+    batches.into_iter().zip(answers).collect()
 }
 
 #[cfg(test)]

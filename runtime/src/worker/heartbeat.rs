@@ -111,18 +111,16 @@ impl Heartbeat {
         held.get(key).is_some_and(|h| h.confirmed.elapsed() < within)
     }
 
-    /// Marks held leases as done, from any thread: their handler finished
-    /// well and the job waits to be consumed, by the loop's batched
-    /// consume or, should the loop freeze first, by the watchdog.
+    /// Marks a held lease as done (its handler finished well): the loop's
+    /// batched consume or, should the loop freeze first, the watchdog consumes it.
+    pub(super) fn finished(&self, key: &LeaseKey) {
+        mark_finished(&self.held, key);
+    }
+
+    /// [`finished`](Self::finished) for another thread (a handler's).
     pub(super) fn finisher(&self) -> impl Fn(&LeaseKey) + Send + Sync + 'static {
         let held = self.held.clone();
-        move |key| {
-            if let Ok(mut held) = held.lock() {
-                if let Some(h) = held.get_mut(key) {
-                    h.finished = true;
-                }
-            }
-        }
+        move |key| mark_finished(&held, key)
     }
 
     /// Stops extending a lease.
@@ -132,13 +130,18 @@ impl Heartbeat {
         }
     }
 
-    /// Stops the thread (at once: its loops wait on the stop too) and waits
-    /// for it.
+    /// Stops the thread (at once: its loops wait on the stop too) and joins it.
     pub(super) fn stop(mut self) {
         self.stop.send_replace(true);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+fn mark_finished(held: &HeldMap, key: &LeaseKey) {
+    if let Some(h) = held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
+        h.finished = true;
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::board::{AnyBoard, Board, Presence};
 use crate::job::{Abandon, Lease};
 use crate::worker::backoff::Backoff;
-use crate::worker::heartbeat::{key_of, LeaseKey};
+use crate::worker::heartbeat::LeaseKey;
 use crate::worker::EXIT_STUCK;
 
 /// Longest first step on the loop for a handler without a shorter
@@ -132,16 +132,15 @@ impl LoopWatch {
 /// handler: ends the hand-off registrations of `owner` on `queues`, so
 /// that posts hand it nothing more, retries the stuck job as `retry`
 /// says, consumes the `leases` whose handlers finished well (`true`:
-/// marked where the handler ended, the frozen loop never read it), gives
-/// the others back,
-/// then gives back without counting an attempt what posts handed the
-/// frozen loop (unread), takes the worker off the registry and exits
-/// with [`EXIT_STUCK`]. Each
-/// call to the board waits at most `patience`; what fails ends with its
-/// lease, as for a worker killed.
+/// marked where the handler ended; the frozen loop never read it), gives
+/// the others back, then gives back without counting an attempt what
+/// posts handed the frozen loop (unread), takes the worker off the
+/// registry and exits with [`EXIT_STUCK`]. Each call to the board waits
+/// at most `patience`; what fails ends with its lease, as for a worker
+/// killed.
 pub(crate) async fn replace_worker(
     board: Option<&AnyBoard>,
-    mut leases: Vec<(LeaseKey, Lease, bool)>,
+    leases: Vec<(LeaseKey, Lease, bool)>,
     (stuck, retry): (LeaseKey, Abandon),
     (owner, queues): (&str, &[String]),
     patience: Duration,
@@ -149,14 +148,17 @@ pub(crate) async fn replace_worker(
     tracing::error!(job = %stuck.0, "a handler's first step on the worker loop ran past its limit; replacing the worker");
     if let Some(board) = board {
         let queues: Vec<&str> = queues.iter().map(String::as_str).collect();
+        // This board never waited, so it has read no hand-off: withdraw
+        // only ends the registrations (release_unread below finds the
+        // jobs handed before).
         match tokio::time::timeout(patience, board.withdraw(&queues, owner)).await {
-            Ok(Ok(handed)) => leases.extend(handed.into_iter().map(|c| (key_of(&c.lease), c.lease, false))),
+            Ok(Ok(_)) => {}
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "cannot end the hand-off registrations; their leases expire")
             }
             Err(_) => tracing::warn!("cannot end the hand-off registrations: timed out; their leases expire"),
         }
-        let mut all_settled = true;
+        let mut stuck_retried = false;
         for (key, lease, finished) in leases {
             let settled = if finished {
                 tokio::time::timeout(patience, board.consume(lease))
@@ -172,7 +174,7 @@ pub(crate) async fn replace_worker(
                     .await
                     .map(|r| r.map(drop))
             };
-            all_settled &= matches!(settled, Ok(Ok(())));
+            stuck_retried |= key == stuck && matches!(settled, Ok(Ok(())));
             match settled {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::warn!(job = %key.0, error = %e, "cannot settle the job"),
@@ -180,10 +182,12 @@ pub(crate) async fn replace_worker(
             }
         }
         // What the worker still holds was handed to the frozen loop and
-        // never read: back without an attempt or a crash counted. (Were
-        // a settle above unfinished, the stuck job could be among them:
-        // then the supervisor's recovery counts them all, as before.)
-        if all_settled {
+        // never read (or failed to settle above): back without an attempt
+        // or a crash counted. Unless the stuck job is surely off this
+        // worker (retried above), it could be among them: then the
+        // supervisor's recovery counts them all, the stuck job's crash
+        // included.
+        if stuck_retried {
             match tokio::time::timeout(patience, board.release_unread(&queues, owner)).await {
                 Ok(Ok(0)) => {}
                 Ok(Ok(back)) => tracing::info!(jobs = back, "gave back the jobs handed to the frozen loop"),

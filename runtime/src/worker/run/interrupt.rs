@@ -61,6 +61,14 @@ impl Worker {
             return None;
         }
         self.read_outcomes(inbox).await;
+        // The stuck handler itself may have ended meanwhile.
+        if !self
+            .running
+            .values()
+            .any(|job| job.stuck_at.is_some_and(|t| t <= now))
+        {
+            return None;
+        }
         self.give_back_ahead("worker replaced").await;
         // A handler that does not yield cannot be stopped inside this
         // process: record the outcome, give the rest back, and exit so the
@@ -94,10 +102,11 @@ impl Worker {
 
     /// Settles the outcomes that came in and were not read yet, before
     /// the running jobs are given back: a job that finished well is
-    /// consumed (before the exit), not given back to run again.
+    /// consumed (before the exit), not given back to run again. Starts
+    /// nothing in the slots freed.
     async fn read_outcomes(&mut self, inbox: &mut UnboundedReceiver<Event>) {
         if let Ok(first) = inbox.try_recv() {
-            self.on_events(first, inbox).await;
+            self.settle_events(first, inbox).await;
         }
     }
 

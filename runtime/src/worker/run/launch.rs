@@ -39,15 +39,15 @@ impl Worker {
         let events = self.events.clone();
         let done = key.clone();
         let context = cx.clone();
-        // A handler that finished well with no next step to post is marked
-        // done where it ends, not only when the loop reads its outcome: a
-        // loop frozen meanwhile never would, and the watchdog then consumes
-        // it instead of giving it back to run again.
+        // A handler that finished well, uninterrupted and with no next step
+        // to post, is marked done where it ends, not only when the loop
+        // reads its outcome: a loop frozen meanwhile never would, and the
+        // watchdog then consumes it instead of giving it back to run again.
         let finisher = self.heartbeat.as_ref().map(|h| h.finisher());
-        let next = cx.clone();
+        let (ended, interrupted) = (cx.clone(), cancel.clone());
         let reporter = Reporter::new(move |outcome| {
             if let (Some(finisher), Outcome::Returned(Ok(()))) = (&finisher, &outcome) {
-                if !next.has_next() {
+                if !interrupted.is_cancelled() && !ended.has_next() {
                     finisher(&done);
                 }
             }

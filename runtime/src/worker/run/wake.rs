@@ -73,9 +73,17 @@ impl Worker {
         }
     }
 
-    /// Handles `first` and every event already waiting: finished jobs are
-    /// settled together.
+    /// Handles `first` and every event already waiting (finished jobs are
+    /// settled together), then starts jobs claimed ahead in the slots
+    /// freed.
     pub(super) async fn on_events(&mut self, first: Event, inbox: &mut UnboundedReceiver<Event>) {
+        self.settle_events(first, inbox).await;
+        self.launch_ahead().await;
+    }
+
+    /// Handles `first` and every event already waiting: finished jobs are
+    /// settled together. Starts nothing.
+    pub(super) async fn settle_events(&mut self, first: Event, inbox: &mut UnboundedReceiver<Event>) {
         let mut done = Vec::new();
         let mut next = Some(first);
         while let Some(event) = next {
@@ -93,6 +101,5 @@ impl Worker {
             }
         }
         self.finish_batch(done).await;
-        self.launch_ahead().await;
     }
 }
