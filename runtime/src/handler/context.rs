@@ -222,7 +222,7 @@ impl JobContext {
     }
 
     /// Whether a next step was set with [`complete_into`](Self::complete_into).
-    #[cfg(any(feature = "cli", feature = "testing"))]
+    #[cfg(feature = "cli")]
     pub(crate) fn has_next(&self) -> bool {
         self.inner.next.lock().is_ok_and(|n| n.is_some())
     }
