@@ -171,11 +171,7 @@ async fn a_full_worker_gives_a_hand_off_back_at_once() {
     )
     .await;
     // As if the worker had registered just before it filled up.
-    let mut con = board.connection();
-    let _: () = con
-        .hset(board.keys(&q).unwrap().idle(), &who, "99999999999999 30000 0")
-        .await
-        .unwrap();
+    register_for_handoff(&board, &q, &who).await;
     let id = post(&board, &q, &script(Action::Ok, 0, &key), 3).await;
     wait_state(&board, &q, &id, JobState::Ready, 10).await;
     assert!(!runs(&board, &key).await.contains_key(id.as_str()));

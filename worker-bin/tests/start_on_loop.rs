@@ -125,6 +125,29 @@ async fn registered(board: &RedisBoard, queue: &str) -> Vec<String> {
     idle.into_keys().collect()
 }
 
+/// Waits until `sup`'s worker is idle, registered for a hand-off on
+/// `queue`; returns its owner string.
+async fn idle_worker(sup: &Supervisor, board: &RedisBoard, queue: &str) -> String {
+    wait_until(
+        sup.and_log("the worker to register for a hand-off"),
+        Duration::from_secs(30),
+        || async { !registered(board, queue).await.is_empty() },
+    )
+    .await;
+    registered(board, queue).await.remove(0)
+}
+
+/// Waits until the run log read by `runs` has the start line of `id`'s
+/// run (`what` names it).
+async fn wait_started(sup: &Supervisor, runs: &mut Runs, id: &JobId, what: &str) {
+    wait_until(sup.and_log(what), Duration::from_secs(30), || {
+        runs.poll().unwrap();
+        let started = runs.all().iter().any(|r| r.id == id.as_str());
+        async move { started }
+    })
+    .await;
+}
+
 /// A job that a post hands to a worker whose loop is frozen is never read
 /// by that worker. When the watchdog replaces the worker, the job goes
 /// back without an attempt or a crash counted (it did nothing), and the
@@ -137,13 +160,7 @@ async fn a_job_handed_to_a_frozen_loop_goes_back_without_an_attempt() {
     // The spinner holds the loop for its timeout and a 2 s grace: time for
     // the steps below on a slow machine.
     let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "3", "--timeout", "5"]);
-    wait_until(
-        sup.and_log("the worker to register for a hand-off"),
-        Duration::from_secs(30),
-        || async { !registered(&board, &q).await.is_empty() },
-    )
-    .await;
-    let who = registered(&board, &q).await.remove(0);
+    let who = idle_worker(&sup, &board, &q).await;
     let spinner = Script {
         log_file: Some(log.display().to_string()),
         ..script(Action::Spin, 600_000, &key)
@@ -151,22 +168,10 @@ async fn a_job_handed_to_a_frozen_loop_goes_back_without_an_attempt() {
     let spinner = post_to(&board, &q, ON_LOOP, &spinner, 1).await;
     // Its run log's start line is written on the loop, right before the
     // spin: from then on the loop reads nothing.
-    wait_until(
-        sup.and_log("the spinner to start"),
-        Duration::from_secs(30),
-        || {
-            let started = std::fs::read_to_string(&log).is_ok_and(|l| l.contains(spinner.as_str()));
-            async move { started }
-        },
-    )
-    .await;
+    wait_started(&sup, &mut Runs::new(&log), &spinner, "the spinner to start").await;
     // As if the worker had registered again just before it froze (a
     // post's hand-off racing its claim).
-    let mut con = board.connection();
-    let _: () = con
-        .hset(board.keys(&q).unwrap().idle(), &who, "99999999999999 30000 0")
-        .await
-        .unwrap();
+    register_for_handoff(&board, &q, &who).await;
     let unread = post(&board, &q, &script(Action::Ok, 0, &key), 1).await;
     let handed = board.show(&q, &unread).await.unwrap();
     assert_eq!(
@@ -218,36 +223,11 @@ async fn a_job_that_finished_while_the_loop_was_frozen_is_consumed_once() {
     let mut runs = Runs::new(&log);
     // The default timeout: the freeze lasts 10 s and a 2 s grace.
     let mut sup = Supervisor::start(&q, &["--workers", "1", "--concurrency", "3"]);
-    wait_until(
-        sup.and_log("the worker to register for a hand-off"),
-        Duration::from_secs(30),
-        || async { !registered(&board, &q).await.is_empty() },
-    )
-    .await;
+    idle_worker(&sup, &board, &q).await;
     let sleeper = post(&board, &q, &logged(Action::Sleep, 5_000, &log), 1).await;
-    let started = |runs: &mut Runs, id: &JobId| {
-        runs.poll().unwrap();
-        runs.all().iter().any(|r| r.id == id.as_str())
-    };
-    wait_until(
-        sup.and_log("the sleeper to start"),
-        Duration::from_secs(30),
-        || {
-            let yes = started(&mut runs, &sleeper);
-            async move { yes }
-        },
-    )
-    .await;
+    wait_started(&sup, &mut runs, &sleeper, "the sleeper to start").await;
     let spinner = post_to(&board, &q, ON_LOOP, &logged(Action::Spin, 600_000, &log), 1).await;
-    wait_until(
-        sup.and_log("the spinner to start"),
-        Duration::from_secs(30),
-        || {
-            let yes = started(&mut runs, &spinner);
-            async move { yes }
-        },
-    )
-    .await;
+    wait_started(&sup, &mut runs, &spinner, "the spinner to start").await;
     let sleeping = |runs: &Runs| {
         runs.all()
             .iter()
