@@ -17,7 +17,9 @@
 --        then the last six of those once, the same for every job of the
 --        call, then per job its first three (a bulk post of alike jobs:
 --        each value sent costs the server more than its bytes). At most
---        1000 jobs.
+--        1000 jobs. A call sent again after its reply was lost says
+--        'each again <ms>' or 'shared again <ms>': at most that long since
+--        it was first sent (see post_job).
 -- Effects: one INCRBY sequence by the batch's size; per job
 --        (lib/posting.lua's post_job): listings id = head
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
@@ -33,7 +35,8 @@
 --        or a job is scheduled (waiting workers re-arm timers).
 -- Returns: {'ok', status, value, …}, one pair per job: 'ready' |
 --        'scheduled' | 'waiting' (value: sequence), 'exists' (the id is
---        already on the board; 0), 'duplicate' (value: the id holding the
+--        already on the board; 0), 'again' (posted by the first sending
+--        of this call; 0), 'duplicate' (value: the id holding the
 --        unique key), 'bad_dependency' (value: a dependency of this queue
 --        that does not exist or was cancelled).
 
@@ -44,7 +47,13 @@ local scheduled, ready = false, false
 local out = {'ok'}
 -- One INCRBY takes the batch's sequence numbers (a job refused leaves a
 -- gap: taskflow only orders by them).
-local shared = ARGV[5] == 'shared'
+local mode, again = ARGV[5], nil
+if #mode > 6 then
+  local window
+  mode, window = mode:match('^(%a+) again (%d+)$')
+  again = tonumber(window)
+end
+local shared = mode == 'shared'
 local first, step = 6, 9
 if shared then first, step = 12, 3 end
 local n = math.floor((#ARGV - first + 1) / step)
@@ -73,7 +82,7 @@ for i = first, #ARGV - step + 1, step do
   local fresh = ARGV[v + 5] == '1'
   seq = seq + 1
   local status, value, posting = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[v], ARGV[v + 1], ARGV[v + 2],
-    ARGV[v + 3], extra, created, now_ms, seq, fresh, batch)
+    ARGV[v + 3], extra, created, now_ms, seq, fresh, batch, again)
   if n == 1 and was_empty and posting and #ready_batch == 2 then
     -- A lone plain job to an empty queue (an idle worker's pickup): it
     -- goes to the hand-off as it is, indexed only if nobody takes it.

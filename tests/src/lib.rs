@@ -15,6 +15,8 @@
 //! - [`TlsZooKeeper`]: a ZooKeeper server with a TLS client port.
 //! - [`make_certs`]: a private CA with server and client certificates, for
 //!   TLS tests.
+//! - [`ReplyCutter`]: a TCP proxy that loses one reply (the request ran)
+//!   and holds the client's retry until the test lets it through.
 //! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
@@ -45,6 +47,7 @@ mod support {
     pub mod fixtures;
     pub mod lease;
     pub mod names;
+    pub mod proxy;
     pub mod python;
     pub mod redis;
     pub mod sentinel;
@@ -60,6 +63,7 @@ pub use support::ensemble::{EstablishedSession, ZooKeeperEnsemble, ZooKeeperMode
 pub use support::fixtures::{fixtures_dir, workspace_dir};
 pub use support::lease::{copy_of, with_owner};
 pub use support::names::unique_queue;
+pub use support::proxy::ReplyCutter;
 pub use support::python::{
     run_python, run_python_async, taskflow_python, PyOutput, PYTHON_TIMEOUT, TASKFLOW_VENV_ENV,
     TASKFLOW_VERSION,

@@ -22,7 +22,7 @@ end
 -- Posts one job. `extra` (decoded JSON or nil) may carry tags, track,
 -- unique = {key, ttl}, and deps = {"queue\nid", …}. Returns the status
 -- ('ready' | 'scheduled' | 'waiting' | 'exists' | 'duplicate' |
--- 'bad_dependency') and a value (sequence, existing id or the bad
+-- 'bad_dependency' | 'again') and a value (sequence, existing id or the bad
 -- dependency). A job without dependencies costs taskflow's HSETNX (which
 -- is also the existence check) plus the index and history, and taskflow's
 -- INCR of the sequence unless the caller took its `seq` with a batch's.
@@ -30,8 +30,17 @@ end
 -- so its job hash is not looked for. With `ready_batch` (a table), a ready
 -- job's score and id are appended to it for one ZADD of the whole batch
 -- (the caller's); meanwhile `state_of` finds the job through its listing.
--- A plain ready job also returns its posting (the bytes listed).
-local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh, ready_batch)
+-- A plain ready job also returns its posting (the bytes listed). `again`
+-- (ms, or nil): the post is sent again after its reply was lost, the first
+-- sending at most that long ago; a life of the id begun since is that
+-- sending's ('again': not posted a second time, though it may have run
+-- and finished meanwhile). A generated id had no other life.
+local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh, ready_batch,
+                        again)
+  if again then
+    local posted = redis.call('HGET', job_key(id), 'posted')
+    if posted and (fresh or tonumber(posted) >= now_ms - again) then return 'again', 0 end
+  end
   extra = extra or NONE
   -- A job waiting for dependencies is not listed: the listing's HSETNX
   -- cannot find it. A fresh id without dependencies cannot be one.

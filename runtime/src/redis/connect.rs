@@ -307,17 +307,19 @@ where
 {
     match call().await {
         Ok(v) => Ok(v),
-        Err(e)
-            if e.is_io_error()
-                || e.is_connection_dropped()
-                || e.is_unrecoverable_error()
-                || e.code() == Some("READONLY") =>
-        {
+        Err(e) if connection_lost(&e) => {
             tracing::warn!(error = %e, "redis connection lost; retrying once");
             Ok(call().await?)
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether a call failed because its connection dropped or its server
+/// became a replica (a failover): the call may or may not have run, and a
+/// new connection may run it again.
+pub(crate) fn connection_lost(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || e.code() == Some("READONLY")
 }
 
 #[cfg(test)]

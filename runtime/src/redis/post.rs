@@ -1,7 +1,7 @@
 //! Posting jobs: `post.lua`'s Rust twin and the verbs `post` and
 //! `post_many` that prepare jobs for it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesOrdered, StreamExt};
 use futures_util::FutureExt;
@@ -10,19 +10,19 @@ use crate::codec::{details_of, posting_parts};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
 use crate::redis::board::RedisBoard;
-use crate::redis::connect::Connection;
+use crate::redis::connect::{connection_lost, Connection};
 use crate::redis::invocation::{is_noscript, Invocation};
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{millis, run, split_pairs, SCRIPTS};
+use crate::redis::scripts::{millis, split_pairs, SCRIPTS};
 
 /// A job made ready for `post.lua`: its id and the posting bytes around
 /// the server-side time and sequence, owned (it may wait for a grouped
 /// call, see [`post_group`](crate::redis::post_group)).
 pub(crate) struct Prepared {
     id: JobId,
-    /// The id was generated here (a uuid4): an "exists" reply can only be
-    /// this very post, retried after a dropped connection.
+    /// The id was generated here (a uuid4): no other post has it, so the
+    /// job cannot have had an earlier life.
     generated: bool,
     name: String,
     parts: crate::codec::PostingParts,
@@ -97,6 +97,7 @@ impl Prepared {
                     keys.queue
                 ),
             )),
+            "again" => Ok(self.id),
             "exists" if self.generated => Ok(self.id),
             "exists" => Err(Error::new(
                 ErrorKind::Exists,
@@ -278,11 +279,29 @@ fn post_extra(job: &NewJob, queue: &str) -> Result<String> {
 }
 
 /// Twin of `post.lua`: posts `jobs` (at most [`POST_BATCH`] of one queue)
-/// in one call. One reply per job: `[status, sequence]`.
+/// in one call. One reply per job: `[status, sequence]`. A call whose
+/// connection dropped is sent once more, saying since when: a job its
+/// first sending posted is not posted again, though it may have run and
+/// finished meanwhile, nor reported as already there.
 pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[&Prepared]) -> Result<Vec<Reply>> {
-    let reply = run(conn, &post_invocation(keys, jobs)).await?;
-    Ok(split_pairs(&reply, jobs.len()))
+    let first = Instant::now();
+    let value = match post_invocation(keys, jobs, None).invoke(conn).await {
+        Ok(value) => value,
+        Err(e) if connection_lost(&e) => {
+            tracing::warn!(error = %e, "redis connection lost while posting; sending the post again");
+            let again = first.elapsed() + AGAIN_MARGIN;
+            post_invocation(keys, jobs, Some(again)).invoke(conn).await?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(split_pairs(&Reply::from_value(value)?, jobs.len()))
 }
+
+/// Added to the time since a post was first sent when it is sent again:
+/// the new connection may take that long (reconnect attempts) before the
+/// call runs. A life of the job's id begun within the window is taken as
+/// the first sending's (for a given id: anybody's post of that id then).
+const AGAIN_MARGIN: Duration = Duration::from_secs(60);
 
 /// Jobs per `post.lua` call in a bulk post.
 pub(crate) const POST_BATCH: usize = 100;
@@ -292,12 +311,16 @@ pub(crate) const POST_BATCH: usize = 100;
 /// a value sent costs the server more than its bytes (parsing, a string
 /// object, a Lua string): a job of a bulk post of 1,000 costs the server
 /// 0.92× the instructions that way (callgrind, 57,800 against 63,100).
-fn post_invocation<'k>(keys: &'k QueueKeys, jobs: &[&Prepared]) -> Invocation<'k> {
+fn post_invocation<'k>(keys: &'k QueueKeys, jobs: &[&Prepared], again: Option<Duration>) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.post, keys);
     inv.arg(&keys.notify);
     let alike = jobs.windows(2).all(|w| w[0].same_values(w[1]));
     let shared = jobs.len() > 1 && alike;
-    inv.arg(if shared { "shared" } else { "each" });
+    let mode = if shared { "shared" } else { "each" };
+    match again {
+        None => inv.arg(mode),
+        Some(window) => inv.arg(format!("{mode} again {}", millis(window))),
+    };
     if shared {
         jobs[0].values(&mut inv);
     }
@@ -317,7 +340,7 @@ type Answered = (Vec<(usize, Prepared)>, redis::RedisResult<redis::Value>);
 /// The `post.lua` call of a bulk post's batch.
 fn batch_invocation<'k>(keys: &'k QueueKeys, batch: &[(usize, Prepared)]) -> Invocation<'k> {
     let jobs: Vec<&Prepared> = batch.iter().map(|(_, p)| p).collect();
-    post_invocation(keys, &jobs)
+    post_invocation(keys, &jobs, None)
 }
 
 /// One `post.lua` call of `batch`, sent once: not retried after a dropped
@@ -358,12 +381,26 @@ mod tests {
 
     /// How a call of `jobs` sends them, and how many arguments it has.
     fn layout(jobs: &[NewJob]) -> (String, usize) {
+        layout_again(jobs, None)
+    }
+
+    /// The same, for a call sent again `again` after its first sending.
+    fn layout_again(jobs: &[NewJob], again: Option<Duration>) -> (String, usize) {
         let keys = QueueKeys::new("q", "jw:{q}", "jw");
         let prepared: Vec<Prepared> = jobs.iter().map(|j| Prepared::new(j, "q").unwrap()).collect();
         let refs: Vec<&Prepared> = prepared.iter().collect();
-        let inv = post_invocation(&keys, &refs);
+        let inv = post_invocation(&keys, &refs, again);
         let args = inv.args();
         (String::from_utf8(args[4].clone()).unwrap(), args.len())
+    }
+
+    #[test]
+    fn a_call_sent_again_says_since_when() {
+        let again = Some(Duration::from_millis(61_250));
+        let one = [NewJob::new("a")];
+        assert_eq!(layout_again(&one, again), ("each again 61250".into(), 5 + 9));
+        let two = [NewJob::new("a"), NewJob::new("a")];
+        assert_eq!(layout_again(&two, again), ("shared again 61250".into(), 5 + 6 + 2 * 3));
     }
 
     #[test]
