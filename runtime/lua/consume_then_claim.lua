@@ -8,10 +8,10 @@
 -- KEYS:  listings trash ready scheduled leases completed waiting queue tags
 --        failed recurring outbox tracked trashed idle.
 --        (queue keys, in this order: README.md)
--- ARGV:  1-3 NS prefix, queue, event prefix; 4-13 claim.lua's; 14 history
---        count limit (0 = keep no history), then triples (job id, owner
---        string, fencing token ('0' = no token check)), at most 1000, as
---        consume.lua's.
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4-15 claim.lua's (never
+--        sent again: 15 is '0'); 16 history count limit (0 = keep no
+--        history), then triples (job id, owner string, fencing token ('0'
+--        = no token check)), at most 1000, as consume.lua's.
 -- Effects: consume.lua's for the triples, then claim.lua's; the run times
 --        of the jobs consumed are written with the claim's wait times, or
 --        alone when the claim fails (Redis keeps the consumes: a script's
@@ -21,7 +21,7 @@
 
 local s, us, now_ms = now()
 local consumed = {'ok'}
-local runs = consume_jobs(consumed, ARGV, 15, tonumber(ARGV[14]), now_ms)
+local runs = consume_jobs(consumed, ARGV, 17, tonumber(ARGV[16]), now_ms)
 local ok, claimed = pcall(claim_jobs, ARGV, s, us, now_ms, runs)
 if not ok then
   if not runs_written then add_stats(runs, nil, now_ms) end

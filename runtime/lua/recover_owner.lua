@@ -62,5 +62,7 @@ for _, id in ipairs(mine) do
     recovered = recovered + 1
   end
 end
+-- Its record of what its last claim took is of no use any more.
+redis.call('ZREM', took_key(), owner)
 if recovered > 0 then notify() end
 return {'ok', recovered, trashed}

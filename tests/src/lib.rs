@@ -15,8 +15,9 @@
 //! - [`TlsZooKeeper`]: a ZooKeeper server with a TLS client port.
 //! - [`make_certs`]: a private CA with server and client certificates, for
 //!   TLS tests.
-//! - [`ReplyCutter`]: a TCP proxy that loses one reply (the request ran)
-//!   and holds the client's retry until the test lets it through.
+//! - [`CuttingProxy`]: a TCP proxy that drops a connection after a request
+//!   ran (its reply lost) or before it reached the server, and holds the
+//!   client's retry until the test lets it through.
 //! - [`fixtures_dir`]: the taskflow golden files in `shared/fixtures/taskflow`.
 //! - [`taskflow_python`] and [`run_python`]: real taskflow (PyPI) in a
 //!   virtualenv made on first use, for interop tests.
@@ -63,7 +64,7 @@ pub use support::ensemble::{EstablishedSession, ZooKeeperEnsemble, ZooKeeperMode
 pub use support::fixtures::{fixtures_dir, workspace_dir};
 pub use support::lease::{copy_of, with_owner};
 pub use support::names::unique_queue;
-pub use support::proxy::ReplyCutter;
+pub use support::proxy::CuttingProxy;
 pub use support::python::{
     run_python, run_python_async, taskflow_python, PyOutput, PYTHON_TIMEOUT, TASKFLOW_VENV_ENV,
     TASKFLOW_VERSION,

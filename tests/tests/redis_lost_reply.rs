@@ -1,27 +1,39 @@
-//! A post whose reply is lost (the connection drops after the server ran
-//! it) is sent again on the new connection. That second sending must not
-//! post the job a second time, though a worker may have consumed it in
-//! between, nor report the job it posted as already there.
+//! A call whose connection drops (after the server ran it, its reply lost;
+//! or before it got there) is sent again on a new connection. A post sent
+//! again must not post its job a second time, though a worker may have
+//! consumed it in between, nor report the job it posted as already there;
+//! a claim sent again must get back the jobs its first sending took, not
+//! leave their leases to expire (each counted as a failed attempt).
 
+use std::future::Future;
 use std::time::Duration;
 
 use jobworker::board::Admin;
+use jobworker::board::ClaimRequest;
 use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::RedisBoard;
-use jobworker::{Board, JobId, JobState, NewJob};
-use jobworker_tests::copy_of;
-use jobworker_tests::{unique_queue, wait_until, ReplyCutter};
+use jobworker::{Board, Claimed, JobId, JobState, NewJob};
+use jobworker_tests::{copy_of, unique_queue, wait_until, CuttingProxy};
 
 const LONG: Duration = Duration::from_secs(300);
 const WAIT: Duration = Duration::from_secs(60);
 
-/// A server, a board that reaches it through a [`ReplyCutter`], and one
-/// that reaches it directly (the worker's side).
+/// Where the proxy drops the connection.
+#[derive(Clone, Copy)]
+enum Cut {
+    /// After the server ran the call: its reply is lost.
+    Reply,
+    /// Before the call reached the server.
+    Request,
+}
+
+/// A server, a board that reaches it through a [`CuttingProxy`] (the
+/// client under test), and one that reaches it directly.
 struct Setup {
     _server: RedisServer,
-    proxy: ReplyCutter,
-    poster: RedisBoard,
-    worker: RedisBoard,
+    proxy: CuttingProxy,
+    client: RedisBoard,
+    board: RedisBoard,
     queue: String,
 }
 
@@ -29,147 +41,293 @@ impl Setup {
     async fn start(name: &str) -> Setup {
         let server = RedisServer::start(ServerOptions::default()).unwrap();
         let port = server.port().expect("a tcp server");
-        let proxy = ReplyCutter::start(&format!("127.0.0.1:{port}"));
-        let poster = RedisBoard::connect(&proxy.url()).await.unwrap();
-        let worker = RedisBoard::connect(&server.url()).await.unwrap();
+        let proxy = CuttingProxy::start(&format!("127.0.0.1:{port}"));
+        let client = RedisBoard::connect(&proxy.url()).await.unwrap();
+        let board = RedisBoard::connect(&server.url()).await.unwrap();
         let queue = unique_queue(name);
-        // The poster's connection and its Lua are set up before the cut.
-        let warm = poster.post(&queue, NewJob::new("warm-up")).await.unwrap();
-        let claimed = worker.claim(&[&queue], "w", LONG, 1).await.unwrap();
+        // The client's connection and its Lua are set up before the cut.
+        let warm = client.post(&queue, NewJob::new("warm-up")).await.unwrap();
+        let claimed = client.claim(&[&queue], "client", LONG, 1).await.unwrap();
         assert_eq!(*claimed[0].lease.job(), warm);
-        worker.consume(copy_of(&claimed[0].lease)).await.unwrap();
+        client.consume(copy_of(&claimed[0].lease)).await.unwrap();
         Setup {
             _server: server,
             proxy,
-            poster,
-            worker,
+            client,
+            board,
             queue,
         }
     }
 
-    /// Posts `job` through the proxy with its reply lost; `meanwhile` runs
-    /// on the board (directly) after the post ran and before the post is
-    /// sent again. Returns what the post returned.
-    async fn post_losing_the_reply<F, Fut>(&self, job: NewJob, meanwhile: F) -> jobworker::Result<JobId>
+    /// Runs `call` on the client with its connection cut at `cut`;
+    /// `meanwhile` runs on the board (directly) after the cut and before
+    /// the call gets through again. Returns what the call returned.
+    async fn through_a_cut<T, C, CF, M, MF>(&self, cut: Cut, call: C, meanwhile: M) -> T
     where
-        F: FnOnce(JobId) -> Fut,
-        Fut: std::future::Future<Output = ()>,
+        C: FnOnce(RedisBoard, String) -> CF,
+        CF: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+        M: FnOnce() -> MF,
+        MF: Future<Output = ()>,
     {
-        let accepted = self.proxy.accepted();
-        self.proxy.arm();
-        let poster = self.poster.clone();
-        let queue = self.queue.clone();
-        let post = tokio::spawn(async move { poster.post(&queue, job).await });
-        wait_until("the post's reply is cut", WAIT, || async {
-            self.proxy.cuts() == 1
+        let (accepted, cuts) = (self.proxy.accepted(), self.proxy.cuts());
+        match cut {
+            Cut::Reply => self.proxy.cut_next_reply(),
+            Cut::Request => self.proxy.cut_next_request(),
+        }
+        let task = tokio::spawn(call(self.client.clone(), self.queue.clone()));
+        wait_until("the connection is cut", WAIT, || async {
+            self.proxy.cuts() > cuts
         })
         .await;
-        let counts = Admin::counts(&self.worker, std::slice::from_ref(&self.queue))
-            .await
-            .unwrap();
-        assert_eq!(counts.listed, 1, "the post ran before its reply was cut");
-        let listed = self.worker.list_ids(&self.queue).await;
-        meanwhile(listed).await;
+        meanwhile().await;
         self.proxy.release();
-        let result = post.await.unwrap();
+        let result = task.await.unwrap();
         assert!(
             self.proxy.accepted() > accepted,
-            "the post went again on a new connection"
+            "the call went again on a new connection"
         );
         result
     }
 
-    /// Claims the one ready job and consumes it.
-    async fn run_one(&self) -> JobId {
-        let claimed = self.worker.claim(&[&self.queue], "w", LONG, 1).await.unwrap();
-        assert_eq!(claimed.len(), 1, "one job is ready");
-        let id = claimed[0].lease.job().clone();
-        self.worker.consume(copy_of(&claimed[0].lease)).await.unwrap();
-        id
-    }
-
-    /// Asserts that nothing is left to run and `id` was consumed.
-    async fn assert_ran_once(&self, id: &JobId) {
-        let counts = Admin::counts(&self.worker, std::slice::from_ref(&self.queue))
+    async fn counts(&self) -> jobworker::board::QueueCounts {
+        Admin::counts(&self.board, std::slice::from_ref(&self.queue))
             .await
-            .unwrap();
-        assert_eq!(counts.listed, 0, "the job was posted again after it ran");
-        assert_eq!(counts.completed, 2, "the warm-up and the job, once each");
-        let state = self.worker.state(&self.queue, id).await.unwrap();
-        assert_eq!(state, JobState::Completed);
-        let claimed = self.worker.claim(&[&self.queue], "w", LONG, 1).await.unwrap();
-        assert!(
-            claimed.is_empty(),
-            "a job was ready again: {:?}",
-            claimed[0].lease.job()
-        );
+            .unwrap()
     }
-}
 
-/// The one id listed (the job the cut post wrote).
-trait ListIds {
-    async fn list_ids(&self, queue: &str) -> JobId;
-}
-
-impl ListIds for RedisBoard {
-    async fn list_ids(&self, queue: &str) -> JobId {
-        let key = self.keys(queue).unwrap().listings().to_owned();
+    /// The one job listed.
+    async fn listed(&self) -> JobId {
+        let key = self.board.keys(&self.queue).unwrap().listings().to_owned();
         let ids: Vec<String> = redis::cmd("HKEYS")
             .arg(key)
-            .query_async(&mut self.connection())
+            .query_async(&mut self.board.connection())
             .await
             .unwrap();
         assert_eq!(ids.len(), 1, "{ids:?}");
         JobId::from(ids[0].clone())
     }
+
+    /// Claims the one ready job on the board and consumes it.
+    async fn run_one(&self) -> JobId {
+        let claimed = self.board.claim(&[&self.queue], "board", LONG, 1).await.unwrap();
+        assert_eq!(claimed.len(), 1, "one job is ready");
+        self.board.consume(copy_of(&claimed[0].lease)).await.unwrap();
+        claimed[0].lease.job().clone()
+    }
+
+    /// Asserts that nothing is left and `done` (besides the warm-up) were
+    /// consumed once.
+    async fn assert_all_ran_once(&self, done: &[&JobId]) {
+        let counts = self.counts().await;
+        assert_eq!(
+            counts.listed, 0,
+            "nothing is left: a job was posted again after it ran"
+        );
+        assert_eq!(
+            counts.completed,
+            1 + done.len(),
+            "the warm-up and the jobs, once each"
+        );
+        for id in done {
+            let state = self.board.state(&self.queue, id).await.unwrap();
+            assert_eq!(state, JobState::Completed, "{id}");
+            let info = self.board.show(&self.queue, id).await.unwrap();
+            assert_eq!(info.attempts, 0, "{id}: no failed attempt was counted");
+        }
+    }
+
+    /// Consumes `claimed` through the client (their leases are good).
+    async fn consume_all(&self, claimed: &[Claimed]) {
+        for c in claimed {
+            self.client.consume(copy_of(&c.lease)).await.unwrap();
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_generated_id_consumed_before_the_retry_is_not_posted_again() {
-    let setup = Setup::start("lost-generated").await;
+    let s = Setup::start("lost-generated").await;
     let mut ran = None;
-    let posted = setup
-        .post_losing_the_reply(NewJob::new("once"), |listed| {
-            ran = Some(listed);
-            async {
-                setup.run_one().await;
-            }
-        })
+    let posted = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, q| async move { client.post(&q, NewJob::new("once")).await },
+            || async {
+                assert_eq!(
+                    s.counts().await.listed,
+                    1,
+                    "the post ran before its reply was cut"
+                );
+                ran = Some(s.run_one().await);
+            },
+        )
         .await
         .unwrap();
     assert_eq!(Some(&posted), ran.as_ref(), "the post returns the id it posted");
-    setup.assert_ran_once(&posted).await;
+    s.assert_all_ran_once(&[&posted]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_given_id_consumed_before_the_retry_is_not_posted_again() {
-    let setup = Setup::start("lost-given").await;
+    let s = Setup::start("lost-given").await;
     let id = JobId::from("order-1");
-    let posted = setup
-        .post_losing_the_reply(NewJob::new("once").id(id.as_str()), |_| async {
-            assert_eq!(setup.run_one().await, id);
-        })
+    let posted = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, q| async move { client.post(&q, NewJob::new("once").id("order-1")).await },
+            || async { assert_eq!(s.run_one().await, id) },
+        )
         .await
         .unwrap();
     assert_eq!(posted, id);
-    setup.assert_ran_once(&id).await;
+    s.assert_all_ran_once(&[&id]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_given_id_still_listed_at_the_retry_is_reported_posted() {
-    let setup = Setup::start("lost-listed").await;
+    let s = Setup::start("lost-listed").await;
     let id = JobId::from("order-2");
-    let posted = setup
-        .post_losing_the_reply(NewJob::new("once").id(id.as_str()), |_| async {})
+    let posted = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, q| async move { client.post(&q, NewJob::new("once").id("order-2")).await },
+            || async { assert_eq!(s.listed().await, id) },
+        )
         .await;
     assert_eq!(posted.unwrap(), id, "the post's own job is not 'already there'");
-    assert_eq!(setup.run_one().await, id);
-    setup.assert_ran_once(&id).await;
+    assert_eq!(s.run_one().await, id);
+    s.assert_all_ran_once(&[&id]).await;
     // Posting that id again now is a new life (it finished): unchanged.
-    setup
-        .poster
-        .post(&setup.queue, NewJob::new("again").id(id.as_str()))
+    s.client
+        .post(&s.queue, NewJob::new("again").id("order-2"))
         .await
         .unwrap();
-    assert_eq!(setup.run_one().await, id);
+    assert_eq!(s.run_one().await, id);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_post_cut_before_it_ran_is_posted_once() {
+    let s = Setup::start("cut-post").await;
+    let posted = s
+        .through_a_cut(
+            Cut::Request,
+            |client, q| async move { client.post(&q, NewJob::new("once").id("order-3")).await },
+            || async { assert_eq!(s.counts().await.listed, 0, "the post did not get there") },
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.run_one().await, posted);
+    s.assert_all_ran_once(&[&posted]).await;
+}
+
+/// Posts `n` jobs on the board, returning their ids in claim order.
+async fn post_jobs(s: &Setup, n: usize) -> Vec<JobId> {
+    let mut ids = Vec::new();
+    for i in 0..n {
+        ids.push(
+            s.board
+                .post(&s.queue, NewJob::new("job").id(format!("job-{i}")))
+                .await
+                .unwrap(),
+        );
+    }
+    ids
+}
+
+fn ids_of(claimed: &[Claimed]) -> Vec<JobId> {
+    claimed.iter().map(|c| c.lease.job().clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_whose_reply_was_lost_gets_back_what_it_took() {
+    let s = Setup::start("lost-claim").await;
+    let ids = post_jobs(&s, 3).await;
+    let claimed = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, q| async move { client.claim(&[&q], "client", LONG, 2).await },
+            || async {
+                assert_eq!(
+                    s.counts().await.claimed,
+                    2,
+                    "the claim ran before its reply was cut"
+                )
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids_of(&claimed), ids[..2], "the jobs the first sending took");
+    assert!(claimed.iter().all(|c| c.attempt == 1), "first attempts");
+    assert_eq!(
+        s.counts().await.claimed,
+        2,
+        "no job was taken twice or left behind"
+    );
+    s.consume_all(&claimed).await;
+    assert_eq!(s.run_one().await, ids[2]);
+    s.assert_all_ran_once(&ids.iter().collect::<Vec<_>>()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_cut_before_it_ran_claims_on_the_new_connection() {
+    let s = Setup::start("cut-claim").await;
+    let ids = post_jobs(&s, 3).await;
+    let claimed = s
+        .through_a_cut(
+            Cut::Request,
+            |client, q| async move { client.claim(&[&q], "client", LONG, 2).await },
+            || async { assert_eq!(s.counts().await.claimed, 0, "the claim did not get there") },
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids_of(&claimed), ids[..2]);
+    assert_eq!(s.counts().await.claimed, 2);
+    s.consume_all(&claimed).await;
+    assert_eq!(s.run_one().await, ids[2]);
+    s.assert_all_ran_once(&ids.iter().collect::<Vec<_>>()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_settle_and_take_whose_reply_was_lost_gets_back_what_it_took() {
+    let s = Setup::start("lost-cycle").await;
+    let ids = post_jobs(&s, 3).await;
+    let first = s.client.claim(&[&s.queue], "client", LONG, 1).await.unwrap();
+    assert_eq!(ids_of(&first), ids[..1]);
+    let done = copy_of(&first[0].lease);
+    let (settled, claimed) = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, q| async move {
+                let request = ClaimRequest {
+                    queues: &[&q],
+                    who: "client",
+                    expiry: LONG,
+                    count: 1,
+                    holding: 0,
+                    hand_off: None,
+                };
+                client.consume_then_claim(vec![done], &request).await
+            },
+            || async {
+                assert_eq!(
+                    s.counts().await.completed,
+                    2,
+                    "the consume ran before the reply was cut"
+                )
+            },
+        )
+        .await;
+    let err = settled[0]
+        .as_ref()
+        .expect_err("whether the consume ran is not known");
+    assert!(err.to_string().contains("may have been consumed"), "{err}");
+    let claimed = claimed.unwrap();
+    assert_eq!(ids_of(&claimed), ids[1..2], "the job the first sending took");
+    assert_eq!(s.counts().await.claimed, 1);
+    // Settling the first job again is refused (it is gone), not run again.
+    assert!(s.client.consume(copy_of(&first[0].lease)).await.is_err());
+    s.consume_all(&claimed).await;
+    assert_eq!(s.run_one().await, ids[2]);
+    s.assert_all_ran_once(&ids.iter().collect::<Vec<_>>()).await;
 }

@@ -2,7 +2,7 @@
 -- its header), also run by consume_then_claim.lua after its consume.
 -- include: time, msgpack, ready, maintenance, retention, foreign, events, stats
 
--- Claims with the arguments `args` (a claim's ARGV: 4-13 as claim.lua's)
+-- Claims with the arguments `args` (a claim's ARGV: 4-15 as claim.lua's)
 -- at the server time `s`, `us`, `now_ms`; returns claim.lua's reply.
 -- `runs` (or nil): the run times (ms) of jobs consumed by the same call,
 -- written to the statistics with the claim's wait times. `runs_written`
@@ -10,10 +10,52 @@
 -- does not write them again (not even when the write itself failed
 -- partway: a time is rather lost than counted twice).
 local runs_written = nil
+
+-- The head of a claim reply: 'ok', unindexed (set by the caller), the
+-- count (set by the caller), the outbox and the recurring slots due.
+local function claim_head(now_ms)
+  return {'ok', 0, 0, redis.call('SCARD', K_OUTBOX), redis.call('ZCOUNT', K_RECURRING, '-inf', ms_text(now_ms))}
+end
+
+-- A claim call's mark in the job hashes of the jobs it took
+-- (`claimed_by`: the claimer, a newline and the call's number; readers
+-- show what comes before the newline).
+local function claimer_of(who, call) return who .. '\n' .. call end
+
+-- The reply the first sending of claim call `call` would have had, when
+-- that reply was lost: the jobs it took (its mark) that `who` still
+-- holds, found by the lease deadline of `who`'s last claim that took jobs
+-- (took_key(): plus 0.5 when it took a suspect, alone); nil when there
+-- are none (that sending took none or never ran).
+local function took_again(who, call, now_ms)
+  local score = redis.call('ZSCORE', took_key(), who)
+  if not score then return nil end
+  local deadline = math.floor(tonumber(score))
+  local mark = claimer_of(who, call)
+  local out = claim_head(now_ms)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_LEASES, int(deadline), int(deadline))) do
+    local v = redis.call('HMGET', job_key(id), 'claimed_by', 'attempts', 'max', 'prio', 'token')
+    local posting = redis.call('HGET', K_LISTINGS, id)
+    if v[1] == mark and posting and redis.call('GET', owned_key(id)) == who then
+      out[3] = out[3] + 1
+      local alone = tonumber(score) > deadline and 1 or 0
+      for _, x in ipairs({id, posting, v[5], v[2] or '0', v[3] or '1', v[4] or '0', alone}) do
+        out[#out + 1] = x
+      end
+    end
+  end
+  if out[3] == 0 then return nil end
+  return out
+end
+
 local function claim_jobs(args, s, us, now_ms, runs)
   local who, expiry_ms, count = args[4], tonumber(args[5]), tonumber(args[6])
   local expiry_text = args[5]
   local idle = args[7] == '1'
+  if args[15] == '1' and not runs then
+    local out = took_again(who, args[14], now_ms)
+    if out then return out end
+  end
   promote(now_ms)
   recover(s, us, now_ms)
   prune_index(K_COMPLETED, tonumber(args[8]), tonumber(args[9]), now_ms, count + 4)
@@ -23,7 +65,7 @@ local function claim_jobs(args, s, us, now_ms, runs)
   local limit = tonumber(settings[2] or 0)
   if limit > 0 then count = math.max(0, math.min(count, limit - redis.call('ZCARD', K_LEASES))) end
 
-  local out = {'ok', 0, 0, redis.call('SCARD', K_OUTBOX), redis.call('ZCOUNT', K_RECURRING, '-inf', ms_text(now_ms))}
+  local out = claim_head(now_ms)
   local waits = {}
   local n = 0
   local rounds = 0
@@ -31,6 +73,7 @@ local function claim_jobs(args, s, us, now_ms, runs)
   local alone = false
   local modified = nil
   local deadline = int(now_ms + expiry_ms)
+  local mark = claimer_of(who, args[14])
   while n < count and not alone and rounds < 8 do
     rounds = rounds + 1
     -- The next jobs in order, taken out of the index. (Not ZPOPMIN: it
@@ -63,7 +106,7 @@ local function claim_jobs(args, s, us, now_ms, runs)
           stamps[#stamps + 1] = modified
           local token = tonumber(v[5] or 0) + 1
           local token_text = int(token)
-          redis.call('HSET', job, 'token', token_text, 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
+          redis.call('HSET', job, 'token', token_text, 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', mark)
           if v[6] then waits[#waits + 1] = math.max(0, now_ms - tonumber(v[6])) end
           if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
           if suspect then
@@ -93,6 +136,13 @@ local function claim_jobs(args, s, us, now_ms, runs)
   -- The skipped jobs go back to their place.
   for _, id in ipairs(kept) do redis.call('ZADD', K_READY, ready_score(id), id) end
   out[3] = n
+  if n > 0 then
+    -- For this call sent again when its reply is lost (took_again).
+    redis.call('ZADD', took_key(), alone and deadline .. '.5' or deadline, who)
+  elseif count > 0 then
+    -- An empty claim drops the records whose leases ran out.
+    redis.call('ZREMRANGEBYSCORE', took_key(), '-inf', ms_text(now_ms))
+  end
   runs_written = true
   add_stats(runs, waits, now_ms)
   local register_ms = tonumber(args[12])

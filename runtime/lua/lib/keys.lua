@@ -14,6 +14,9 @@ local function deps_key(id) return NS .. 'jw.deps.' .. id end
 local function dependents_key(id) return NS .. 'jw.dependents.' .. id end
 local function tag_key(tag) return NS .. 'jw.tag.' .. tag end
 local function failed_key(group) return NS .. 'jw.failed.' .. group end
+-- Claimers by the lease deadline of their last claim call that got jobs
+-- (lib/claim_jobs.lua).
+local function took_key() return NS .. 'jw.took' end
 local function stats_key(now_ms) return NS .. 'jw.stats.' .. math.floor(now_ms / 86400000) end
 -- Pub/sub: on a Redis Cluster (CLUSTER, set by the loader) every channel
 -- carries the queue's hash tag (EVENTS is then the queue's namespace) and

@@ -1,6 +1,8 @@
 //! Claiming jobs: the Rust twins of `claim.lua` and `claim_job.lua`, the
 //! claim reply reader and the verbs `claim_with` and `claim_job`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::board::{validate_claim, ClaimRequest};
@@ -8,7 +10,7 @@ use crate::codec::{args_of, decode_posting};
 use crate::error::{Error, Result};
 use crate::job::{Claimed, JobId, Lease, Priority};
 use crate::redis::board::RedisBoard;
-use crate::redis::connect::Connection;
+use crate::redis::connect::{connection_lost, Connection};
 use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
@@ -33,6 +35,8 @@ impl RedisBoard {
             hand_off: request.hand_off.filter(|_| request.queues.len() == 1),
             history: (self.opts.history_count, self.opts.history_age),
             trash: (self.opts.trash_count, self.opts.trash_age),
+            call: next_call(),
+            again: false,
         }
     }
 
@@ -256,6 +260,26 @@ pub(crate) struct ClaimArgs<'a> {
     pub history: (usize, Duration),
     /// The trash's retention: count and age.
     pub trash: (usize, Duration),
+    /// The call's number, unique per claimer (see [`next_call`]).
+    pub call: u64,
+    /// The call is sent again because its reply was lost: it returns what
+    /// its first sending took, if that sending ran and took jobs.
+    pub again: bool,
+}
+
+impl ClaimArgs<'_> {
+    /// The same call, to send again after its reply was lost.
+    pub(crate) fn again(&self) -> Self {
+        ClaimArgs { again: true, ..*self }
+    }
+}
+
+/// A new claim call's number: a process-wide counter from a random start,
+/// so that processes sharing an owner string do not share numbers.
+fn next_call() -> u64 {
+    static NEXT: OnceLock<AtomicU64> = OnceLock::new();
+    NEXT.get_or_init(|| AtomicU64::new(uuid::Uuid::new_v4().as_u64_pair().0 >> 1))
+        .fetch_add(1, Ordering::Relaxed)
 }
 
 pub(super) fn claim_invocation<'k>(keys: &'k QueueKeys, a: &ClaimArgs<'_>) -> Invocation<'k> {
@@ -274,12 +298,23 @@ pub(super) fn claim_args_to(inv: &mut Invocation<'_>, a: &ClaimArgs<'_>) {
     inv.arg(a.trash.0).arg(millis(a.trash.1));
     inv.arg(a.hand_off.map_or(0, millis));
     inv.arg(crate::redis::handoff::clock_ms());
+    inv.arg(a.call).arg(if a.again { "1" } else { "0" });
 }
 
-/// Twin of `claim.lua`. Not retried after a dropped connection: a claim
-/// whose reply was lost must not take more jobs (its leases expire).
+/// Twin of `claim.lua`. A call whose connection dropped is sent once more
+/// as itself ([`ClaimArgs::again`]): it gets back the jobs its first
+/// sending took, or claims when that sending took none or never ran (a
+/// lost reply used to leave its leases to expire, each counted as a
+/// failed attempt).
 pub(crate) async fn claim(conn: &Connection, keys: &QueueKeys, a: &ClaimArgs<'_>) -> Result<Reply> {
-    let value = claim_invocation(keys, a).invoke(conn).await?;
+    let value = match claim_invocation(keys, a).invoke(conn).await {
+        Ok(value) => value,
+        Err(e) if connection_lost(&e) => {
+            tracing::warn!(error = %e, "redis connection lost while claiming; asking for what the claim took");
+            claim_invocation(keys, &a.again()).invoke(conn).await?
+        }
+        Err(e) => return Err(e.into()),
+    };
     Reply::from_value(value)
 }
 

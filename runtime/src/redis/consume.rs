@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::job::{Claimed, Lease};
 use crate::redis::board::RedisBoard;
 use crate::redis::claim::{claim_args_to, claim_invocation, ClaimArgs};
-use crate::redis::connect::Connection;
+use crate::redis::connect::{connection_lost, Connection};
 use crate::redis::invocation::{is_noscript, Invocation};
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
@@ -70,13 +70,16 @@ impl RedisBoard {
             .collect();
         let args = self.claim_args(request, request.count, request.holding == 0);
         let keep = self.opts.history_count;
-        let (replies, reply) = match pipelined.as_slice() {
+        let (settled, reply) = match pipelined.as_slice() {
             [(done_keys, leases)] if done_keys.queue == keys.queue => {
                 consume_then_claim_one_queue(&self.conn, &keys, leases, keep, &args).await?
             }
             _ => consume_then_claim(&self.conn, &pipelined, keep, &keys, &args).await?,
         };
-        let consumed = self.consume_results(done, &batches, replies).await;
+        let consumed = match settled {
+            Ok(replies) => self.consume_results(done, &batches, replies).await,
+            Err(lost) => done.iter().map(|_| Err(lost.clone())).collect(),
+        };
         let claimed = self.finish_claim(&keys, &args, reply).await;
         let claimed = match claimed {
             Ok(claimed) => self.claim_the_rest(claimed, rest, request).await,
@@ -157,23 +160,33 @@ fn consume_results(
         .collect()
 }
 
+/// The consumes of a settle-and-take round trip: their replies, or the
+/// error of a round trip whose connection dropped (whether they ran is
+/// unknown).
+type Settled = Result<Vec<Consumed>>;
+
 /// `consume.lua` for each batch, then `claim.lua`, in one pipeline (one
 /// round trip): a worker settles what finished and takes what is next.
-/// Not retried after a dropped connection (see [`claim`]).
+/// Not sent again after a dropped connection (see [`lost_round_trip`]).
 pub(crate) async fn consume_then_claim(
     conn: &Connection,
     batches: &[(Arc<QueueKeys>, Vec<&crate::job::Lease>)],
     keep: usize,
     claim_keys: &QueueKeys,
     claim: &ClaimArgs<'_>,
-) -> Result<(Vec<Consumed>, Reply)> {
+) -> Result<(Settled, Reply)> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for (keys, leases) in batches {
         consume_invocation(keys, leases, keep).add_to(&mut pipe, conn);
     }
     claim_invocation(claim_keys, claim).add_to(&mut pipe, conn);
-    let mut results: Vec<redis::RedisResult<redis::Value>> = pipe.query_async(&mut conn.link.clone()).await?;
+    let mut results: Vec<redis::RedisResult<redis::Value>> =
+        match pipe.query_async(&mut conn.link.clone()).await {
+            Ok(results) => results,
+            Err(e) if connection_lost(&e) => return lost_round_trip(conn, claim_keys, claim, e).await,
+            Err(e) => return Err(e.into()),
+        };
     // A script the server lost (restart, SCRIPT FLUSH) did not run: load
     // them all and run just that one again. Everything else ran once.
     let claimed = match results.pop() {
@@ -197,29 +210,53 @@ pub(crate) async fn consume_then_claim(
         };
         consumed.push(consume_reply(&Reply::from_value(value)?, leases.len()));
     }
-    Ok((consumed, Reply::from_value(claimed)?))
+    Ok((Ok(consumed), Reply::from_value(claimed)?))
+}
+
+/// A settle-and-take round trip whose connection dropped: its consumes may
+/// or may not have run (their error says so, and the worker settles them
+/// again: a consume that ran is then refused, the job being gone), and
+/// its claim is sent again as itself, to get back what it took (its
+/// leases would otherwise expire, each counted as a failed attempt).
+async fn lost_round_trip(
+    conn: &Connection,
+    keys: &QueueKeys,
+    claim: &ClaimArgs<'_>,
+    e: redis::RedisError,
+) -> Result<(Settled, Reply)> {
+    tracing::warn!(error = %e, "redis connection lost while consuming and claiming; asking for what the claim took");
+    let lost = Error::unavailable(format!(
+        "redis connection lost while consuming ({e}): the job may have been consumed"
+    ));
+    let claimed = claim_invocation(keys, &claim.again()).invoke(conn).await?;
+    Ok((Err(lost), Reply::from_value(claimed)?))
 }
 
 /// `consume_then_claim.lua`: consumes `leases` (all of `keys`' queue) and
 /// claims from that queue in one call, which reads the clock, checks for
-/// event listeners and counts the outbox once for both. Not retried after
-/// a dropped connection (see [`claim`](crate::redis::claim::claim)).
+/// event listeners and counts the outbox once for both. Not sent again
+/// after a dropped connection (see [`lost_round_trip`]).
 async fn consume_then_claim_one_queue(
     conn: &Connection,
     keys: &QueueKeys,
     leases: &[&crate::job::Lease],
     keep: usize,
     claim: &ClaimArgs<'_>,
-) -> Result<(Vec<Consumed>, Reply)> {
+) -> Result<(Settled, Reply)> {
     let mut inv = Invocation::new(&SCRIPTS.consume_then_claim, keys);
     claim_args_to(&mut inv, claim);
     consume_args_to(&mut inv, leases, keep);
-    let mut both = Reply::from_value(inv.invoke(conn).await?)?.0.into_iter();
+    let value = match inv.invoke(conn).await {
+        Ok(value) => value,
+        Err(e) if connection_lost(&e) => return lost_round_trip(conn, keys, claim, e).await,
+        Err(e) => return Err(e.into()),
+    };
+    let mut both = Reply::from_value(value)?.0.into_iter();
     let (Some(consumed), Some(claimed), None) = (both.next(), both.next(), both.next()) else {
         return Err(Error::codec("consume_then_claim replies with two parts"));
     };
     let consumed = consume_reply(&Reply::from_value(consumed)?, leases.len());
-    Ok((vec![consumed], Reply::from_value(claimed)?))
+    Ok((Ok(vec![consumed]), Reply::from_value(claimed)?))
 }
 
 fn return_value(reply: Reply) -> redis::Value {

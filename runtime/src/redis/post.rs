@@ -400,7 +400,10 @@ mod tests {
         let one = [NewJob::new("a")];
         assert_eq!(layout_again(&one, again), ("each again 61250".into(), 5 + 9));
         let two = [NewJob::new("a"), NewJob::new("a")];
-        assert_eq!(layout_again(&two, again), ("shared again 61250".into(), 5 + 6 + 2 * 3));
+        assert_eq!(
+            layout_again(&two, again),
+            ("shared again 61250".into(), 5 + 6 + 2 * 3)
+        );
     }
 
     #[test]

@@ -1,18 +1,19 @@
-//! A TCP proxy in front of a server that can lose one reply on its way:
-//! the request reaches the server, which runs it, and the client sees its
-//! connection drop instead of the answer.
+//! A TCP proxy in front of a server that can drop a connection at a chosen
+//! point: after the server ran a request (its reply is lost), or before
+//! the request reached it.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
-/// What the proxy does with the next reply, and whether it lets requests
-/// through.
+/// What the proxy cuts next, and whether it lets requests through.
 #[derive(Default)]
 struct State {
     /// The next chunk from the server is dropped and its connection cut.
-    armed: bool,
+    reply_armed: bool,
+    /// The next chunk from a client is dropped and its connection cut.
+    request_armed: bool,
     /// Requests wait before reaching the server (from the cut until
     /// [`ReplyCutter::release`]).
     holding: bool,
@@ -23,17 +24,18 @@ struct State {
 }
 
 /// A proxy on a loopback port that forwards to a server and, once armed,
-/// cuts the connection that carries the next reply (the request ran) and
-/// holds every request after it until released: the test decides what
-/// happens on the board before the client's retry gets through.
-pub struct ReplyCutter {
+/// cuts the connection that carries the next reply (the request ran) or
+/// the next request (it never reaches the server), and holds every
+/// request after the cut until released: the test decides what happens on
+/// the board before the client's retry gets through.
+pub struct CuttingProxy {
     port: u16,
     shared: Arc<(Mutex<State>, Condvar)>,
 }
 
-impl ReplyCutter {
+impl CuttingProxy {
     /// Starts forwarding loopback connections to `upstream` (`host:port`).
-    pub fn start(upstream: &str) -> ReplyCutter {
+    pub fn start(upstream: &str) -> CuttingProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy's port");
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
@@ -48,7 +50,7 @@ impl ReplyCutter {
                 forward(client, server, state.clone());
             }
         });
-        ReplyCutter { port, shared }
+        CuttingProxy { port, shared }
     }
 
     /// The proxy's `redis://` URL.
@@ -57,8 +59,14 @@ impl ReplyCutter {
     }
 
     /// Cuts the connection of the next reply, and holds requests from then on.
-    pub fn arm(&self) {
-        self.shared.0.lock().unwrap().armed = true;
+    pub fn cut_next_reply(&self) {
+        self.shared.0.lock().unwrap().reply_armed = true;
+    }
+
+    /// Cuts the connection of the next request before the server sees
+    /// it, and holds requests from then on.
+    pub fn cut_next_request(&self) {
+        self.shared.0.lock().unwrap().request_armed = true;
     }
 
     /// Lets held requests through.
@@ -78,40 +86,46 @@ impl ReplyCutter {
     }
 }
 
-/// Two threads: requests to the server (waiting while held), replies to
-/// the client (the armed one dropped, both ends shut).
+/// Two threads: requests to the server, replies to the client. The armed
+/// chunk is dropped and both ends shut; requests wait while held.
 fn forward(client: TcpStream, server: TcpStream, shared: Arc<(Mutex<State>, Condvar)>) {
-    let (mut client_in, mut server_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    let (client_in, server_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
     let up = shared.clone();
-    thread::spawn(move || {
-        let mut buf = vec![0u8; 64 * 1024];
-        while let Ok(n @ 1..) = client_in.read(&mut buf) {
-            let (lock, released) = &*up;
-            drop(released.wait_while(lock.lock().unwrap(), |s| s.holding).unwrap());
-            if server_out.write_all(&buf[..n]).is_err() {
+    thread::spawn(move || pass(client_in, server_out, &up, Direction::Request));
+    thread::spawn(move || pass(server, client, &shared, Direction::Reply));
+}
+
+/// Which way a chunk goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    Request,
+    Reply,
+}
+
+/// Copies chunks `from` → `to` until either end closes or a cut.
+fn pass(mut from: TcpStream, mut to: TcpStream, shared: &(Mutex<State>, Condvar), way: Direction) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(n @ 1..) = from.read(&mut buf) {
+        {
+            let (lock, released) = shared;
+            let mut state = lock.lock().unwrap();
+            if way == Direction::Request {
+                state = released.wait_while(state, |s| s.holding).unwrap();
+            }
+            let armed = match way {
+                Direction::Request => &mut state.request_armed,
+                Direction::Reply => &mut state.reply_armed,
+            };
+            if std::mem::take(armed) {
+                state.holding = true;
+                state.cuts += 1;
                 break;
             }
         }
-        let _ = server_out.shutdown(Shutdown::Both);
-    });
-    let (mut server_in, mut client_out) = (server, client);
-    thread::spawn(move || {
-        let mut buf = vec![0u8; 64 * 1024];
-        while let Ok(n @ 1..) = server_in.read(&mut buf) {
-            {
-                let mut state = shared.0.lock().unwrap();
-                if state.armed {
-                    state.armed = false;
-                    state.holding = true;
-                    state.cuts += 1;
-                    break;
-                }
-            }
-            if client_out.write_all(&buf[..n]).is_err() {
-                break;
-            }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
         }
-        let _ = client_out.shutdown(Shutdown::Both);
-        let _ = server_in.shutdown(Shutdown::Both);
-    });
+    }
+    let _ = from.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
 }
