@@ -111,16 +111,18 @@ impl Heartbeat {
         held.get(key).is_some_and(|h| h.confirmed.elapsed() < within)
     }
 
-    /// Marks a held lease as done (its handler finished well): the loop's
-    /// batched consume or, should the loop freeze first, the watchdog consumes it.
-    pub(super) fn finished(&self, key: &LeaseKey) {
-        mark_finished(&self.held, key);
+    /// Marks a held lease as done (its handler finished well; the loop's
+    /// batched consume or, should the loop freeze first, the watchdog
+    /// consumes it) or, `false`, as not done (the loop stopped it first).
+    pub(super) fn mark_done(&self, key: &LeaseKey, done: bool) {
+        mark(&self.held, key, || done);
     }
 
-    /// [`finished`](Self::finished) for another thread (a handler's).
-    pub(super) fn finisher(&self) -> impl Fn(&LeaseKey) + Send + Sync + 'static {
+    /// [`mark_done`](Self::mark_done) for a handler's thread, as `done()` says
+    /// under the map's lock (so it cannot undo a later "not done" of the loop).
+    pub(super) fn finisher(&self) -> impl Fn(&LeaseKey, &dyn Fn() -> bool) + Send + Sync + 'static {
         let held = self.held.clone();
-        move |key| mark_finished(&held, key)
+        move |key, done| mark(&held, key, done)
     }
 
     /// Stops extending a lease.
@@ -139,9 +141,9 @@ impl Heartbeat {
     }
 }
 
-fn mark_finished(held: &HeldMap, key: &LeaseKey) {
+fn mark(held: &HeldMap, key: &LeaseKey, done: impl FnOnce() -> bool) {
     if let Some(h) = held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
-        h.finished = true;
+        h.finished = done();
     }
 }
 
@@ -287,10 +289,8 @@ async fn extend_held(
         };
         match outcome {
             Some(Ok(())) => {
-                if let Ok(mut h) = held.lock() {
-                    if let Some(entry) = h.get_mut(key) {
-                        entry.confirmed = Instant::now();
-                    }
+                if let Some(entry) = held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
+                    entry.confirmed = Instant::now();
                 }
             }
             Some(Err(e)) if e.is_lease_over() => report_lost(held, key, Lost::of(&e), lost),

@@ -47,11 +47,16 @@ impl Worker {
             }
         }
         let mut stuck = false;
-        for job in self.running.values_mut() {
+        for (key, job) in self.running.iter_mut() {
             match job.next_deadline() {
                 Some(at) if at <= now && job.interrupt == Interrupt::None => {
                     tracing::warn!(job = %job.lease.job(), name = %job.name, timeout = ?job.timeout, "job timed out; stopping it");
                     job.interrupt(Interrupt::TimedOut, STUCK_GRACE);
+                    // Its handler may have returned well, unread yet: it is
+                    // retried, not consumed by the watchdog.
+                    if let Some(h) = &self.heartbeat {
+                        h.mark_done(key, false);
+                    }
                 }
                 Some(at) if at <= now => stuck = true,
                 _ => {}

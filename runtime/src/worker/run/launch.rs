@@ -47,8 +47,8 @@ impl Worker {
         let (ended, interrupted) = (cx.clone(), cancel.clone());
         let reporter = Reporter::new(move |outcome| {
             if let (Some(finisher), Outcome::Returned(Ok(()))) = (&finisher, &outcome) {
-                if !interrupted.is_cancelled() && !ended.has_next() {
-                    finisher(&done);
+                if !ended.has_next() {
+                    finisher(&done, &|| !interrupted.is_cancelled());
                 }
             }
             let _ = events.send(Event::Done(done, outcome));

@@ -40,7 +40,7 @@ impl Worker {
                 // Still heartbeated until the consume is recorded; consumed
                 // with the next claim (or by flush_consumes).
                 if let Some(h) = &self.heartbeat {
-                    h.finished(&finished.key);
+                    h.mark_done(&finished.key, true);
                 }
                 self.done.push((lease, finished));
                 continue;
