@@ -11,7 +11,7 @@ use std::time::Duration;
 use jobworker::board::Admin;
 use jobworker::board::ClaimRequest;
 use jobworker::embedded::{RedisServer, ServerOptions};
-use jobworker::redis::RedisBoard;
+use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, Claimed, JobId, JobState, NewJob};
 use jobworker_tests::{copy_of, unique_queue, wait_until, CuttingProxy};
 
@@ -330,4 +330,66 @@ async fn a_settle_and_take_whose_reply_was_lost_gets_back_what_it_took() {
     s.consume_all(&claimed).await;
     assert_eq!(s.run_one().await, ids[2]);
     s.assert_all_ran_once(&ids.iter().collect::<Vec<_>>()).await;
+}
+
+/// A bulk post that goes as one pipeline (here because of a durability;
+/// also behind sentinels and on a cluster) and loses its reply fails each
+/// job as "may have run", naming it: none is reported posted or not sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pipelined_bulk_post_whose_reply_was_lost_says_each_job_may_have_run() {
+    let master = RedisServer::start(ServerOptions::default()).unwrap();
+    let port = master.port().expect("a tcp server");
+    let _replica = RedisServer::start(ServerOptions {
+        extra_args: vec!["--replicaof".into(), "127.0.0.1".into(), port.to_string()],
+        ..Default::default()
+    })
+    .unwrap();
+    let proxy = CuttingProxy::start(&format!("127.0.0.1:{port}"));
+    let mut opts = RedisOptions::new(proxy.url());
+    opts.durability = Some("wait:1:5000".parse().unwrap());
+    let client = RedisBoard::with_options(opts).await.unwrap();
+    let q = unique_queue("lost-pipeline");
+    // The replica is in sync once a post is acknowledged by it.
+    client
+        .post(&q, NewJob::new("warm-up").id("warm-up"))
+        .await
+        .unwrap();
+    let jobs: Vec<NewJob> = (0..1_000)
+        .map(|i| NewJob::new("bulk").id(format!("bulk-{i:04}")))
+        .collect();
+    proxy.cut_next_reply();
+    let posting = client.clone();
+    let (queue, all) = (q.clone(), jobs.clone());
+    let bulk = tokio::spawn(async move { posting.post_many(&queue, &all).await });
+    wait_until("the pipeline's reply is cut", WAIT, || async {
+        proxy.cuts() == 1
+    })
+    .await;
+    proxy.release();
+    let results = bulk.await.unwrap().unwrap();
+    assert_eq!(results.len(), jobs.len());
+    for (i, result) in results.iter().enumerate() {
+        let err = result
+            .as_ref()
+            .expect_err("no job of a lost pipeline is reported posted");
+        let text = err.to_string();
+        assert!(
+            text.contains("may have run") && text.contains(&format!("bulk-{i:04}")),
+            "{text}"
+        );
+    }
+    // The board works again, and holds no job it was not asked to post.
+    client.post(&q, NewJob::new("after").id("after")).await.unwrap();
+    let direct = RedisBoard::connect(&master.url()).await.unwrap();
+    let listed: Vec<String> = redis::cmd("HKEYS")
+        .arg(direct.keys(&q).unwrap().listings())
+        .query_async(&mut direct.connection())
+        .await
+        .unwrap();
+    assert!(
+        listed
+            .iter()
+            .all(|id| id == "warm-up" || id == "after" || id.starts_with("bulk-")),
+        "{listed:?}"
+    );
 }
