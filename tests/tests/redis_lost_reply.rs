@@ -137,6 +137,18 @@ impl Setup {
         }
     }
 
+    /// The deadline (ms) of `id`'s lease in the lease index.
+    async fn lease_deadline(&self, id: &JobId) -> i64 {
+        let key = self.board.keys(&self.queue).unwrap().leases().to_owned();
+        let score: f64 = redis::cmd("ZSCORE")
+            .arg(key)
+            .arg(id.as_str())
+            .query_async(&mut self.board.connection())
+            .await
+            .unwrap();
+        score as i64
+    }
+
     /// Consumes `claimed` through the client (their leases are good).
     async fn consume_all(&self, claimed: &[Claimed]) {
         for c in claimed {
@@ -221,6 +233,36 @@ async fn a_post_cut_before_it_ran_is_posted_once() {
     s.assert_all_ran_once(&[&posted]).await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_waiting_on_another_queue_is_linked_when_its_post_is_sent_again() {
+    let s = Setup::start("lost-waiting").await;
+    let other = unique_queue("lost-waiting-dep");
+    let dep = s.board.post(&other, NewJob::new("dep")).await.unwrap();
+    let (other_q, dep_id) = (other.clone(), dep.clone());
+    let posted = s
+        .through_a_cut(
+            Cut::Reply,
+            move |client, q| async move {
+                let job = NewJob::new("after-dep")
+                    .id("order-4")
+                    .depends_on_in(other_q, dep_id);
+                client.post(&q, job).await
+            },
+            || async {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.board.state(&s.queue, &posted).await.unwrap(), JobState::Waiting);
+    let claimed = s.board.claim(&[&other], "board", LONG, 1).await.unwrap();
+    assert_eq!(*claimed[0].lease.job(), dep);
+    s.board.consume(copy_of(&claimed[0].lease)).await.unwrap();
+    wait_until("the job is ready once its dependency ran", WAIT, || async {
+        s.board.state(&s.queue, &posted).await.unwrap() == JobState::Ready
+    })
+    .await;
+    assert_eq!(s.run_one().await, posted);
+}
+
 /// Posts `n` jobs on the board, returning their ids in claim order.
 async fn post_jobs(s: &Setup, n: usize) -> Vec<JobId> {
     let mut ids = Vec::new();
@@ -243,27 +285,31 @@ fn ids_of(claimed: &[Claimed]) -> Vec<JobId> {
 async fn a_claim_whose_reply_was_lost_gets_back_what_it_took() {
     let s = Setup::start("lost-claim").await;
     let ids = post_jobs(&s, 3).await;
+    let mut released_ms = 0;
     let claimed = s
         .through_a_cut(
             Cut::Reply,
             |client, q| async move { client.claim(&[&q], "client", LONG, 2).await },
             || async {
-                assert_eq!(
-                    s.counts().await.claimed,
-                    2,
-                    "the claim ran before its reply was cut"
-                )
+                let claimed = s.counts().await.claimed;
+                assert_eq!(claimed, 2, "the claim ran before its reply was cut");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                released_ms = s.board.server_ms().await.unwrap();
             },
         )
         .await
         .unwrap();
     assert_eq!(ids_of(&claimed), ids[..2], "the jobs the first sending took");
     assert!(claimed.iter().all(|c| c.attempt == 1), "first attempts");
-    assert_eq!(
-        s.counts().await.claimed,
-        2,
-        "no job was taken twice or left behind"
-    );
+    let held = s.counts().await.claimed;
+    assert_eq!(held, 2, "no job was taken twice or left behind");
+    for id in &ids[..2] {
+        let deadline = s.lease_deadline(id).await;
+        assert!(
+            deadline >= released_ms + LONG.as_millis() as i64,
+            "{id}: its lease counts from the retry"
+        );
+    }
     s.consume_all(&claimed).await;
     assert_eq!(s.run_one().await, ids[2]);
     s.assert_all_ran_once(&ids.iter().collect::<Vec<_>>()).await;
@@ -337,13 +383,34 @@ async fn a_settle_and_take_whose_reply_was_lost_gets_back_what_it_took() {
 /// job as "may have run", naming it: none is reported posted or not sent.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pipelined_bulk_post_whose_reply_was_lost_says_each_job_may_have_run() {
-    let master = RedisServer::start(ServerOptions::default()).unwrap();
+    let master = RedisServer::start(ServerOptions {
+        extra_args: vec!["--repl-diskless-sync-delay".into(), "0".into()],
+        ..Default::default()
+    })
+    .unwrap();
     let port = master.port().expect("a tcp server");
-    let _replica = RedisServer::start(ServerOptions {
+    let replica = RedisServer::start(ServerOptions {
         extra_args: vec!["--replicaof".into(), "127.0.0.1".into(), port.to_string()],
         ..Default::default()
     })
     .unwrap();
+    let replica_con = redis::Client::open(replica.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    wait_until("the replica is in sync", WAIT, || {
+        let mut con = replica_con.clone();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            info.contains("master_link_status:up")
+        }
+    })
+    .await;
     let proxy = CuttingProxy::start(&format!("127.0.0.1:{port}"));
     let mut opts = RedisOptions::new(proxy.url());
     opts.durability = Some("wait:1:5000".parse().unwrap());

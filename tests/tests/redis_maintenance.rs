@@ -125,3 +125,28 @@ async fn a_release_owed_to_another_queue_arrives_without_a_claim_there() {
     let outbox: usize = b.connection().scard(b.keys(&q1).unwrap().outbox()).await.unwrap();
     assert_eq!(outbox, 0, "the release is settled");
 }
+
+/// The queue's leader drops the records of claim calls whose leases ran
+/// out (`NS:jw.took`: an empty claim does too, but a queue that never runs
+/// dry has none) and keeps the others.
+#[tokio::test]
+async fn the_leader_drops_claim_records_whose_leases_ran_out() {
+    use jobworker::board::Maintenance;
+    let b = board().await;
+    let q = unique_queue("took");
+    let key = b.keys(&q).unwrap().took();
+    let mut con = b.connection();
+    let now = b.server_ms().await.unwrap();
+    let _: () = con
+        .zadd_multiple(&key, &[(now - 1_000, "gone"), (now + 600_000, "live")])
+        .await
+        .unwrap();
+    assert!(b.elect(&q, "leader", Duration::from_secs(5)).await.unwrap());
+    let left: Vec<String> = con.zrange(&key, 0, -1).await.unwrap();
+    assert_eq!(left, ["live"]);
+    // And when it renews its leadership.
+    let _: () = con.zadd(&key, "gone", now - 1_000).await.unwrap();
+    assert!(b.elect(&q, "leader", Duration::from_secs(5)).await.unwrap());
+    let left: Vec<String> = con.zrange(&key, 0, -1).await.unwrap();
+    assert_eq!(left, ["live"]);
+}

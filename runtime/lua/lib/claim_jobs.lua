@@ -25,26 +25,36 @@ local function claimer_of(who, call) return who .. '\n' .. call end
 -- The reply the first sending of claim call `call` would have had, when
 -- that reply was lost: the jobs it took (its mark) that `who` still
 -- holds, found by the lease deadline of `who`'s last claim that took jobs
--- (took_key(): plus 0.5 when it took a suspect, alone); nil when there
--- are none (that sending took none or never ran).
-local function took_again(who, call, now_ms)
+-- (took_key(): plus 0.5 when it took a suspect, alone), in claim order
+-- and with their leases renewed for `expiry_text` ms (the claimer counts
+-- them from now); nil when there are none (that sending took none or
+-- never ran).
+local function took_again(who, call, now_ms, expiry_text)
   local score = redis.call('ZSCORE', took_key(), who)
   if not score then return nil end
   local deadline = math.floor(tonumber(score))
+  local alone = tonumber(score) > deadline and 1 or 0
   local mark = claimer_of(who, call)
-  local out = claim_head(now_ms)
+  local jobs = {}
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_LEASES, int(deadline), int(deadline))) do
-    local v = redis.call('HMGET', job_key(id), 'claimed_by', 'attempts', 'max', 'prio', 'token')
+    local v = redis.call('HMGET', job_key(id), 'claimed_by', 'attempts', 'max', 'prio', 'token', 'seq')
     local posting = redis.call('HGET', K_LISTINGS, id)
     if v[1] == mark and posting and redis.call('GET', owned_key(id)) == who then
-      out[3] = out[3] + 1
-      local alone = tonumber(score) > deadline and 1 or 0
-      for _, x in ipairs({id, posting, v[5], v[2] or '0', v[3] or '1', v[4] or '0', alone}) do
-        out[#out + 1] = x
-      end
+      jobs[#jobs + 1] = {id, posting, v[5], v[2] or '0', v[3] or '1', v[4] or '0', alone,
+        order = (PRIO_LIMIT - tonumber(v[4] or 0)) * SEQ_SPAN + tonumber(v[6] or 0)}
     end
   end
-  if out[3] == 0 then return nil end
+  if #jobs == 0 then return nil end
+  table.sort(jobs, function(a, b) return a.order < b.order end)
+  local renewed = int(now_ms + tonumber(expiry_text))
+  local out = claim_head(now_ms)
+  out[3] = #jobs
+  for _, job in ipairs(jobs) do
+    redis.call('PEXPIRE', owned_key(job[1]), expiry_text)
+    redis.call('ZADD', K_LEASES, renewed, job[1])
+    for k = 1, 7 do out[#out + 1] = job[k] end
+  end
+  redis.call('ZADD', took_key(), alone == 1 and renewed .. '.5' or renewed, who)
   return out
 end
 
@@ -52,8 +62,10 @@ local function claim_jobs(args, s, us, now_ms, runs)
   local who, expiry_ms, count = args[4], tonumber(args[5]), tonumber(args[6])
   local expiry_text = args[5]
   local idle = args[7] == '1'
-  if args[15] == '1' and not runs then
-    local out = took_again(who, args[14], now_ms)
+  if args[15] == '1' then
+    -- (consume_then_claim.lua never sends it: its run times would be lost.)
+    if runs then error('a settle-and-take call is not sent again') end
+    local out = took_again(who, args[14], now_ms, expiry_text)
     if out then return out end
   end
   promote(now_ms)

@@ -38,8 +38,13 @@ end
 local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh, ready_batch,
                         again)
   if again then
-    local posted = redis.call('HGET', job_key(id), 'posted')
-    if posted and (fresh or tonumber(posted) >= now_ms - again) then return 'again', 0 end
+    local v = redis.call('HMGET', job_key(id), 'posted', 'seq')
+    if v[1] and (fresh or tonumber(v[1]) >= now_ms - again) then
+      -- Still waiting: the caller links its dependencies in other queues
+      -- (again: a set's additions) as after a first sending.
+      if redis.call('ZSCORE', K_WAITING, id) then return 'waiting', tonumber(v[2]) end
+      return 'again', 0
+    end
   end
   extra = extra or NONE
   -- A job waiting for dependencies is not listed: the listing's HSETNX

@@ -317,7 +317,8 @@ impl Board for RedisBoard {
     ) -> (Vec<SettleResult>, Result<Vec<Claimed>>) {
         match RedisBoard::consume_then_claim(self, &done, request).await {
             Ok((consumed, claimed)) => (leases_back(Ok(consumed), done), claimed),
-            // The round trip failed: nothing is known to be consumed.
+            // The round trip failed (not a dropped connection, whose
+            // consumes fail one by one): nothing is known to be consumed.
             Err(e) => (leases_back(Err(e.clone()), done), Err(e)),
         }
     }

@@ -288,7 +288,7 @@ pub(super) fn claim_invocation<'k>(keys: &'k QueueKeys, a: &ClaimArgs<'_>) -> In
     inv
 }
 
-/// Appends a claim's own arguments (`claim.lua`'s ARGV 4-13).
+/// Appends a claim's own arguments (`claim.lua`'s ARGV 4-15).
 pub(super) fn claim_args_to(inv: &mut Invocation<'_>, a: &ClaimArgs<'_>) {
     inv.arg(a.who)
         .arg(millis(a.expiry))

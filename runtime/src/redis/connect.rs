@@ -298,8 +298,11 @@ pub(crate) fn check_version(info: &str, url: &str) -> Result<()> {
 /// Runs `call` and, when it failed because the connection dropped (server
 /// restart), runs it once more after the manager reconnected.
 ///
-/// Every script is safe to re-run: a lost reply to a claim leaves leases
-/// that expire and are recovered; post refuses a duplicate id.
+/// For the verbs that use it, running twice does no harm (a second
+/// consume, abandon or cancel of the same lease or job is refused; an
+/// extend extends). Posts and claims do not use it: they are sent again
+/// as themselves (`post::post`, `claim::claim`), so that a first sending
+/// that ran is recognised.
 pub(crate) async fn retry_once<T, F, Fut>(mut call: F) -> Result<T>
 where
     F: FnMut() -> Fut,

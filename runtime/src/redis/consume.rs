@@ -51,8 +51,10 @@ impl RedisBoard {
     /// Consumes `done` and claims in one round trip (see
     /// [`Board::consume_then_claim`](crate::board::Board::consume_then_claim)):
     /// one call when every lease is of the claim's first queue, else a
-    /// pipeline of consume calls and a claim call. `Err` when the round
-    /// trip failed, so nothing is known to be consumed.
+    /// pipeline of consume calls and a claim call. When its connection
+    /// dropped, each consume fails (it may have run) and the claim is sent
+    /// again as itself ([`lost_round_trip`]); `Err` when the round trip
+    /// failed otherwise, so nothing is known to be consumed.
     pub(super) async fn consume_then_claim(
         &self,
         done: &[Lease],
@@ -167,7 +169,7 @@ type Settled = Result<Vec<Consumed>>;
 
 /// `consume.lua` for each batch, then `claim.lua`, in one pipeline (one
 /// round trip): a worker settles what finished and takes what is next.
-/// Not sent again after a dropped connection (see [`lost_round_trip`]).
+/// After a dropped connection only its claim is sent again ([`lost_round_trip`]).
 pub(crate) async fn consume_then_claim(
     conn: &Connection,
     batches: &[(Arc<QueueKeys>, Vec<&crate::job::Lease>)],
@@ -234,8 +236,8 @@ async fn lost_round_trip(
 
 /// `consume_then_claim.lua`: consumes `leases` (all of `keys`' queue) and
 /// claims from that queue in one call, which reads the clock, checks for
-/// event listeners and counts the outbox once for both. Not sent again
-/// after a dropped connection (see [`lost_round_trip`]).
+/// event listeners and counts the outbox once for both. After a dropped
+/// connection only its claim is sent again ([`lost_round_trip`]).
 async fn consume_then_claim_one_queue(
     conn: &Connection,
     keys: &QueueKeys,

@@ -230,6 +230,11 @@ impl QueueKeys {
     pub fn leader(&self) -> String {
         format!("{}:jw.leader", self.namespace)
     }
+    /// `NS:jw.took`: claimers by the lease deadline of their last claim
+    /// call that got jobs (see `lua/lib/claim_jobs.lua`).
+    pub fn took(&self) -> String {
+        format!("{}:jw.took", self.namespace)
+    }
     /// `NS:jw.job.<id>` (jobworker's per-job state hash).
     pub fn job(&self, id: &str) -> String {
         format!("{}:jw.job.{id}", self.namespace)

@@ -16,14 +16,14 @@ use crate::redis::read;
 use crate::redis::reply::Reply;
 use crate::redis::scripts::millis;
 
-/// `leader.lua`: standalone (no prelude, one key), so it stays tiny.
+/// `leader.lua`: standalone (no prelude, two keys), so it stays tiny.
 static LEADER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/leader.lua")));
 
 /// Twin of `leader.lua`: `ttl` of zero resigns; true when `who` leads
 /// after the call (for a resign: when it led and gave it up).
 async fn leader(conn: &Connection, keys: &QueueKeys, who: &str, ttl: Duration) -> Result<bool> {
     let mut inv = LEADER.prepare_invoke();
-    inv.key(keys.leader()).arg(who).arg(millis(ttl));
+    inv.key(keys.leader()).key(keys.took()).arg(who).arg(millis(ttl));
     let inv = &inv;
     let value = retry_once(|| {
         let mut con = conn.link.clone();

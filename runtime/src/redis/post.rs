@@ -343,10 +343,10 @@ fn batch_invocation<'k>(keys: &'k QueueKeys, batch: &[(usize, Prepared)]) -> Inv
     post_invocation(keys, &jobs, None)
 }
 
-/// One `post.lua` call of `batch`, sent once: not retried after a dropped
-/// connection (a call that ran would report its own jobs as already
-/// existing), nor here when the server lost the Lua (the caller runs such
-/// calls again in order).
+/// One `post.lua` call of `batch`, sent once: after a dropped connection
+/// its jobs are reported as maybe posted (see `post_many`), and a call
+/// the server refused for want of the Lua is run again by the caller, in
+/// order.
 async fn send_batch(conn: &Connection, keys: &QueueKeys, batch: Vec<(usize, Prepared)>) -> Answered {
     let answer = batch_invocation(keys, &batch).send(conn).await;
     (batch, answer)

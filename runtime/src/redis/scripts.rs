@@ -12,6 +12,7 @@ use redis::Script;
 use crate::error::Result;
 use crate::job::Lease;
 use crate::redis::connect::{retry_once, Connection};
+use crate::redis::durability;
 use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::lua;
@@ -162,12 +163,16 @@ pub(crate) async fn load_script(conn: &Connection, script: &Script) -> redis::Re
 }
 
 /// FUNCTION LOAD of the library; one already there (another worker of
-/// this build loaded it) is fine.
+/// this build loaded it) is fine, and so is one the master loaded but too
+/// few replicas acknowledged (a durability): a master that lost it in a
+/// failover answers "Function not found", and it is loaded again.
 pub(crate) async fn load_library(conn: &Connection) -> redis::RedisResult<()> {
     let mut load = redis::cmd("FUNCTION");
     load.arg("LOAD").arg(&LIBRARY.text);
     match load.query_async::<String>(&mut conn.link.clone()).await {
-        Err(e) if !e.detail().is_some_and(|d| d.contains("already exists")) => Err(e),
+        Err(e) if !e.detail().is_some_and(|d| d.contains("already exists")) && !durability::is_short(&e) => {
+            Err(e)
+        }
         _ => Ok(()),
     }
 }

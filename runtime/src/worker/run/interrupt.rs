@@ -46,6 +46,14 @@ impl Worker {
                 return Some(WorkerExit::Clean);
             }
         }
+        let timed_out = |job: &Running| {
+            job.interrupt == Interrupt::None && job.next_deadline().is_some_and(|at| at <= now)
+        };
+        if self.running.values().any(timed_out) {
+            // A handler that returned in time, its outcome unread yet, is
+            // settled as it ended, not timed out and run again.
+            self.read_outcomes(inbox).await;
+        }
         let mut stuck = false;
         for (key, job) in self.running.iter_mut() {
             match job.next_deadline() {
