@@ -27,6 +27,7 @@ mod locate;
 pub mod lua;
 mod post;
 mod post_group;
+mod post_many;
 mod presence;
 mod priority;
 mod read;

@@ -1,17 +1,14 @@
-//! Posting jobs: `post.lua`'s Rust twin and the verbs `post` and
-//! `post_many` that prepare jobs for it.
+//! Posting jobs: `post.lua`'s Rust twin, the verb `post`, and the jobs
+//! made ready for its calls (`post_many` is in `post_many.rs`).
 
 use std::time::{Duration, Instant};
-
-use futures_util::stream::{FuturesOrdered, StreamExt};
-use futures_util::FutureExt;
 
 use crate::codec::{details_of, posting_parts};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
 use crate::redis::board::RedisBoard;
 use crate::redis::connect::{connection_lost, Connection};
-use crate::redis::invocation::{is_noscript, Invocation};
+use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
 use crate::redis::scripts::{millis, split_pairs, SCRIPTS};
@@ -35,7 +32,7 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    fn new(job: &NewJob, queue: &str) -> Result<Prepared> {
+    pub(crate) fn new(job: &NewJob, queue: &str) -> Result<Prepared> {
         job.validate()?;
         let id = job.id.clone().unwrap_or_else(JobId::random);
         let parts = posting_parts(
@@ -75,6 +72,11 @@ impl Prepared {
             && (&self.name, &self.extra) == (&other.name, &other.extra)
     }
 
+    /// The job's id.
+    pub(crate) fn id(&self) -> &JobId {
+        &self.id
+    }
+
     /// About the bytes this job adds to a call.
     pub(crate) fn size(&self) -> usize {
         self.id.as_str().len()
@@ -84,7 +86,7 @@ impl Prepared {
             + self.extra.len()
     }
 
-    fn accept(self, reply: Reply, keys: &QueueKeys) -> Result<JobId> {
+    pub(crate) fn accept(self, reply: Reply, keys: &QueueKeys) -> Result<JobId> {
         match reply.status().as_str() {
             "ready" | "scheduled" | "waiting" => Ok(self.id),
             "duplicate" => Ok(JobId(reply.string(1)?)),
@@ -126,124 +128,6 @@ impl RedisBoard {
             self.link_dependencies(&keys, &id, &job).await?;
         }
         Ok(id)
-    }
-
-    /// Posts many jobs, 100 per call (each call is its own atomic script).
-    /// On a plain connection to one server each call is sent as soon as
-    /// its jobs are prepared, so the server runs one while the client
-    /// prepares the next; otherwise (sentinels, a cluster, a durability)
-    /// all go in one pipeline. Returns one result per job, in order: a
-    /// call that failed (a dropped connection, or the pipeline it was in)
-    /// fails only its own jobs, whose error names them and says they may
-    /// have been posted; on a streamed connection the jobs after it are
-    /// not sent, and say so.
-    pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
-        let keys = self.keys(queue)?;
-        self.register_queue(queue).await?;
-        let mut results: Vec<Option<Result<JobId>>> = (0..jobs.len()).map(|_| None).collect();
-        let done = self.send_bulk(&keys, jobs, &mut results).await;
-        let mut answered = Vec::with_capacity(done.len());
-        for (batch, answer) in done {
-            // A call the server refused for want of the Lua (restart,
-            // FUNCTION FLUSH) did not run: it runs again here, in order.
-            let value = match answer {
-                Err(e) if is_noscript(&e) => batch_invocation(&keys, &batch).invoke(&self.conn).await,
-                other => other,
-            };
-            match value.map_err(Error::from).and_then(Reply::from_value) {
-                Ok(reply) => {
-                    let replies = split_pairs(&reply, batch.len());
-                    answered.push((batch, replies));
-                }
-                Err(e) => {
-                    for (at, p) in batch {
-                        let message = format!(
-                            "job {}: {}; its post may have run: look for the job before posting it again",
-                            p.id,
-                            e.message()
-                        );
-                        results[at] = Some(Err(Error::new(e.kind().clone(), message)));
-                    }
-                }
-            }
-        }
-        for (batch, replies) in answered {
-            for ((at, p), reply) in batch.into_iter().zip(replies) {
-                let waiting = reply.status() == "waiting";
-                let mut result = p.accept(reply, &keys);
-                if let (true, Ok(id)) = (waiting, &result) {
-                    if let Err(e) = self.link_dependencies(&keys, id, &jobs[at]).await {
-                        let message = format!(
-                            "job {id} is posted, waiting, but its dependencies may not all be linked: {}",
-                            e.message()
-                        );
-                        result = Err(Error::new(e.kind().clone(), message));
-                    }
-                }
-                results[at] = Some(result);
-            }
-        }
-        Ok(results
-            .into_iter()
-            .map(|r| {
-                r.unwrap_or_else(|| {
-                    Err(Error::unavailable(
-                        "not posted: an earlier call of this bulk post failed, and this job was not sent",
-                    ))
-                })
-            })
-            .collect())
-    }
-
-    /// Prepares `jobs` (an invalid one's error goes in `results`) and sends
-    /// their calls: each as soon as it is prepared on a connection that
-    /// keeps their order, else all in one pipeline. After a call that
-    /// failed (a dropped connection) no more are sent.
-    async fn send_bulk(
-        &self,
-        keys: &QueueKeys,
-        jobs: &[NewJob],
-        results: &mut [Option<Result<JobId>>],
-    ) -> Vec<Answered> {
-        let streamed = self.conn.link.keeps_call_order();
-        let mut sent = FuturesOrdered::new();
-        let mut done = Vec::new();
-        let mut held = Vec::new();
-        let mut batch = Vec::with_capacity(POST_BATCH.min(jobs.len()));
-        for (at, job) in jobs.iter().enumerate() {
-            match Prepared::new(job, &keys.queue) {
-                Ok(p) => batch.push((at, p)),
-                Err(e) => results[at] = Some(Err(e)),
-            }
-            if batch.len() < POST_BATCH && (at + 1 < jobs.len() || batch.is_empty()) {
-                continue;
-            }
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(POST_BATCH));
-            if !streamed {
-                held.push(full);
-                continue;
-            }
-            sent.push_back(send_batch(&self.conn, keys, full));
-            // Polled once, the call is queued on the connection (calls
-            // already answered are taken); the yield lets the connection's
-            // task write it on a single-threaded runtime.
-            let mut failed = false;
-            while let Some(Some(a)) = sent.next().now_or_never() {
-                failed |= a.1.as_ref().is_err_and(|e| !is_noscript(e));
-                done.push(a);
-            }
-            if failed {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        while let Some(a) = sent.next().await {
-            done.push(a);
-        }
-        if !held.is_empty() {
-            done = send_pipeline(&self.conn, keys, held).await;
-        }
-        done
     }
 }
 
@@ -289,8 +173,9 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[&Prepared]
         Ok(value) => value,
         Err(e) if connection_lost(&e) => {
             tracing::warn!(error = %e, "redis connection lost while posting; sending the post again");
-            let again = first.elapsed() + AGAIN_MARGIN;
-            post_invocation(keys, jobs, Some(again)).invoke(conn).await?
+            post_invocation(keys, jobs, Some(again_window(first)))
+                .invoke(conn)
+                .await?
         }
         Err(e) => return Err(e.into()),
     };
@@ -303,6 +188,11 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[&Prepared]
 /// the first sending's (for a given id: anybody's post of that id then).
 const AGAIN_MARGIN: Duration = Duration::from_secs(60);
 
+/// The window of a post call sent again, first sent at `first`.
+pub(crate) fn again_window(first: Instant) -> Duration {
+    first.elapsed() + AGAIN_MARGIN
+}
+
 /// Jobs per `post.lua` call in a bulk post.
 pub(crate) const POST_BATCH: usize = 100;
 
@@ -311,7 +201,11 @@ pub(crate) const POST_BATCH: usize = 100;
 /// a value sent costs the server more than its bytes (parsing, a string
 /// object, a Lua string): a job of a bulk post of 1,000 costs the server
 /// 0.92× the instructions that way (callgrind, 57,800 against 63,100).
-fn post_invocation<'k>(keys: &'k QueueKeys, jobs: &[&Prepared], again: Option<Duration>) -> Invocation<'k> {
+pub(crate) fn post_invocation<'k>(
+    keys: &'k QueueKeys,
+    jobs: &[&Prepared],
+    again: Option<Duration>,
+) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.post, keys);
     inv.arg(&keys.notify);
     let alike = jobs.windows(2).all(|w| w[0].same_values(w[1]));
@@ -331,47 +225,6 @@ fn post_invocation<'k>(keys: &'k QueueKeys, jobs: &[&Prepared], again: Option<Du
         }
     }
     inv
-}
-
-/// A bulk post's batch (its jobs, with their places in the bulk) and the
-/// server's answer.
-type Answered = (Vec<(usize, Prepared)>, redis::RedisResult<redis::Value>);
-
-/// The `post.lua` call of a bulk post's batch.
-fn batch_invocation<'k>(keys: &'k QueueKeys, batch: &[(usize, Prepared)]) -> Invocation<'k> {
-    let jobs: Vec<&Prepared> = batch.iter().map(|(_, p)| p).collect();
-    post_invocation(keys, &jobs, None)
-}
-
-/// One `post.lua` call of `batch`, sent once: after a dropped connection
-/// its jobs are reported as maybe posted (see `post_many`), and a call
-/// the server refused for want of the Lua is run again by the caller, in
-/// order.
-async fn send_batch(conn: &Connection, keys: &QueueKeys, batch: Vec<(usize, Prepared)>) -> Answered {
-    let answer = batch_invocation(keys, &batch).send(conn).await;
-    (batch, answer)
-}
-
-/// The `post.lua` calls of `batches` in one pipeline (one round trip),
-/// each sent once as [`send_batch`] sends it.
-async fn send_pipeline(
-    conn: &Connection,
-    keys: &QueueKeys,
-    batches: Vec<Vec<(usize, Prepared)>>,
-) -> Vec<Answered> {
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    for batch in &batches {
-        batch_invocation(keys, batch).add_to(&mut pipe, conn);
-    }
-    // A pipeline that failed as a whole (a dropped connection) fails
-    // each of its calls: any of them may have run.
-    let answers: Vec<redis::RedisResult<redis::Value>> = match pipe.query_async(&mut conn.link.clone()).await
-    {
-        Ok(answers) => answers,
-        Err(e) => vec![Err(e); batches.len()],
-    };
-    batches.into_iter().zip(answers).collect()
 }
 
 #[cfg(test)]
