@@ -36,7 +36,9 @@
 -- Returns: {'ok', status, value, …}, one pair per job: 'ready' |
 --        'scheduled' | 'waiting' (value: sequence), 'exists' (the id is
 --        already on the board; 0), 'again' (posted by the first sending
---        of this call; 0), 'duplicate' (value: the id holding the
+--        of this call; 0; or 'waiting' with its sequence for a job still
+--        waiting, whose caller then links its dependencies in other
+--        queues), 'duplicate' (value: the id holding the
 --        unique key), 'bad_dependency' (value: a dependency of this queue
 --        that does not exist or was cancelled).
 

@@ -41,7 +41,7 @@ local function took_again(who, call, now_ms, expiry_text)
     local posting = redis.call('HGET', K_LISTINGS, id)
     if v[1] == mark and posting and redis.call('GET', owned_key(id)) == who then
       jobs[#jobs + 1] = {id, posting, v[5], v[2] or '0', v[3] or '1', v[4] or '0', alone,
-        order = (PRIO_LIMIT - tonumber(v[4] or 0)) * SEQ_SPAN + tonumber(v[6] or 0)}
+        order = ready_order(v[4], v[6])}
     end
   end
   if #jobs == 0 then return nil end

@@ -10,7 +10,7 @@ local NONE = {}
 -- Puts a just-posted job in the ready index, or its score and id in
 -- `ready_batch` for the caller's one ZADD of the batch.
 local function index_ready(id, prio, seq, ready_batch)
-  local score = int((PRIO_LIMIT - tonumber(prio)) * SEQ_SPAN + seq)
+  local score = int(ready_order(prio, seq))
   if ready_batch then
     ready_batch[#ready_batch + 1] = score
     ready_batch[#ready_batch + 1] = id
@@ -42,7 +42,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
     if v[1] and (fresh or tonumber(v[1]) >= now_ms - again) then
       -- Still waiting: the caller links its dependencies in other queues
       -- (again: a set's additions) as after a first sending.
-      if redis.call('ZSCORE', K_WAITING, id) then return 'waiting', tonumber(v[2]) end
+      if redis.call('ZSCORE', K_WAITING, id) then return 'waiting', tonumber(v[2]) or 0 end
       return 'again', 0
     end
   end

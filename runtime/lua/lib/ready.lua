@@ -5,10 +5,16 @@
 local PRIO_LIMIT = 1048576
 local SEQ_SPAN = 4294967296
 
--- Ready-index score: higher priority first, then FIFO by sequence.
+-- The place of priority `prio` and sequence `seq`: higher priority first,
+-- then FIFO by sequence.
+local function ready_order(prio, seq)
+  return (PRIO_LIMIT - tonumber(prio or 0)) * SEQ_SPAN + tonumber(seq or 0)
+end
+
+-- Ready-index score of a job, from its hash.
 local function ready_score(id)
   local v = redis.call('HMGET', job_key(id), 'prio', 'seq')
-  return (PRIO_LIMIT - tonumber(v[1] or 0)) * SEQ_SPAN + tonumber(v[2] or 0)
+  return ready_order(v[1], v[2])
 end
 
 -- Puts a job in the ready index; `since` (ms) starts its wait time.

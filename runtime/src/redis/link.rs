@@ -128,7 +128,8 @@ impl RedisConnection {
     }
 
     /// Sends `cmd`, and with a durability its WAIT in the same write (so
-    /// that both go on one connection).
+    /// that both go on one connection). The command's own error comes
+    /// first: a refused command is not reported as short of replicas.
     async fn send_one(&self, manager: &mut impl ConnectionLike, cmd: &Cmd) -> RedisResult<Value> {
         let Some(d) = self.durability else {
             return manager.req_packed_command(cmd).await;
@@ -137,8 +138,9 @@ impl RedisConnection {
         pipe.add_command(cmd.clone()).add_command(d.wait_cmd());
         let mut values = manager.req_packed_commands(&pipe, 0, 2).await?;
         let acked = values.pop();
+        let reply = values.pop().unwrap_or(Value::Nil).extract_error()?;
         d.acknowledged(acked)?;
-        values.pop().unwrap_or(Value::Nil).extract_error()
+        Ok(reply)
     }
 
     /// Sends `pipeline`, and with a durability its WAIT: in the same write,

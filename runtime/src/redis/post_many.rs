@@ -37,26 +37,37 @@ impl RedisBoard {
     /// all go in one pipeline. Returns one result per job, in order.
     ///
     /// When the connection drops, the calls that got no answer are sent
-    /// again as themselves, in order, once it is back (a job their first
-    /// sending posted is not posted twice; see `post.lua`'s 'again'), and
-    /// the bulk goes on with the jobs not sent yet: their sequence then
-    /// follows the calls that ran meanwhile. A call that fails again fails
-    /// only its own jobs, whose error names them and says they may have
-    /// been posted; the jobs after it are not sent, and say so.
+    /// again as themselves, in one pipeline, once it is back (a job their
+    /// first sending posted is not posted twice; see `post.lua`'s
+    /// 'again'), and the bulk goes on with the jobs not sent yet, up to
+    /// [`RESUMES`] times. The order of the jobs then follows the calls as
+    /// they ran (a call sent just after the drop may run before an
+    /// earlier one sent again; a job depending on a job of that earlier
+    /// call is then refused as a bad dependency). A call that fails again
+    /// fails only its own jobs, whose error names them and says they may
+    /// have been posted; the jobs not sent yet are not sent, and say so.
     pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
         let keys = self.keys(queue)?;
         self.register_queue(queue).await?;
         let started = Instant::now();
         let mut results: Results = (0..jobs.len()).map(|_| None).collect();
-        let mut from = 0;
-        for _ in 0..=RESUMES {
+        let (mut from, mut gave_up) = (0, false);
+        for round in 0..=RESUMES {
             let done = self.send_bulk(&keys, jobs, from, &mut results).await;
             let whole = self.answer_bulk(&keys, jobs, done, started, &mut results).await;
-            match results.iter().position(Option::is_none) {
-                Some(next) if whole => from = next,
-                _ => break,
+            let Some(next) = results.iter().position(Option::is_none) else {
+                break;
+            };
+            if !whole {
+                break;
             }
+            if round == RESUMES {
+                gave_up = true;
+                break;
+            }
+            from = next;
         }
+        let not_sent = || Err(Error::unavailable(not_sent_because(gave_up)));
         Ok(results.into_iter().map(|r| r.unwrap_or_else(not_sent)).collect())
     }
 
@@ -107,16 +118,16 @@ impl RedisBoard {
             done.push(a);
         }
         if !held.is_empty() {
-            done = send_pipeline(&self.conn, keys, held).await;
+            done = send_pipeline(&self.conn, keys, held, None).await;
         }
         done
     }
 
-    /// Reads the answers of a bulk's calls into `results`, in order. A
-    /// call refused for want of the Lua (restart, FUNCTION FLUSH) did not
-    /// run: it runs again. One whose connection dropped is sent again as
-    /// itself. False when a call failed for good: its jobs may have been
-    /// posted (their errors say so), and the bulk stops there.
+    /// Reads the answers of a bulk's calls into `results`. A call refused
+    /// for want of the Lua (restart, FUNCTION FLUSH) did not run: it runs
+    /// again. The calls whose connection dropped are sent again as
+    /// themselves, in one pipeline. False when a call failed for good: its
+    /// jobs may have been posted (their errors say so), and the bulk stops.
     async fn answer_bulk(
         &self,
         keys: &QueueKeys,
@@ -125,17 +136,27 @@ impl RedisBoard {
         started: Instant,
         results: &mut Results,
     ) -> bool {
-        let mut whole = true;
+        let mut answered = Vec::with_capacity(done.len());
+        let mut lost = Vec::new();
         for (batch, answer) in done {
-            let value = match answer {
-                Err(e) if is_noscript(&e) => batch_invocation(keys, &batch, None).invoke(&self.conn).await,
-                Err(e) if whole && connection_lost(&e) => {
-                    tracing::warn!(error = %e, "redis connection lost during a bulk post; sending its call again");
-                    let again = batch_invocation(keys, &batch, Some(started));
-                    again.invoke(&self.conn).await
+            match answer {
+                Err(e) if is_noscript(&e) => {
+                    match batch_invocation(keys, &batch, None).invoke(&self.conn).await {
+                        Err(e) if connection_lost(&e) => lost.push((batch, e)),
+                        value => answered.push((batch, value)),
+                    }
                 }
-                other => other,
-            };
+                Err(e) if connection_lost(&e) => lost.push((batch, e)),
+                other => answered.push((batch, other)),
+            }
+        }
+        if let Some((_, e)) = lost.first() {
+            tracing::warn!(error = %e, calls = lost.len(), "redis connection lost during a bulk post; sending its calls again");
+            let batches = lost.into_iter().map(|(batch, _)| batch).collect();
+            answered.extend(send_pipeline(&self.conn, keys, batches, Some(started)).await);
+        }
+        let mut whole = true;
+        for (batch, value) in answered {
             match value.map_err(Error::from).and_then(Reply::from_value) {
                 Ok(reply) => self.accept_batch(keys, jobs, batch, &reply, results).await,
                 Err(e) => {
@@ -186,11 +207,14 @@ fn maybe_posted(id: &JobId, e: &Error) -> Error {
     Error::new(e.kind().clone(), message)
 }
 
-/// The error of a job not sent, after a call before it failed.
-fn not_sent() -> Result<JobId> {
-    Err(Error::unavailable(
-        "not posted: an earlier call of this bulk post failed, and this job was not sent",
-    ))
+/// Why a job of a bulk post was not sent: a call before it failed, or
+/// (`gave_up`) the connection dropped more than [`RESUMES`] times.
+fn not_sent_because(gave_up: bool) -> String {
+    if gave_up {
+        format!("not posted: the connection dropped more than {RESUMES} times during this bulk post, and this job was not sent")
+    } else {
+        "not posted: an earlier call of this bulk post failed, and this job was not sent".to_owned()
+    }
 }
 
 /// The `post.lua` call of a bulk post's batch; with `again`, sent again
@@ -212,16 +236,18 @@ async fn send_batch(conn: &Connection, keys: &QueueKeys, batch: Vec<(usize, Prep
 }
 
 /// The `post.lua` calls of `batches` in one pipeline (one round trip),
-/// each sent once as [`send_batch`] sends it.
+/// each sent once as [`send_batch`] sends it; with `again`, as calls sent
+/// again after the bulk (begun then) lost its connection.
 async fn send_pipeline(
     conn: &Connection,
     keys: &QueueKeys,
     batches: Vec<Vec<(usize, Prepared)>>,
+    again: Option<Instant>,
 ) -> Vec<Answered> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for batch in &batches {
-        batch_invocation(keys, batch, None).add_to(&mut pipe, conn);
+        batch_invocation(keys, batch, again).add_to(&mut pipe, conn);
     }
     // A pipeline that failed as a whole (a dropped connection) fails
     // each of its calls: any of them may have run.
