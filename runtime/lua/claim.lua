@@ -14,8 +14,9 @@
 --        ms, 10 trash count limit, 11 trash age limit ms, 12 hand-off
 --        registration ms (0: none; see lib/handoff.lua), 13 the claimer's
 --        clock (ms) when it sent this claim, echoed in its hand-off, 14
---        the call's number (unique per claimer), 15 '1' when the call is
---        sent again because its reply was lost (else '0').
+--        the call's number (1-499; a claimer's calls in turn differ), 15
+--        '1' when the call is sent again because its reply was lost (else
+--        '0').
 -- Effects per claimed job: SET NS:<id>.owned owner PX expiry NX (the NX is
 --        the check that nobody, e.g. taskflow, holds it), SET
 --        NS:<id>.last_modified = datetime(TIME), fencing token + 1, lease
@@ -27,14 +28,16 @@
 --        handed out alone, to an idle claimer, as the only job of the claim;
 --        other claimers skip them and they keep their place.
 --        Each claim counts its wait time in today's statistics and records
---        a 'claimed' event. The jobs' `claimed_by` is the owner, a
---        newline and the call's number; a call that took jobs sets the
---        owner's score in NS:jw.took to their lease deadline (+ 0.5 when
---        it took a suspect), and an empty claim drops the scores past.
---        The same call sent again (15 = '1') returns the jobs its first
---        sending took that the owner still holds, instead of claiming (a
---        lost reply counts no attempt), or claims as usual when there are
---        none. (Not lib/take.lua's take(): here the SET NX is
+--        a 'claimed' event. The call's jobs share a lease deadline that
+--        carries the call's number in thousandths of a ms (+ 0.5 ms when
+--        it took a suspect), and a call that took jobs sets its owner's
+--        score in NS:jw.took to it (an empty claim, and the queue's
+--        maintenance leader, drop the scores past). The same call sent
+--        again (15 = '1') returns the jobs its first sending took that the
+--        owner still holds, in claim order and with their leases renewed,
+--        instead of claiming (a lost reply counts no attempt); or it
+--        claims as usual when there are none. (A settle-and-take call is
+--        never sent again: an error.) (Not lib/take.lua's take(): here the SET NX is
 --        the ownership check, last_modified is built once per batch and
 --        the token comes from the job fields already read.)
 -- Returns: {'ok', unindexed, n, outbox, due, id, posting, token, attempts,

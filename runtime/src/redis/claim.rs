@@ -260,8 +260,8 @@ pub(crate) struct ClaimArgs<'a> {
     pub history: (usize, Duration),
     /// The trash's retention: count and age.
     pub trash: (usize, Duration),
-    /// The call's number, unique per claimer (see [`next_call`]).
-    pub call: u64,
+    /// The call's number, 1 to [`CALL_NUMBERS`] (see [`next_call`]).
+    pub call: u16,
     /// The call is sent again because its reply was lost: it returns what
     /// its first sending took, if that sending ran and took jobs.
     pub again: bool,
@@ -274,12 +274,19 @@ impl ClaimArgs<'_> {
     }
 }
 
-/// A new claim call's number: a process-wide counter from a random start,
-/// so that processes sharing an owner string do not share numbers.
-fn next_call() -> u64 {
+/// How many claim call numbers there are: a call's jobs get a lease
+/// deadline carrying its number in thousandths of a ms (`claim.lua`).
+const CALL_NUMBERS: u64 = 499;
+
+/// A new claim call's number: from a process-wide counter (so that one
+/// claimer's calls in turn differ) from a random start (so that processes
+/// sharing an owner string seldom share one).
+fn next_call() -> u16 {
     static NEXT: OnceLock<AtomicU64> = OnceLock::new();
-    NEXT.get_or_init(|| AtomicU64::new(uuid::Uuid::new_v4().as_u64_pair().0 >> 1))
-        .fetch_add(1, Ordering::Relaxed)
+    let n = NEXT
+        .get_or_init(|| AtomicU64::new(uuid::Uuid::new_v4().as_u64_pair().0 % CALL_NUMBERS))
+        .fetch_add(1, Ordering::Relaxed);
+    (n % CALL_NUMBERS + 1) as u16
 }
 
 pub(super) fn claim_invocation<'k>(keys: &'k QueueKeys, a: &ClaimArgs<'_>) -> Invocation<'k> {

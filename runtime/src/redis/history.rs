@@ -44,7 +44,7 @@ impl RedisBoard {
                 serde_json::from_str(e).map_err(|err| Error::codec(format!("bad history entry: {err}")))?,
             );
         }
-        let worker = claimer(field(7).unwrap_or_default());
+        let worker = field(7).unwrap_or_default();
         if let (Some(token), Some(at)) = (token.filter(|t| *t > 0), num(6)) {
             if num(5) != Some(token) {
                 let mut claimed = event("claimed", at);
@@ -65,14 +65,5 @@ impl RedisBoard {
             out.push(consumed);
         }
         Ok(out)
-    }
-}
-
-/// The worker of a job's latest claim from its `claimed_by` field, which a
-/// claim call marks with its number after a newline (`lua/lib/claim_jobs.lua`).
-fn claimer(claimed_by: String) -> String {
-    match claimed_by.rsplit_once('\n') {
-        Some((who, call)) if !call.is_empty() && call.bytes().all(|b| b.is_ascii_digit()) => who.to_owned(),
-        _ => claimed_by,
     }
 }
