@@ -28,10 +28,10 @@
 --        handed out alone, to an idle claimer, as the only job of the claim;
 --        other claimers skip them and they keep their place.
 --        Each claim counts its wait time in today's statistics and records
---        a 'claimed' event. The call's jobs share a lease deadline that
---        carries the call's number in thousandths of a ms (+ 0.5 ms when
---        it took a suspect), and a call that took jobs sets its owner's
---        score in NS:jw.took to it (an empty claim, and the queue's
+--        a 'claimed' event. The jobs' `claimed_by` is the owner, a newline
+--        and the call's number ('!' after it for a suspect taken alone);
+--        a call that took jobs sets its owner's score in NS:jw.took to
+--        their lease deadline (an empty claim, and the queue's
 --        maintenance leader, drop the scores past). The same call sent
 --        again (15 = '1') returns the jobs its first sending took that the
 --        owner still holds, in claim order and with their leases renewed,

@@ -498,3 +498,28 @@ async fn a_bulk_post_whose_call_fails_again_says_which_jobs_may_have_run() {
     assert!(listed.len() >= 100, "the cut call ran");
     assert!(maybe >= 100, "the cut call's jobs may have run: {maybe}");
 }
+
+/// A suspect (one of the jobs a crashed worker held together) is claimed
+/// alone; a claim whose reply was lost gets it back still marked so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_suspect_claimed_again_is_still_a_suspect() {
+    use jobworker::board::Recovery;
+    let s = Setup::start("lost-suspect").await;
+    let ids = post_jobs(&s, 2).await;
+    let held = s.board.claim(&[&s.queue], "dead", LONG, 2).await.unwrap();
+    assert_eq!(held.len(), 2);
+    s.board
+        .recover_owner(&s.queue, "dead", "killed by signal 9")
+        .await
+        .unwrap();
+    let claimed = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, q| async move { client.claim(&[&q], "client", LONG, 2).await },
+            || async {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids_of(&claimed), ids[..1], "a suspect is claimed alone");
+    assert!(claimed[0].suspect, "and is still known as a suspect");
+}

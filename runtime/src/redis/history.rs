@@ -44,7 +44,7 @@ impl RedisBoard {
                 serde_json::from_str(e).map_err(|err| Error::codec(format!("bad history entry: {err}")))?,
             );
         }
-        let worker = field(7).unwrap_or_default();
+        let worker = claimer(field(7).unwrap_or_default());
         if let (Some(token), Some(at)) = (token.filter(|t| *t > 0), num(6)) {
             if num(5) != Some(token) {
                 let mut claimed = event("claimed", at);
@@ -65,5 +65,34 @@ impl RedisBoard {
             out.push(consumed);
         }
         Ok(out)
+    }
+}
+
+/// The worker of a job's latest claim, from its `claimed_by` field: a
+/// claim call marks it with a newline, its number and for a suspect a '!'
+/// (`lua/lib/claim_jobs.lua`).
+fn claimer(claimed_by: String) -> String {
+    match claimed_by.rsplit_once('\n') {
+        Some((who, call)) if is_call_mark(call) => who.to_owned(),
+        _ => claimed_by,
+    }
+}
+
+/// Whether `mark` is a claim call's: digits, and perhaps a '!'.
+fn is_call_mark(mark: &str) -> bool {
+    let digits = mark.strip_suffix('!').unwrap_or(mark);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::claimer;
+
+    #[test]
+    fn a_claim_calls_mark_is_not_shown() {
+        assert_eq!(claimer("w1\n17".into()), "w1");
+        assert_eq!(claimer("w1\n17!".into()), "w1");
+        assert_eq!(claimer("w1".into()), "w1");
+        assert_eq!(claimer("odd\nname".into()), "odd\nname");
     }
 }
