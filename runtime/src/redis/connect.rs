@@ -302,7 +302,9 @@ pub(crate) fn check_version(info: &str, url: &str) -> Result<()> {
 /// consume, abandon or cancel of the same lease or job is refused; an
 /// extend extends). Posts and claims do not use it: they are sent again
 /// as themselves (`post::post`, `claim::claim`), so that a first sending
-/// that ran is recognised.
+/// that ran is recognised. (The claim of one named job, taskflow's, does:
+/// sent again after its reply was lost, it finds the job claimed, by its
+/// own caller, and fails; that lease expires.)
 pub(crate) async fn retry_once<T, F, Fut>(mut call: F) -> Result<T>
 where
     F: FnMut() -> Fut,
