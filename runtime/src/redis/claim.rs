@@ -274,8 +274,8 @@ impl ClaimArgs<'_> {
     }
 }
 
-/// How many claim call numbers there are: a call's jobs get a lease
-/// deadline carrying its number in thousandths of a ms (`claim.lua`).
+/// How many claim call numbers there are (a call marks the `claimed_by` of
+/// the jobs it takes with its number: `lua/lib/claim_jobs.lua`).
 const CALL_NUMBERS: u64 = 499;
 
 /// A new claim call's number: from a process-wide counter (so that one
