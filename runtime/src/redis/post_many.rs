@@ -40,7 +40,7 @@ impl RedisBoard {
     /// again as themselves, in one pipeline, once it is back (a job their
     /// first sending posted is not posted twice; see `post.lua`'s
     /// 'again'), and the bulk goes on with the jobs not sent yet, up to
-    /// [`RESUMES`] times. The order of the jobs then follows the calls as
+    /// three times. The order of the jobs then follows the calls as
     /// they ran (a call sent just after the drop may run before an
     /// earlier one sent again; a job depending on a job of that earlier
     /// call is then refused as a bad dependency). A call that fails again
