@@ -150,6 +150,34 @@ impl Setup {
         score as i64
     }
 
+    /// Posts `job` through the client with its connection cut at `cut`
+    /// (see [`through_a_cut`](Self::through_a_cut)).
+    async fn post_cut<M, MF>(&self, cut: Cut, job: NewJob, meanwhile: M) -> jobworker::Result<JobId>
+    where
+        M: FnOnce() -> MF,
+        MF: Future<Output = ()>,
+    {
+        self.through_a_cut(
+            cut,
+            |client, q| async move { client.post(&q, job).await },
+            meanwhile,
+        )
+        .await
+    }
+
+    /// Claims up to `count` jobs as "client" with the connection cut at
+    /// `cut` (see [`through_a_cut`](Self::through_a_cut)).
+    async fn claim_cut<M, MF>(&self, cut: Cut, count: usize, meanwhile: M) -> jobworker::Result<Vec<Claimed>>
+    where
+        M: FnOnce() -> MF,
+        MF: Future<Output = ()>,
+    {
+        let claim = move |client: RedisBoard, q: String| async move {
+            client.claim(&[&q], "client", LONG, count).await
+        };
+        self.through_a_cut(cut, claim, meanwhile).await
+    }
+
     /// Consumes `claimed` through the client (their leases are good).
     async fn consume_all(&self, claimed: &[Claimed]) {
         for c in claimed {
@@ -163,18 +191,14 @@ async fn a_generated_id_consumed_before_the_retry_is_not_posted_again() {
     let s = Setup::start("lost-generated").await;
     let mut ran = None;
     let posted = s
-        .through_a_cut(
-            Cut::Reply,
-            |client, q| async move { client.post(&q, NewJob::new("once")).await },
-            || async {
-                assert_eq!(
-                    s.counts().await.listed,
-                    1,
-                    "the post ran before its reply was cut"
-                );
-                ran = Some(s.run_one().await);
-            },
-        )
+        .post_cut(Cut::Reply, NewJob::new("once"), || async {
+            assert_eq!(
+                s.counts().await.listed,
+                1,
+                "the post ran before its reply was cut"
+            );
+            ran = Some(s.run_one().await);
+        })
         .await
         .unwrap();
     assert_eq!(Some(&posted), ran.as_ref(), "the post returns the id it posted");
@@ -186,11 +210,9 @@ async fn a_given_id_consumed_before_the_retry_is_not_posted_again() {
     let s = Setup::start("lost-given").await;
     let id = JobId::from("order-1");
     let posted = s
-        .through_a_cut(
-            Cut::Reply,
-            |client, q| async move { client.post(&q, NewJob::new("once").id("order-1")).await },
-            || async { assert_eq!(s.run_one().await, id) },
-        )
+        .post_cut(Cut::Reply, NewJob::new("once").id("order-1"), || async {
+            assert_eq!(s.run_one().await, id)
+        })
         .await
         .unwrap();
     assert_eq!(posted, id);
@@ -202,11 +224,9 @@ async fn a_given_id_still_listed_at_the_retry_is_reported_posted() {
     let s = Setup::start("lost-listed").await;
     let id = JobId::from("order-2");
     let posted = s
-        .through_a_cut(
-            Cut::Reply,
-            |client, q| async move { client.post(&q, NewJob::new("once").id("order-2")).await },
-            || async { assert_eq!(s.listed().await, id) },
-        )
+        .post_cut(Cut::Reply, NewJob::new("once").id("order-2"), || async {
+            assert_eq!(s.listed().await, id)
+        })
         .await;
     assert_eq!(posted.unwrap(), id, "the post's own job is not 'already there'");
     assert_eq!(s.run_one().await, id);
@@ -223,11 +243,9 @@ async fn a_given_id_still_listed_at_the_retry_is_reported_posted() {
 async fn a_post_cut_before_it_ran_is_posted_once() {
     let s = Setup::start("cut-post").await;
     let posted = s
-        .through_a_cut(
-            Cut::Request,
-            |client, q| async move { client.post(&q, NewJob::new("once").id("order-3")).await },
-            || async { assert_eq!(s.counts().await.listed, 0, "the post did not get there") },
-        )
+        .post_cut(Cut::Request, NewJob::new("once").id("order-3"), || async {
+            assert_eq!(s.counts().await.listed, 0, "the post did not get there")
+        })
         .await
         .unwrap();
     assert_eq!(s.run_one().await, posted);
@@ -288,16 +306,12 @@ async fn a_claim_whose_reply_was_lost_gets_back_what_it_took() {
     let ids = post_jobs(&s, 3).await;
     let mut released_ms = 0;
     let claimed = s
-        .through_a_cut(
-            Cut::Reply,
-            |client, q| async move { client.claim(&[&q], "client", LONG, 2).await },
-            || async {
-                let claimed = s.counts().await.claimed;
-                assert_eq!(claimed, 2, "the claim ran before its reply was cut");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                released_ms = s.board.server_ms().await.unwrap();
-            },
-        )
+        .claim_cut(Cut::Reply, 2, || async {
+            let claimed = s.counts().await.claimed;
+            assert_eq!(claimed, 2, "the claim ran before its reply was cut");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            released_ms = s.board.server_ms().await.unwrap();
+        })
         .await
         .unwrap();
     assert_eq!(ids_of(&claimed), ids[..2], "the jobs the first sending took");
@@ -321,11 +335,9 @@ async fn a_claim_cut_before_it_ran_claims_on_the_new_connection() {
     let s = Setup::start("cut-claim").await;
     let ids = post_jobs(&s, 3).await;
     let claimed = s
-        .through_a_cut(
-            Cut::Request,
-            |client, q| async move { client.claim(&[&q], "client", LONG, 2).await },
-            || async { assert_eq!(s.counts().await.claimed, 0, "the claim did not get there") },
-        )
+        .claim_cut(Cut::Request, 2, || async {
+            assert_eq!(s.counts().await.claimed, 0, "the claim did not get there")
+        })
         .await
         .unwrap();
     assert_eq!(ids_of(&claimed), ids[..2]);
@@ -512,14 +524,7 @@ async fn a_suspect_claimed_again_is_still_a_suspect() {
         .recover_owner(&s.queue, "dead", "killed by signal 9")
         .await
         .unwrap();
-    let claimed = s
-        .through_a_cut(
-            Cut::Reply,
-            |client, q| async move { client.claim(&[&q], "client", LONG, 2).await },
-            || async {},
-        )
-        .await
-        .unwrap();
+    let claimed = s.claim_cut(Cut::Reply, 2, || async {}).await.unwrap();
     assert_eq!(ids_of(&claimed), ids[..1], "a suspect is claimed alone");
     assert!(claimed[0].suspect, "and is still known as a suspect");
 }

@@ -10,7 +10,7 @@ use crate::codec::{args_of, decode_posting};
 use crate::error::{Error, Result};
 use crate::job::{Claimed, JobId, Lease, Priority};
 use crate::redis::board::RedisBoard;
-use crate::redis::connect::{connection_lost, Connection};
+use crate::redis::connect::{send_again_if_lost, Connection};
 use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
@@ -314,14 +314,12 @@ pub(super) fn claim_args_to(inv: &mut Invocation<'_>, a: &ClaimArgs<'_>) {
 /// lost reply used to leave its leases to expire, each counted as a
 /// failed attempt).
 pub(crate) async fn claim(conn: &Connection, keys: &QueueKeys, a: &ClaimArgs<'_>) -> Result<Reply> {
-    let value = match claim_invocation(keys, a).invoke(conn).await {
-        Ok(value) => value,
-        Err(e) if connection_lost(&e) => {
-            tracing::warn!(error = %e, "redis connection lost while claiming; asking for what the claim took");
-            claim_invocation(keys, &a.again()).invoke(conn).await?
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let value = send_again_if_lost(
+        claim_invocation(keys, a).invoke(conn),
+        || async move { claim_invocation(keys, &a.again()).invoke(conn).await },
+        "claiming",
+    )
+    .await?;
     Reply::from_value(value)
 }
 

@@ -310,11 +310,23 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = redis::RedisResult<T>>,
 {
-    match call().await {
-        Ok(v) => Ok(v),
+    let first = call();
+    send_again_if_lost(first, call, "calling").await
+}
+
+/// Runs `first` and, when its connection dropped, `again`: the same call
+/// sent once more (a post or a claim says so, so that a first sending
+/// that ran is recognised); `what` names the call in the log.
+pub(crate) async fn send_again_if_lost<T, F, G>(first: F, again: impl FnOnce() -> G, what: &str) -> Result<T>
+where
+    F: Future<Output = redis::RedisResult<T>>,
+    G: Future<Output = redis::RedisResult<T>>,
+{
+    match first.await {
+        Ok(value) => Ok(value),
         Err(e) if connection_lost(&e) => {
-            tracing::warn!(error = %e, "redis connection lost; retrying once");
-            Ok(call().await?)
+            tracing::warn!(error = %e, "redis connection lost while {what}; sending it again");
+            Ok(again().await?)
         }
         Err(e) => Err(e.into()),
     }

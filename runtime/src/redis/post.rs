@@ -7,7 +7,7 @@ use crate::codec::{details_of, posting_parts};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
 use crate::redis::board::RedisBoard;
-use crate::redis::connect::{connection_lost, Connection};
+use crate::redis::connect::{send_again_if_lost, Connection};
 use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
@@ -169,16 +169,16 @@ fn post_extra(job: &NewJob, queue: &str) -> Result<String> {
 /// finished meanwhile, nor reported as already there.
 pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[&Prepared]) -> Result<Vec<Reply>> {
     let first = Instant::now();
-    let value = match post_invocation(keys, jobs, None).invoke(conn).await {
-        Ok(value) => value,
-        Err(e) if connection_lost(&e) => {
-            tracing::warn!(error = %e, "redis connection lost while posting; sending the post again");
+    let value = send_again_if_lost(
+        post_invocation(keys, jobs, None).invoke(conn),
+        || async move {
             post_invocation(keys, jobs, Some(again_window(first)))
                 .invoke(conn)
-                .await?
-        }
-        Err(e) => return Err(e.into()),
-    };
+                .await
+        },
+        "posting",
+    )
+    .await?;
     Ok(split_pairs(&Reply::from_value(value)?, jobs.len()))
 }
 
