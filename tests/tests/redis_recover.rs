@@ -1,13 +1,15 @@
 //! Crash recovery through the supervisor's blocking Redis board
 //! (`SyncBoard`), which runs the same script as the async one: a crash is
-//! blamed on a job alone in its worker, alternately through either board.
+//! blamed on a job alone in its worker, alternately through either board;
+//! an owner's leases are found however many others the queue holds, and
+//! on a cluster.
 //! The rest of crash recovery (suspects, other owners) is in the feature
 //! suite (`jobworker_tests::feature_suite::recovery`), which both backends
 //! run.
 
 use std::time::Duration;
 
-use jobworker::board::{Recovered, Recovery};
+use jobworker::board::{Admin, Recovered, Recovery};
 use jobworker::redis::{RedisBoard, RedisOptions, SyncBoard};
 use jobworker::{Board, JobState, NewJob};
 use jobworker_tests::features::board_url;
@@ -86,4 +88,92 @@ async fn release_unread_gives_back_an_owners_leases_without_counting() {
         Some("live-worker")
     );
     assert_eq!(board.release_unread(&[&q], "frozen-worker").await.unwrap(), 0);
+}
+
+/// Leases of the index that sort before a dead worker's, more than the
+/// 10,000 the first version of the script looked at.
+const CROWD: usize = 10_050;
+
+/// Fills `q` with [`CROWD`] jobs leased to `busy-worker` and two more
+/// leased to `owner` with later deadlines, so that the owner's leases sort
+/// after the crowd's in the lease index; returns the owner's two job ids.
+async fn behind_a_crowd(board: &RedisBoard, q: &str, owner: &str) -> Vec<jobworker::JobId> {
+    let crowd: Vec<NewJob> = (0..CROWD).map(|_| NewJob::new("crowd")).collect();
+    for posted in board.post_many(q, &crowd).await.unwrap() {
+        posted.unwrap();
+    }
+    let mut taken = 0;
+    while taken < CROWD {
+        let n = (CROWD - taken).min(jobworker::board::MAX_CLAIM_COUNT);
+        taken += board.claim(&[q], "busy-worker", LONG, n).await.unwrap().len();
+    }
+    for id in ["last-1", "last-2"] {
+        board.post(q, NewJob::new("mine").id(id)).await.unwrap();
+    }
+    let mine = board.claim(&[q], owner, LONG * 2, 2).await.unwrap();
+    mine.iter().map(|c| c.lease.job().clone()).collect()
+}
+
+/// A dead worker's leases are all given back however many other leases
+/// the queue holds, through either board.
+#[tokio::test]
+async fn recovery_finds_an_owners_leases_behind_ten_thousand_others() {
+    let (board, mut sync, q) = setup("crowd-recover").await;
+    let mine = behind_a_crowd(&board, &q, "dead-worker").await;
+    assert_eq!(mine.len(), 2);
+    let reason = "killed by signal 9 (SIGKILL)";
+    let got = sync.recover_owner(&q, "dead-worker", reason).unwrap();
+    assert_eq!((got.back, got.trashed), (2, 0));
+    for id in &mine {
+        let info = board.show(&q, id).await.unwrap();
+        assert_eq!((info.state, info.attempts), (JobState::Ready, 1), "{info:?}");
+    }
+    let counts = board.counts(std::slice::from_ref(&q)).await.unwrap();
+    assert_eq!(counts.claimed, CROWD, "the crowd's leases stay");
+    // Each is a suspect now, handed out alone: claimed again by a worker
+    // that dies too, the async board finds it.
+    let again = board.claim(&[&q], "dead-again", LONG * 3, 2).await.unwrap();
+    assert_eq!(again.len(), 1, "{again:?}");
+    let got = board.recover_owner(&q, "dead-again", reason).await.unwrap();
+    assert_eq!((got.back, got.trashed), (1, 0));
+    let info = board.show(&q, again[0].lease.job()).await.unwrap();
+    assert_eq!((info.state, info.attempts), (JobState::Ready, 2), "{info:?}");
+}
+
+/// What a replaced worker holds unread goes back however many other
+/// leases the queue holds.
+#[tokio::test]
+async fn release_unread_finds_an_owners_leases_behind_ten_thousand_others() {
+    let (board, _sync, q) = setup("crowd-release").await;
+    let mine = behind_a_crowd(&board, &q, "frozen-worker").await;
+    assert_eq!(board.release_unread(&[&q], "frozen-worker").await.unwrap(), 2);
+    for id in &mine {
+        let info = board.show(&q, id).await.unwrap();
+        assert_eq!((info.state, info.attempts), (JobState::Ready, 0), "{info:?}");
+    }
+}
+
+/// On a cluster the paged search runs on the queue's own master, through
+/// either board.
+#[tokio::test]
+async fn recovery_on_a_cluster_gives_back_an_owners_leases() {
+    let url = jobworker_tests::shared_cluster().url();
+    let board = RedisBoard::connect(&url).await.unwrap();
+    let mut sync = SyncBoard::connect(RedisOptions::new(url)).unwrap();
+    let q = unique_queue("cluster-recover");
+    for _ in 0..3 {
+        board.post(&q, NewJob::new("c")).await.unwrap();
+    }
+    assert_eq!(board.claim(&[&q], "dead-worker", LONG, 2).await.unwrap().len(), 2);
+    assert_eq!(board.claim(&[&q], "live-worker", LONG, 1).await.unwrap().len(), 1);
+    let got = sync.recover_owner(&q, "dead-worker", "killed").unwrap();
+    assert_eq!((got.back, got.trashed), (2, 0));
+    // Both are suspects now, each handed out alone.
+    assert_eq!(
+        board.claim(&[&q], "frozen-worker", LONG, 2).await.unwrap().len(),
+        1
+    );
+    assert_eq!(board.release_unread(&[&q], "frozen-worker").await.unwrap(), 1);
+    let counts = board.counts(std::slice::from_ref(&q)).await.unwrap();
+    assert_eq!(counts.claimed, 1, "live-worker's lease stays");
 }

@@ -1,6 +1,8 @@
 //! Crash recovery on Redis: giving back a dead worker's leases at once
-//! (`recover_owner.lua`), for the async board and the supervisor's
+//! (`recover_owner.lua`, found a page at a time), for the async board and the supervisor's
 //! blocking one alike; and the job counts the supervisor's progress reads.
+
+use std::collections::HashSet;
 
 use crate::board::{QueueCounts, Recovered, Recovery};
 use crate::error::Result;
@@ -13,24 +15,109 @@ use crate::redis::scripts::SCRIPTS;
 /// Crashes after which a job counts as a poison pill and is trashed.
 pub const POISON_CRASHES: u32 = 3;
 
-/// The call of `recover_owner.lua` for a dead `owner`'s leases in `keys`'
-/// queue: the crash (`reason`) and an attempt are counted.
-pub(crate) fn recover_invocation<'k>(keys: &'k QueueKeys, owner: &str, reason: &str) -> Invocation<'k> {
-    let mut inv = Invocation::new(&SCRIPTS.recover_owner, keys);
-    inv.arg(owner).arg(reason).arg(POISON_CRASHES).arg("crash");
-    inv
+/// How `recover_owner.lua` gives back what it found.
+#[derive(Clone, Copy)]
+pub(crate) enum GiveBack<'r> {
+    /// A dead worker's: the crash (`reason`) and an attempt are counted.
+    Crash(&'r str),
+    /// What a worker never started ([`Board::release_unread`](crate::Board::release_unread)):
+    /// nothing is counted.
+    Release,
 }
 
-/// The call of `recover_owner.lua` giving back what `owner` still holds in
-/// `keys`' queue without counting anything ([`Board::release_unread`](crate::Board::release_unread)).
-pub(crate) fn release_invocation<'k>(keys: &'k QueueKeys, owner: &str) -> Invocation<'k> {
-    let mut inv = Invocation::new(&SCRIPTS.recover_owner, keys);
-    inv.arg(owner).arg("").arg(POISON_CRASHES).arg("release");
-    inv
+/// Job ids a give-back call takes at most.
+const GIVE_BACK_CHUNK: usize = 500;
+
+/// One owner's leases in one queue, found a page at a time by
+/// `recover_owner.lua`'s `find` step (a ZSCAN of the lease index, so that
+/// no call reads the whole index), then given back by its `crash` or
+/// `release` step. Drives the async board and the supervisor's blocking
+/// one alike: each runs the calls [`next_call`](Self::next_call) asks for.
+pub(crate) struct OwnerLeases<'k> {
+    keys: &'k QueueKeys,
+    owner: &'k str,
+    /// The next page's ZSCAN cursor; None once the scan ended.
+    cursor: Option<String>,
+    /// The owner's leased jobs found so far, each once, in scan order.
+    found: Vec<String>,
+    seen: HashSet<String>,
 }
 
-/// Reads the reply of `recover_owner.lua`.
-pub(crate) fn recovered(value: redis::Value) -> Result<Recovered> {
+impl<'k> OwnerLeases<'k> {
+    /// Starts the search for `owner`'s leases in `keys`' queue.
+    pub(crate) fn new(keys: &'k QueueKeys, owner: &'k str) -> OwnerLeases<'k> {
+        OwnerLeases {
+            keys,
+            owner,
+            cursor: Some("0".into()),
+            found: Vec::new(),
+            seen: HashSet::new(),
+        }
+    }
+
+    /// The next `find` call, or None once the whole index was read.
+    pub(crate) fn next_call(&self) -> Option<Invocation<'k>> {
+        let cursor = self.cursor.as_deref()?;
+        let mut inv = self.invocation("", "find");
+        inv.arg(cursor);
+        Some(inv)
+    }
+
+    /// Reads a `find` reply: the next cursor, then the page's jobs the
+    /// owner holds.
+    pub(crate) fn read(&mut self, value: redis::Value) -> Result<()> {
+        let reply = Reply::from_value(value)?;
+        let cursor = reply.string(0)?;
+        for i in 1..reply.0.len() {
+            let id = reply.string(i)?;
+            if self.seen.insert(id.clone()) {
+                self.found.push(id);
+            }
+        }
+        self.cursor = (cursor != "0").then_some(cursor);
+        Ok(())
+    }
+
+    /// The calls giving back what was found (at least one: it also drops
+    /// the owner's claim record).
+    pub(crate) fn give_back(&self, how: GiveBack<'_>) -> Vec<Invocation<'k>> {
+        let (reason, mode) = match how {
+            GiveBack::Crash(reason) => (reason, "crash"),
+            GiveBack::Release => ("", "release"),
+        };
+        let alone = if self.found.len() == 1 { "1" } else { "0" };
+        let chunks: Vec<&[String]> = if self.found.is_empty() {
+            vec![&[]]
+        } else {
+            self.found.chunks(GIVE_BACK_CHUNK).collect()
+        };
+        chunks
+            .into_iter()
+            .map(|ids| {
+                let mut inv = self.invocation(reason, mode);
+                inv.arg(alone).arg(ids);
+                inv
+            })
+            .collect()
+    }
+
+    fn invocation(&self, reason: &str, mode: &str) -> Invocation<'k> {
+        let mut inv = Invocation::new(&SCRIPTS.recover_owner, self.keys);
+        inv.arg(self.owner).arg(reason).arg(POISON_CRASHES).arg(mode);
+        inv
+    }
+}
+
+/// Adds the reply of a give-back call of `recover_owner.lua` to `total`.
+pub(crate) fn add_recovered(total: &mut Recovered, value: redis::Value) -> Result<()> {
+    let one = recovered(value)?;
+    total.back += one.back;
+    total.trashed += one.trashed;
+    Ok(())
+}
+
+/// Reads the reply of a give-back call of `recover_owner.lua`.
+fn recovered(value: redis::Value) -> Result<Recovered> {
     let reply = Reply::from_value(value)?;
     Ok(Recovered {
         back: reply.int(1)? as usize,
@@ -61,13 +148,26 @@ pub(crate) fn add_counts(
 }
 
 impl RedisBoard {
+    /// Gives back what `owner` holds in `keys`' queue, as `how` says.
+    async fn give_back(&self, keys: &QueueKeys, owner: &str, how: GiveBack<'_>) -> Result<Recovered> {
+        let mut leases = OwnerLeases::new(keys, owner);
+        while let Some(find) = leases.next_call() {
+            leases.read(find.invoke(&self.conn).await?)?;
+        }
+        let mut total = Recovered::default();
+        for call in leases.give_back(how) {
+            add_recovered(&mut total, call.invoke(&self.conn).await?)?;
+        }
+        Ok(total)
+    }
+
     /// Gives back every lease `owner` holds on `queues` without counting
     /// an attempt ([`Board::release_unread`](crate::Board::release_unread)).
     pub(crate) async fn release_owner(&self, queues: &[&str], owner: &str) -> Result<usize> {
         let mut back = 0;
         for queue in queues {
             let keys = self.keys(queue)?;
-            back += recovered(release_invocation(&keys, owner).invoke(&self.conn).await?)?.back;
+            back += self.give_back(&keys, owner, GiveBack::Release).await?.back;
         }
         Ok(back)
     }
@@ -88,7 +188,6 @@ impl RedisBoard {
 impl Recovery for RedisBoard {
     async fn recover_owner(&self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
         let keys = self.keys(queue)?;
-        let inv = recover_invocation(&keys, owner, reason);
-        recovered(inv.invoke(&self.conn).await?)
+        self.give_back(&keys, owner, GiveBack::Crash(reason)).await
     }
 }

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::redis::cluster::{self, ClusterUrl};
 use crate::redis::connect::{check_version, client, redact};
 use crate::redis::durability::Durability;
-use crate::redis::recover::{add_counts, counts_pipe, recover_invocation, recovered};
+use crate::redis::recover::{add_counts, add_recovered, counts_pipe, GiveBack, OwnerLeases};
 use crate::redis::sentinel::{self, SentinelUrl};
 use crate::redis::RedisOptions;
 
@@ -152,8 +152,15 @@ impl SyncBoard {
     /// trashed).
     pub fn recover_owner(&mut self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
         let keys = self.opts.keys(queue)?;
-        let inv = recover_invocation(&keys, owner, reason);
-        recovered(self.retrying(|con| inv.invoke_blocking(con))?)
+        let mut leases = OwnerLeases::new(&keys, owner);
+        while let Some(find) = leases.next_call() {
+            leases.read(self.retrying(|con| find.invoke_blocking(con))?)?;
+        }
+        let mut total = Recovered::default();
+        for call in leases.give_back(GiveBack::Crash(reason)) {
+            add_recovered(&mut total, self.retrying(|con| call.invoke_blocking(con))?)?;
+        }
+        Ok(total)
     }
 
     /// Counts jobs over `queues`.
