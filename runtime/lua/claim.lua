@@ -14,9 +14,10 @@
 --        ms, 10 trash count limit, 11 trash age limit ms, 12 hand-off
 --        registration ms (0: none; see lib/handoff.lua), 13 the claimer's
 --        clock (ms) when it sent this claim, echoed in its hand-off, 14
---        the call's number (1-499; a claimer's calls in turn differ), 15
---        '1' when the call is sent again because its reply was lost (else
---        '0').
+--        the call's number (1-499, on a cluster 1-999999999; a claimer's
+--        calls in turn differ), 15 '1' when the call is sent again because
+--        its reply was lost, and on a cluster always (its client may send a
+--        call again as it is) (else '0').
 -- Effects per claimed job: SET NS:<id>.owned owner PX expiry NX (the NX is
 --        the check that nobody, e.g. taskflow, holds it), SET
 --        NS:<id>.last_modified = datetime(TIME), fencing token + 1, lease
@@ -36,8 +37,7 @@
 --        again (15 = '1') returns the jobs its first sending took that the
 --        owner still holds, in claim order and with their leases renewed,
 --        instead of claiming (a lost reply counts no attempt); or it
---        claims as usual when there are none. (A settle-and-take call is
---        never sent again: an error.) (Not lib/take.lua's take(): here the SET NX is
+--        claims as usual when there are none. (Not lib/take.lua's take(): here the SET NX is
 --        the ownership check, last_modified is built once per batch and
 --        the token comes from the job fields already read.)
 -- Returns: {'ok', unindexed, n, outbox, due, id, posting, token, attempts,

@@ -8,8 +8,9 @@
 -- KEYS:  listings trash ready scheduled leases completed waiting queue tags
 --        failed recurring outbox tracked trashed idle.
 --        (queue keys, in this order: README.md)
--- ARGV:  1-3 NS prefix, queue, event prefix; 4-15 claim.lua's (never
---        sent again: 15 is '0'); 16 history count limit (0 = keep no
+-- ARGV:  1-3 NS prefix, queue, event prefix; 4-15 claim.lua's (15 is
+--        '1' on a cluster only: one server's board sends claim.lua again
+--        instead); 16 history count limit (0 = keep no
 --        history), then triples (job id, owner string, fencing token ('0'
 --        = no token check)), at most 1000, as consume.lua's.
 -- Effects: consume.lua's for the triples, then claim.lua's; the run times

@@ -34,12 +34,14 @@ end
 -- (ms, or nil): the post is sent again after its reply was lost, the first
 -- sending at most that long ago; a life of the id begun since is that
 -- sending's ('again': not posted a second time, though it may have run
--- and finished meanwhile). A generated id had no other life.
+-- and finished meanwhile). A generated id had no other life. `again` 0
+-- (a first sending on a cluster, whose client may send it again as it
+-- is): only a generated id's job hash counts as that sending's.
 local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh, ready_batch,
                         again)
   if again then
     local v = redis.call('HMGET', job_key(id), 'posted', 'seq')
-    if v[1] and (fresh or tonumber(v[1]) >= now_ms - again) then
+    if v[1] and (fresh or (again > 0 and tonumber(v[1]) >= now_ms - again)) then
       -- Still waiting: the caller links its dependencies in other queues
       -- (again: a set's additions) as after a first sending.
       if redis.call('ZSCORE', K_WAITING, id) then return 'waiting', tonumber(v[2]) or 0 end

@@ -1,7 +1,7 @@
 //! Claiming jobs: the Rust twins of `claim.lua` and `claim_job.lua`, the
 //! claim reply reader and the verbs `claim_with` and `claim_job`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -260,8 +260,9 @@ pub(crate) struct ClaimArgs<'a> {
     pub history: (usize, Duration),
     /// The trash's retention: count and age.
     pub trash: (usize, Duration),
-    /// The call's number, 1 to [`CALL_NUMBERS`] (see [`next_call`]).
-    pub call: u16,
+    /// The call's number (see [`next_call`]); sent as 1 to
+    /// [`CALL_NUMBERS`] to one server, as it is to a cluster.
+    pub call: u32,
     /// The call is sent again because its reply was lost: it returns what
     /// its first sending took, if that sending ran and took jobs.
     pub again: bool,
@@ -274,19 +275,28 @@ impl ClaimArgs<'_> {
     }
 }
 
-/// How many claim call numbers there are (a call marks the `claimed_by` of
-/// the jobs it takes with its number: `lua/lib/claim_jobs.lua`).
-const CALL_NUMBERS: u64 = 499;
+/// How many claim call numbers one server sees (a call marks the
+/// `claimed_by` of the jobs it takes with its number:
+/// `lua/lib/claim_jobs.lua`). A call sent again there says so, so its
+/// number need only differ from the claimer's calls just before.
+const CALL_NUMBERS: u32 = 499;
 
-/// A new claim call's number: from a process-wide counter (so that one
-/// claimer's calls in turn differ) from a random start (so that processes
-/// sharing an owner string seldom share one).
-fn next_call() -> u16 {
-    static NEXT: OnceLock<AtomicU64> = OnceLock::new();
+/// How many a cluster sees: there every claim looks for the jobs its
+/// number took (its client may have sent it again as it is), so the number
+/// must not come back while the claimer holds the jobs of its last call.
+const CLUSTER_CALL_NUMBERS: u32 = 999_999_999;
+
+/// A new claim call's number, 1 to [`CLUSTER_CALL_NUMBERS`]: from a
+/// process-wide counter (so that one claimer's calls in turn differ) from
+/// a random start (so that processes sharing an owner string seldom share
+/// one).
+fn next_call() -> u32 {
+    static NEXT: OnceLock<AtomicU32> = OnceLock::new();
+    let start = uuid::Uuid::new_v4().as_u64_pair().0 % u64::from(CLUSTER_CALL_NUMBERS);
     let n = NEXT
-        .get_or_init(|| AtomicU64::new(uuid::Uuid::new_v4().as_u64_pair().0 % CALL_NUMBERS))
+        .get_or_init(|| AtomicU32::new(start as u32))
         .fetch_add(1, Ordering::Relaxed);
-    (n % CALL_NUMBERS + 1) as u16
+    n % CLUSTER_CALL_NUMBERS + 1
 }
 
 pub(super) fn claim_invocation<'k>(keys: &'k QueueKeys, a: &ClaimArgs<'_>) -> Invocation<'k> {
@@ -305,7 +315,16 @@ pub(super) fn claim_args_to(inv: &mut Invocation<'_>, a: &ClaimArgs<'_>) {
     inv.arg(a.trash.0).arg(millis(a.trash.1));
     inv.arg(a.hand_off.map_or(0, millis));
     inv.arg(crate::redis::handoff::clock_ms());
-    inv.arg(a.call).arg(if a.again { "1" } else { "0" });
+    // On a cluster every call looks for what its number took: the cluster
+    // client sends a call whose connection dropped again by itself, as it
+    // was (`lua/claim.lua`).
+    let sharded = inv.sharded();
+    let call = if sharded {
+        a.call
+    } else {
+        a.call % CALL_NUMBERS + 1
+    };
+    inv.arg(call).arg(if a.again || sharded { "1" } else { "0" });
 }
 
 /// Twin of `claim.lua`. A call whose connection dropped is sent once more

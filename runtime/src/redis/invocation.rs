@@ -34,6 +34,11 @@ impl<'k> Invocation<'k> {
         &self.args
     }
 
+    /// Whether the call goes to a cluster.
+    pub(crate) fn sharded(&self) -> bool {
+        self.keys.sharded
+    }
+
     /// Appends an argument.
     pub(crate) fn arg<A: ToRedisArgs>(&mut self, arg: A) -> &mut Invocation<'k> {
         self.args.extend(arg.to_redis_args());

@@ -21,6 +21,11 @@ struct State {
     cuts: usize,
     /// Connections accepted so far.
     accepted: usize,
+    /// Only connections accepted after the cut are held (see
+    /// [`CuttingProxy::hold_new_connections_only`]).
+    only_new: bool,
+    /// The first connection accepted after the last cut.
+    held_from: usize,
 }
 
 /// A proxy on a loopback port that forwards to a server and, once armed,
@@ -46,11 +51,20 @@ impl CuttingProxy {
                 let Ok(client) = client else { return };
                 let server = TcpStream::connect(&upstream)
                     .unwrap_or_else(|e| panic!("the proxy cannot reach {upstream}: {e}"));
-                state.0.lock().unwrap().accepted += 1;
-                forward(client, server, state.clone());
+                let conn = {
+                    let mut state = state.0.lock().unwrap();
+                    state.accepted += 1;
+                    state.accepted - 1
+                };
+                forward(client, server, conn, state.clone());
             }
         });
         CuttingProxy { port, shared }
+    }
+
+    /// The proxy's loopback port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// The proxy's `redis://` URL.
@@ -67,6 +81,14 @@ impl CuttingProxy {
     /// it, and holds requests from then on.
     pub fn cut_next_request(&self) {
         self.shared.0.lock().unwrap().request_armed = true;
+    }
+
+    /// From now on a cut holds only the requests of connections made
+    /// after it (the client's new connection), so that a client connected
+    /// before goes on: on a cluster whose node announces the proxy's port,
+    /// a second board can only reach the node through the proxy.
+    pub fn hold_new_connections_only(&self) {
+        self.shared.0.lock().unwrap().only_new = true;
     }
 
     /// Lets held requests through.
@@ -88,11 +110,11 @@ impl CuttingProxy {
 
 /// Two threads: requests to the server, replies to the client. The armed
 /// chunk is dropped and both ends shut; requests wait while held.
-fn forward(client: TcpStream, server: TcpStream, shared: Arc<(Mutex<State>, Condvar)>) {
+fn forward(client: TcpStream, server: TcpStream, conn: usize, shared: Arc<(Mutex<State>, Condvar)>) {
     let (client_in, server_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
     let up = shared.clone();
-    thread::spawn(move || pass(client_in, server_out, &up, Direction::Request));
-    thread::spawn(move || pass(server, client, &shared, Direction::Reply));
+    thread::spawn(move || pass(client_in, server_out, conn, &up, Direction::Request));
+    thread::spawn(move || pass(server, client, conn, &shared, Direction::Reply));
 }
 
 /// Which way a chunk goes.
@@ -102,15 +124,24 @@ enum Direction {
     Reply,
 }
 
-/// Copies chunks `from` → `to` until either end closes or a cut.
-fn pass(mut from: TcpStream, mut to: TcpStream, shared: &(Mutex<State>, Condvar), way: Direction) {
+/// Copies chunks `from` → `to` (of connection number `conn`) until
+/// either end closes or a cut.
+fn pass(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    conn: usize,
+    shared: &(Mutex<State>, Condvar),
+    way: Direction,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     while let Ok(n @ 1..) = from.read(&mut buf) {
         {
             let (lock, released) = shared;
             let mut state = lock.lock().unwrap();
             if way == Direction::Request {
-                state = released.wait_while(state, |s| s.holding).unwrap();
+                state = released
+                    .wait_while(state, |s| s.holding && (!s.only_new || conn >= s.held_from))
+                    .unwrap();
             }
             let armed = match way {
                 Direction::Request => &mut state.request_armed,
@@ -118,6 +149,7 @@ fn pass(mut from: TcpStream, mut to: TcpStream, shared: &(Mutex<State>, Condvar)
             };
             if std::mem::take(armed) {
                 state.holding = true;
+                state.held_from = state.accepted;
                 state.cuts += 1;
                 break;
             }
