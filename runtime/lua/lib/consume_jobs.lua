@@ -2,12 +2,21 @@
 -- its header), also run by consume_then_claim.lua before its claim.
 -- include: time, lease, events, deps, retention
 
+-- Whether job `id`, no longer held by `who` with `token`, was consumed
+-- by it: completed, and its hash (which a consume leaves as it is) names
+-- that owner and token (`held`: its token field).
+local function consumed_by(id, who, token, held)
+  return (token == '0' or held == token) and redis.call('HGET', job_key(id), 'owner') == who
+    and redis.call('ZSCORE', K_COMPLETED, id) ~= false
+end
+
 -- Consumes the jobs of `args` (triples job id, owner string, fencing
 -- token from index `first` to the end) at the server time `now_ms`,
 -- keeping `keep` jobs of history (0: none); appends a status and an
 -- owner per job to `out`. Returns the run times (ms) of the jobs
--- consumed, for the caller's `add_stats`.
-local function consume_jobs(out, args, first, keep, now_ms)
+-- consumed, for the caller's `add_stats`. `again`: the call is sent again
+-- after its reply was lost, and a job its first sending consumed is 'ok'.
+local function consume_jobs(out, args, first, keep, now_ms, again)
   local runs = {}
   local released = 0
   -- One call per batch for what its jobs share: the owner keys read; the
@@ -30,7 +39,10 @@ local function consume_jobs(out, args, first, keep, now_ms)
     elseif redis.call('HDEL', K_LISTINGS, id) == 0 then
       refused = unlisted(id)
     end
-    if refused then
+    if refused and again and consumed_by(id, who, token, v[1]) then
+      out[#out + 1] = 'ok'
+      out[#out + 1] = ''
+    elseif refused then
       out[#out + 1] = refused[1]
       out[#out + 1] = refused[2] or ''
     else

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::job::{Claimed, Lease};
 use crate::redis::board::RedisBoard;
 use crate::redis::claim::{claim_args_to, claim_invocation, ClaimArgs};
-use crate::redis::connect::{connection_lost, Connection};
+use crate::redis::connect::{connection_lost, send_again_if_lost, Connection};
 use crate::redis::invocation::{is_noscript, Invocation};
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
@@ -78,10 +78,7 @@ impl RedisBoard {
             }
             _ => consume_then_claim(&self.conn, &pipelined, keep, &keys, &args).await?,
         };
-        let consumed = match settled {
-            Ok(replies) => self.consume_results(done, &batches, replies).await,
-            Err(lost) => done.iter().map(|_| Err(lost.clone())).collect(),
-        };
+        let consumed = self.consume_results(done, &batches, settled).await;
         let claimed = self.finish_claim(&keys, &args, reply).await;
         let claimed = match claimed {
             Ok(claimed) => self.claim_the_rest(claimed, rest, request).await,
@@ -162,10 +159,8 @@ fn consume_results(
         .collect()
 }
 
-/// The consumes of a settle-and-take round trip: their replies, or the
-/// error of a round trip whose connection dropped (whether they ran is
-/// unknown).
-type Settled = Result<Vec<Consumed>>;
+/// The consumes of a settle-and-take round trip: their replies.
+type Settled = Vec<Consumed>;
 
 /// `consume.lua` for each batch, then `claim.lua`, in one pipeline (one
 /// round trip): a worker settles what finished and takes what is next.
@@ -180,13 +175,17 @@ pub(crate) async fn consume_then_claim(
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for (keys, leases) in batches {
-        consume_invocation(keys, leases, keep).add_to(&mut pipe, conn);
+        consume_invocation(keys, leases, keep, false).add_to(&mut pipe, conn);
     }
     claim_invocation(claim_keys, claim).add_to(&mut pipe, conn);
     let mut results: Vec<redis::RedisResult<redis::Value>> =
         match pipe.query_async(&mut conn.link.clone()).await {
             Ok(results) => results,
-            Err(e) if connection_lost(&e) => return lost_round_trip(conn, claim_keys, claim, e).await,
+            Err(e) if connection_lost(&e) => {
+                let consumes: Vec<(&QueueKeys, &[&crate::job::Lease])> =
+                    batches.iter().map(|(k, l)| (&**k, l.as_slice())).collect();
+                return lost_round_trip(conn, &consumes, keep, (claim_keys, claim), e).await;
+            }
             Err(e) => return Err(e.into()),
         };
     // A script the server lost (restart, SCRIPT FLUSH) did not run: load
@@ -206,32 +205,35 @@ pub(crate) async fn consume_then_claim(
             Ok(v) => v,
             Err(e) if is_noscript(&e) => {
                 load_all(conn).await?;
-                return_value(run(conn, &consume_invocation(keys, leases, keep)).await?)
+                return_value(run(conn, &consume_invocation(keys, leases, keep, false)).await?)
             }
             Err(e) => return Err(e.into()),
         };
         consumed.push(consume_reply(&Reply::from_value(value)?, leases.len()));
     }
-    Ok((Ok(consumed), Reply::from_value(claimed)?))
+    Ok((consumed, Reply::from_value(claimed)?))
 }
 
-/// A settle-and-take round trip whose connection dropped: its consumes may
-/// or may not have run (their error says so, and the worker settles them
-/// again: a consume that ran is then refused, the job being gone), and
-/// its claim is sent again as itself, to get back what it took (its
-/// leases would otherwise expire, each counted as a failed attempt).
+/// A settle-and-take round trip whose connection dropped: its consumes
+/// and its claim are sent again, each as itself, so that what the first
+/// sending did counts. A consume that ran is 'ok' (not refused as gone),
+/// and the claim gets back what it took (its leases would otherwise
+/// expire, each counted as a failed attempt).
 async fn lost_round_trip(
     conn: &Connection,
-    keys: &QueueKeys,
-    claim: &ClaimArgs<'_>,
+    consumes: &[(&QueueKeys, &[&crate::job::Lease])],
+    keep: usize,
+    (claim_keys, claim): (&QueueKeys, &ClaimArgs<'_>),
     e: redis::RedisError,
 ) -> Result<(Settled, Reply)> {
-    tracing::warn!(error = %e, "redis connection lost while consuming and claiming; asking for what the claim took");
-    let lost = Error::unavailable(format!(
-        "redis connection lost while consuming ({e}): the job may have been consumed"
-    ));
-    let claimed = claim_invocation(keys, &claim.again()).invoke(conn).await?;
-    Ok((Err(lost), Reply::from_value(claimed)?))
+    tracing::warn!(error = %e, "redis connection lost while consuming and claiming; sending both again");
+    let mut consumed = Vec::new();
+    for &(keys, leases) in consumes {
+        let value = consume_invocation(keys, leases, keep, true).invoke(conn).await?;
+        consumed.push(consume_reply(&Reply::from_value(value)?, leases.len()));
+    }
+    let claimed = claim_invocation(claim_keys, &claim.again()).invoke(conn).await?;
+    Ok((consumed, Reply::from_value(claimed)?))
 }
 
 /// `consume_then_claim.lua`: consumes `leases` (all of `keys`' queue) and
@@ -247,10 +249,12 @@ async fn consume_then_claim_one_queue(
 ) -> Result<(Settled, Reply)> {
     let mut inv = Invocation::new(&SCRIPTS.consume_then_claim, keys);
     claim_args_to(&mut inv, claim);
-    consume_args_to(&mut inv, leases, keep);
+    consume_args_to(&mut inv, leases, keep, false);
     let value = match inv.invoke(conn).await {
         Ok(value) => value,
-        Err(e) if connection_lost(&e) => return lost_round_trip(conn, keys, claim, e).await,
+        Err(e) if connection_lost(&e) => {
+            return lost_round_trip(conn, &[(keys, leases)], keep, (keys, claim), e).await
+        }
         Err(e) => return Err(e.into()),
     };
     let mut both = Reply::from_value(value)?.0.into_iter();
@@ -258,23 +262,35 @@ async fn consume_then_claim_one_queue(
         return Err(Error::codec("consume_then_claim replies with two parts"));
     };
     let consumed = consume_reply(&Reply::from_value(consumed)?, leases.len());
-    Ok((Ok(vec![consumed]), Reply::from_value(claimed)?))
+    Ok((vec![consumed], Reply::from_value(claimed)?))
 }
 
 fn return_value(reply: Reply) -> redis::Value {
     redis::Value::Array(reply.0)
 }
 
-fn consume_invocation<'k>(keys: &'k QueueKeys, leases: &[&crate::job::Lease], keep: usize) -> Invocation<'k> {
+/// A `consume.lua` call; `again`: sent again after its reply was lost (a
+/// job its first sending consumed is then 'ok').
+fn consume_invocation<'k>(
+    keys: &'k QueueKeys,
+    leases: &[&crate::job::Lease],
+    keep: usize,
+    again: bool,
+) -> Invocation<'k> {
     let mut inv = Invocation::new(&SCRIPTS.consume, keys);
-    consume_args_to(&mut inv, leases, keep);
+    consume_args_to(&mut inv, leases, keep, again);
     inv
 }
 
-/// Appends a consume's own arguments: the history count limit, then each
-/// lease's job, owner and fencing token.
-fn consume_args_to(inv: &mut Invocation<'_>, leases: &[&crate::job::Lease], keep: usize) {
-    inv.arg(keep);
+/// Appends a consume's own arguments: the history count limit (and
+/// whether the call is sent again), then each lease's job, owner and
+/// fencing token.
+fn consume_args_to(inv: &mut Invocation<'_>, leases: &[&crate::job::Lease], keep: usize, again: bool) {
+    if again {
+        inv.arg(format!("{keep} again"));
+    } else {
+        inv.arg(keep);
+    }
     for l in leases {
         inv.arg(l.job().as_str()).arg(l.owner()).arg(l.token());
     }
@@ -303,6 +319,11 @@ pub(crate) async fn consume(
     leases: &[&crate::job::Lease],
     keep: usize,
 ) -> Result<Consumed> {
-    let reply = run(conn, &consume_invocation(keys, leases, keep)).await?;
-    Ok(consume_reply(&reply, leases.len()))
+    let value = send_again_if_lost(
+        consume_invocation(keys, leases, keep, false).invoke(conn),
+        || async move { consume_invocation(keys, leases, keep, true).invoke(conn).await },
+        "consuming",
+    )
+    .await?;
+    Ok(consume_reply(&Reply::from_value(value)?, leases.len()))
 }
