@@ -52,9 +52,9 @@ impl RedisBoard {
     /// [`Board::consume_then_claim`](crate::board::Board::consume_then_claim)):
     /// one call when every lease is of the claim's first queue, else a
     /// pipeline of consume calls and a claim call. When its connection
-    /// dropped, each consume fails (it may have run) and the claim is sent
-    /// again as itself ([`lost_round_trip`]); `Err` when the round trip
-    /// failed otherwise, so nothing is known to be consumed.
+    /// dropped, the consumes and the claim are sent again, each as itself
+    /// ([`lost_round_trip`]); `Err` when the round trip failed otherwise,
+    /// so nothing is known to be consumed.
     pub(super) async fn consume_then_claim(
         &self,
         done: &[Lease],
@@ -164,7 +164,7 @@ type Settled = Vec<Consumed>;
 
 /// `consume.lua` for each batch, then `claim.lua`, in one pipeline (one
 /// round trip): a worker settles what finished and takes what is next.
-/// After a dropped connection only its claim is sent again ([`lost_round_trip`]).
+/// After a dropped connection each is sent again as itself ([`lost_round_trip`]).
 pub(crate) async fn consume_then_claim(
     conn: &Connection,
     batches: &[(Arc<QueueKeys>, Vec<&crate::job::Lease>)],
@@ -239,7 +239,8 @@ async fn lost_round_trip(
 /// `consume_then_claim.lua`: consumes `leases` (all of `keys`' queue) and
 /// claims from that queue in one call, which reads the clock, checks for
 /// event listeners and counts the outbox once for both. After a dropped
-/// connection only its claim is sent again ([`lost_round_trip`]).
+/// connection its consume and its claim are sent again, each as itself
+/// ([`lost_round_trip`]).
 async fn consume_then_claim_one_queue(
     conn: &Connection,
     keys: &QueueKeys,
