@@ -8,10 +8,13 @@
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 expiry ms (0: no
 --        expiry, held until released, as taskflow's claim without one), 7 priority, 8 sequence, 9 max attempts (used only to index a job
---        posted by taskflow).
+--        posted by taskflow), 10 '1' when the call is sent again because
+--        its reply was lost (else '0').
 -- Effects: as claim.lua for one job. A re-claim by the same owner
 --        refreshes last_modified and the expiry but still reports
---        'claimed', exactly as taskflow does.
+--        'claimed', exactly as taskflow does; sent again (10 = '1'), it
+--        is the first sending's claim, and returns the job as a claim
+--        would have (its lease renewed from now).
 -- Returns: {'ok', posting, token, attempts, max, prio} | {'not_found'} |
 --        {'claimed', owner}
 
@@ -20,14 +23,19 @@ local posting = redis.call('HGET', K_LISTINGS, id)
 if not posting then return {'not_found'} end
 local s, us, now_ms = now()
 local owner = redis.call('GET', owned_key(id))
+local job = job_key(id)
 if owner then
   if owner == who then
     redis.call('SET', modified_key(id), oslo_datetime(s, us))
     if expiry_ms > 0 then redis.call('PEXPIRE', owned_key(id), expiry_ms) end
+    if ARGV[10] == '1' then
+      redis.call('ZADD', K_LEASES, now_ms + (expiry_ms > 0 and expiry_ms or RECHECK_MS), id)
+      local v = redis.call('HMGET', job, 'token', 'attempts', 'max', 'prio')
+      return {'ok', posting, tonumber(v[1] or 0), tonumber(v[2] or 0), tonumber(v[3] or 1), tonumber(v[4] or 0)}
+    end
   end
   return {'claimed', owner}
 end
-local job = job_key(id)
 if redis.call('EXISTS', job) == 0 then
   redis.call('HSET', job, 'prio', ARGV[7], 'seq', ARGV[8], 'max', ARGV[9], 'attempts', 0, 'token', 0)
 end

@@ -24,6 +24,8 @@ const WAIT: Duration = Duration::from_secs(60);
 enum Cut {
     /// After the server ran the call: its reply is lost.
     Reply,
+    /// The same, after that many replies (the call's reads) got through.
+    ReplyAfter(usize),
     /// Before the call reached the server.
     Request,
 }
@@ -74,6 +76,7 @@ impl Setup {
         let (accepted, cuts) = (self.proxy.accepted(), self.proxy.cuts());
         match cut {
             Cut::Reply => self.proxy.cut_next_reply(),
+            Cut::ReplyAfter(pass) => self.proxy.cut_reply_after(pass),
             Cut::Request => self.proxy.cut_next_request(),
         }
         let task = tokio::spawn(call(self.client.clone(), self.queue.clone()));
@@ -411,6 +414,52 @@ async fn a_consume_whose_connection_dropped_is_reported_consumed() {
         assert!(again.is_not_found(), "{again}");
         s.assert_all_ran_once(&[&ids[0]]).await;
     }
+}
+
+/// taskflow's claim of one named job, its reply lost, is the first
+/// sending's claim when sent again, not "already claimed" by its caller
+/// (whose lease would otherwise be held by nobody who knows it).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_named_claim_whose_reply_was_lost_gets_its_job() {
+    let s = Setup::start("lost-named").await;
+    let ids = post_jobs(&s, 2).await;
+    let named = ids[1].clone();
+    // The claim reads the job's posting first, then runs its script.
+    let claimed = s
+        .through_a_cut(
+            Cut::ReplyAfter(1),
+            |client, q| async move { client.claim_job(&q, &named, "client", Some(LONG)).await },
+            || async {
+                let owner = s.board.find_owner(&s.queue, &ids[1]).await.unwrap();
+                assert_eq!(
+                    owner.as_deref(),
+                    Some("client"),
+                    "the claim ran before its reply was cut"
+                );
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(*claimed.lease.job(), ids[1]);
+    assert_eq!(claimed.attempt, 1);
+    let info = s.board.show(&s.queue, &ids[1]).await.unwrap();
+    assert_eq!(info.token, claimed.lease.token(), "the first sending's lease");
+    s.client.consume(copy_of(&claimed.lease)).await.unwrap();
+    assert_eq!(s.run_one().await, ids[0]);
+    s.assert_all_ran_once(&ids.iter().collect::<Vec<_>>()).await;
+    // A claim of a job its caller holds, not sent again, is refused as
+    // taskflow's is.
+    let held = s.board.post(&s.queue, NewJob::new("held")).await.unwrap();
+    s.client
+        .claim_job(&s.queue, &held, "client", Some(LONG))
+        .await
+        .unwrap();
+    let again = s
+        .client
+        .claim_job(&s.queue, &held, "client", Some(LONG))
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("client"), "{again}");
 }
 
 /// A bulk post that goes as one pipeline (here because of a durability;

@@ -14,7 +14,7 @@ use crate::redis::connect::{send_again_if_lost, Connection};
 use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{millis, run, SCRIPTS};
+use crate::redis::scripts::{millis, SCRIPTS};
 
 impl RedisBoard {
     /// The arguments of one queue's claim for `request`, taking `count`
@@ -344,7 +344,9 @@ pub(crate) async fn claim(conn: &Connection, keys: &QueueKeys, a: &ClaimArgs<'_>
 
 /// Twin of `claim_job.lua`; `index` = (priority, sequence, max attempts)
 /// used only for a job that was never indexed; an expiry of `None` holds
-/// the claim until it is released.
+/// the claim until it is released. A call whose connection dropped is
+/// sent once more saying so: the job held by `who` then is the first
+/// sending's claim, not one "already claimed".
 pub(crate) async fn claim_job(
     conn: &Connection,
     keys: &QueueKeys,
@@ -353,12 +355,22 @@ pub(crate) async fn claim_job(
     expiry: Option<Duration>,
     index: (i32, i64, u32),
 ) -> Result<Reply> {
-    let mut inv = Invocation::new(&SCRIPTS.claim_job, keys);
-    inv.arg(id)
-        .arg(who)
-        .arg(expiry.map_or(0, millis))
-        .arg(index.0)
-        .arg(index.1)
-        .arg(index.2);
-    run(conn, &inv).await
+    let call = |again: bool| {
+        let mut inv = Invocation::new(&SCRIPTS.claim_job, keys);
+        inv.arg(id)
+            .arg(who)
+            .arg(expiry.map_or(0, millis))
+            .arg(index.0)
+            .arg(index.1)
+            .arg(index.2)
+            .arg(if again { "1" } else { "0" });
+        inv
+    };
+    let value = send_again_if_lost(
+        call(false).invoke(conn),
+        || async move { call(true).invoke(conn).await },
+        "claiming a named job",
+    )
+    .await?;
+    Reply::from_value(value)
 }

@@ -12,6 +12,8 @@ use std::thread;
 struct State {
     /// The next chunk from the server is dropped and its connection cut.
     reply_armed: bool,
+    /// Chunks from the server let through first, while armed.
+    replies_to_pass: usize,
     /// The next chunk from a client is dropped and its connection cut.
     request_armed: bool,
     /// Requests wait before reaching the server (from the cut until
@@ -75,6 +77,14 @@ impl CuttingProxy {
     /// Cuts the connection of the next reply, and holds requests from then on.
     pub fn cut_next_reply(&self) {
         self.shared.0.lock().unwrap().reply_armed = true;
+    }
+
+    /// Cuts the connection of the reply after the next `pass` replies
+    /// (a verb's reads before its script), and holds requests from then on.
+    pub fn cut_reply_after(&self, pass: usize) {
+        let mut state = self.shared.0.lock().unwrap();
+        state.reply_armed = true;
+        state.replies_to_pass = pass;
     }
 
     /// Cuts the connection of the next request before the server sees
@@ -143,11 +153,12 @@ fn pass(
                     .wait_while(state, |s| s.holding && (!s.only_new || conn >= s.held_from))
                     .unwrap();
             }
-            let armed = match way {
+            if way == Direction::Reply && state.reply_armed && state.replies_to_pass > 0 {
+                state.replies_to_pass -= 1;
+            } else if std::mem::take(match way {
                 Direction::Request => &mut state.request_armed,
                 Direction::Reply => &mut state.reply_armed,
-            };
-            if std::mem::take(armed) {
+            }) {
                 state.holding = true;
                 state.held_from = state.accepted;
                 state.cuts += 1;
