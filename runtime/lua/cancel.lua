@@ -9,7 +9,10 @@
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 '1' to cancel jobs that
---        have dependents anyway (the caller cancels those too); 5, 6 the
+--        have dependents anyway (the caller cancels those too), else '0',
+--        followed by ' again' when the call is sent again because its
+--        reply was lost (a job cancelled already is then taken as the
+--        first sending's and left as it is); 5, 6 the
 --        history's count and age (ms), which bound the cancelled jobs kept;
 --        then job ids (at most 1000).
 -- Effects: nothing unless every job can be cancelled. Then per job:
@@ -23,13 +26,19 @@
 --        {'not_found', id} | {'finished', id, state} |
 --        {'has_dependents', id, "queue\nid", …}
 
-local force = ARGV[4] == '1'
+local force = ARGV[4]:sub(1, 1) == '1'
+local again = ARGV[4]:sub(2) == ' again'
+local done = {}
 for i = 7, #ARGV do
   local id = ARGV[i]
   local state = state_of(id)
   if not state then return {'not_found', id} end
-  if state == 'completed' or state == 'trashed' or state == 'cancelled' then return {'finished', id, state} end
-  if not force then
+  if again and state == 'cancelled' then
+    done[id] = true
+  elseif state == 'completed' or state == 'trashed' or state == 'cancelled' then
+    return {'finished', id, state}
+  end
+  if not force and not done[id] then
     local dependents = redis.call('SMEMBERS', dependents_key(id))
     if #dependents > 0 then
       local out = {'has_dependents', id}
@@ -42,27 +51,29 @@ local _, _, now_ms = now()
 local out = {'ok'}
 for i = 7, #ARGV do
   local id = ARGV[i]
-  local owner = redis.call('GET', owned_key(id))
-  -- Its worker stops the handler at once (see RedisBoard::cancels_of).
-  if owner then redis.call(PUBLISH, EVENTS .. ':cancel:' .. owner, id) end
-  redis.call('HDEL', K_LISTINGS, id)
-  redis.call('DEL', owned_key(id), modified_key(id), dependents_key(id))
-  for _, k in ipairs({K_READY, K_SCHEDULED, K_LEASES, K_WAITING}) do redis.call('ZREM', k, id) end
-  local me = QUEUE .. '\n' .. id
-  for _, ref in ipairs(redis.call('SMEMBERS', deps_key(id))) do
-    local q, dep = ref:match('^(.-)\n(.*)$')
-    if q == QUEUE then
-      redis.call('SREM', dependents_key(dep), me)
-    else
-      out[#out + 1] = ref .. '\n' .. id
+  if not done[id] then
+    local owner = redis.call('GET', owned_key(id))
+    -- Its worker stops the handler at once (see RedisBoard::cancels_of).
+    if owner then redis.call(PUBLISH, EVENTS .. ':cancel:' .. owner, id) end
+    redis.call('HDEL', K_LISTINGS, id)
+    redis.call('DEL', owned_key(id), modified_key(id), dependents_key(id))
+    for _, k in ipairs({K_READY, K_SCHEDULED, K_LEASES, K_WAITING}) do redis.call('ZREM', k, id) end
+    local me = QUEUE .. '\n' .. id
+    for _, ref in ipairs(redis.call('SMEMBERS', deps_key(id))) do
+      local q, dep = ref:match('^(.-)\n(.*)$')
+      if q == QUEUE then
+        redis.call('SREM', dependents_key(dep), me)
+      else
+        out[#out + 1] = ref .. '\n' .. id
+      end
     end
+    redis.call('DEL', deps_key(id))
+    local job = job_key(id)
+    redis.call('HSET', job, 'state', 'cancelled', 'finished', now_ms)
+    redis.call('HDEL', job, 'owner', 'posting')
+    redis.call('ZADD', K_CANCELLED, now_ms, id)
+    record(id, now_ms, 'cancelled')
   end
-  redis.call('DEL', deps_key(id))
-  local job = job_key(id)
-  redis.call('HSET', job, 'state', 'cancelled', 'finished', now_ms)
-  redis.call('HDEL', job, 'owner', 'posting')
-  redis.call('ZADD', K_CANCELLED, now_ms, id)
-  record(id, now_ms, 'cancelled')
 end
 lease_freed()
 prune_index(K_CANCELLED, tonumber(ARGV[5]), tonumber(ARGV[6]), now_ms, #ARGV - 6 + 4)

@@ -462,6 +462,34 @@ async fn a_named_claim_whose_reply_was_lost_gets_its_job() {
     assert!(again.to_string().contains("client"), "{again}");
 }
 
+/// A cancel whose reply was lost is not "already finished" when sent
+/// again: the job its first sending cancelled counts as cancelled.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_whose_reply_was_lost_is_reported_done() {
+    let s = Setup::start("lost-cancel").await;
+    let ids = post_jobs(&s, 2).await;
+    let cancelled = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, q| async move { client.cancel(&q, &[JobId::from("job-0")], false).await },
+            || async {
+                let state = s.board.state(&s.queue, &ids[0]).await.unwrap();
+                assert_eq!(
+                    state,
+                    JobState::Cancelled,
+                    "the cancel ran before its reply was cut"
+                );
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(cancelled, [(s.queue.clone(), ids[0].clone())]);
+    assert_eq!(s.run_one().await, ids[1], "the other job is untouched");
+    // Cancelling it again, not sent again, is refused as before.
+    let again = s.client.cancel(&s.queue, &ids[..1], false).await.unwrap_err();
+    assert!(again.is_finished(), "{again}");
+}
+
 /// A bulk post that goes as one pipeline (here because of a durability;
 /// also behind sentinels) and loses its reply sends each of its calls
 /// again as itself: every job is posted, once.

@@ -18,7 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
 use crate::redis::board::RedisBoard;
+use crate::redis::connect::send_again_if_lost;
+use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
+use crate::redis::reply::Reply;
 use crate::redis::scripts::{self, SCRIPTS};
 use crate::redis::subscribe::every_queue;
 
@@ -171,13 +174,34 @@ impl RedisBoard {
     }
 
     /// Runs `cancel.lua` on one queue, then removes the cancelled jobs from
-    /// their dependencies' sets in other queues.
+    /// their dependencies' sets in other queues. A call whose connection
+    /// dropped is sent once more saying so: a job cancelled by then is
+    /// taken as the first sending's (though the dependencies in other
+    /// queues that its reply named keep listing it), not "already
+    /// finished".
     pub(crate) async fn cancel_in(&self, keys: &QueueKeys, ids: &[&str], force: bool) -> Result<()> {
-        let count = self.opts.history_count.to_string();
-        let age = self.opts.history_age.as_millis().to_string();
-        let mut args = vec![if force { "1" } else { "0" }, &count, &age];
-        args.extend(ids);
-        let reply = scripts::call(&self.conn, &SCRIPTS.cancel, keys, &args).await?;
+        let call = |again: bool| {
+            let mut inv = Invocation::new(&SCRIPTS.cancel, keys);
+            let force = if force { "1" } else { "0" };
+            inv.arg(if again {
+                format!("{force} again")
+            } else {
+                force.to_owned()
+            });
+            inv.arg(self.opts.history_count)
+                .arg(self.opts.history_age.as_millis() as u64);
+            for id in ids {
+                inv.arg(*id);
+            }
+            inv
+        };
+        let value = send_again_if_lost(
+            call(false).invoke(&self.conn),
+            || async move { call(true).invoke(&self.conn).await },
+            "cancelling",
+        )
+        .await?;
+        let reply = Reply::from_value(value)?;
         match reply.status().as_str() {
             "ok" => {}
             "not_found" => return Err(Error::not_found(&keys.queue, &reply.string(1)?)),
