@@ -34,19 +34,23 @@ local function claimer_of(who, call, alone) return who .. '\n' .. call .. (alone
 local function took_again(who, call, now_ms, expiry_text)
   local deadline = redis.call('ZSCORE', took_key(), who)
   if not deadline then return nil end
-  local mark = claimer_of(who, call)
+  local mark, mine = claimer_of(who, call), who .. '\n'
   local jobs = {}
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_LEASES, deadline, deadline)) do
-    local v = redis.call('HMGET', job_key(id), 'claimed_by', 'attempts', 'max', 'prio', 'token', 'seq')
-    local alone = v[1] == mark .. '!'
-    -- (The mark first: on a cluster every claim looks, and the jobs of
-    -- the claimer's last call seldom are this call's.)
-    if v[1] == mark or alone then
+    local job = job_key(id)
+    local by = redis.call('HGET', job, 'claimed_by')
+    local alone = by == mark .. '!'
+    if by == mark or alone then
       local posting = redis.call('HGET', K_LISTINGS, id)
       if posting and redis.call('GET', owned_key(id)) == who then
-        jobs[#jobs + 1] = {id, posting, v[5], v[2] or '0', v[3] or '1', v[4] or '0', alone and 1 or 0,
-          order = ready_order(v[4], v[6])}
+        local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'token', 'seq')
+        jobs[#jobs + 1] = {id, posting, v[4], v[1] or '0', v[2] or '1', v[3] or '0', alone and 1 or 0,
+          order = ready_order(v[3], v[5])}
       end
+    elseif #jobs == 0 and by and by:sub(1, #mine) == mine then
+      -- The claimer's last call that took jobs is another one (on a
+      -- cluster every claim looks: this is the common case).
+      return nil
     end
   end
   if #jobs == 0 then return nil end
