@@ -10,8 +10,9 @@
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 '1' to cancel jobs that
 --        have dependents anyway (the caller cancels those too), else '0',
---        followed by ' again' when the call is sent again because its
---        reply was lost (a job cancelled already is then taken as the
+--        followed by ' again <ms>' when the call is sent again because
+--        its reply was lost, that long after its first sending plus a
+--        margin (a job cancelled within that time is then taken as the
 --        first sending's and left as it is); 5, 6 the
 --        history's count and age (ms), which bound the cancelled jobs kept;
 --        then job ids (at most 1000).
@@ -27,13 +28,15 @@
 --        {'has_dependents', id, "queue\nid", …}
 
 local force = ARGV[4]:sub(1, 1) == '1'
-local again = ARGV[4]:sub(2) == ' again'
+local window = tonumber(ARGV[4]:match('^%d again (%d+)$'))
+local _, _, now_ms = now()
 local done = {}
 for i = 7, #ARGV do
   local id = ARGV[i]
   local state = state_of(id)
   if not state then return {'not_found', id} end
-  if again and state == 'cancelled' then
+  if window and state == 'cancelled'
+      and tonumber(redis.call('HGET', job_key(id), 'finished') or 0) >= now_ms - window then
     done[id] = true
   elseif state == 'completed' or state == 'trashed' or state == 'cancelled' then
     return {'finished', id, state}
@@ -47,7 +50,6 @@ for i = 7, #ARGV do
     end
   end
 end
-local _, _, now_ms = now()
 local out = {'ok'}
 for i = 7, #ARGV do
   local id = ARGV[i]

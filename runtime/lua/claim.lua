@@ -14,7 +14,7 @@
 --        ms, 10 trash count limit, 11 trash age limit ms, 12 hand-off
 --        registration ms (0: none; see lib/handoff.lua), 13 the claimer's
 --        clock (ms) when it sent this claim, echoed in its hand-off, 14
---        the call's number (1-499, on a cluster 1-999999999; a claimer's
+--        the call's number (1-499; on a cluster '<process mark>.<1-999999>'; a claimer's
 --        calls in turn differ), 15 '1' when the call is sent again because
 --        its reply was lost, and on a cluster always (its client may send a
 --        call again as it is) (else '0').

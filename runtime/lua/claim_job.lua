@@ -8,13 +8,14 @@
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 expiry ms (0: no
 --        expiry, held until released, as taskflow's claim without one), 7 priority, 8 sequence, 9 max attempts (used only to index a job
---        posted by taskflow), 10 '1' when the call is sent again because
---        its reply was lost (else '0').
+--        posted by taskflow), 10 when the call is sent again because its
+--        reply was lost: ms since its first sending, plus a margin (else
+--        '0').
 -- Effects: as claim.lua for one job. A re-claim by the same owner
 --        refreshes last_modified and the expiry but still reports
---        'claimed', exactly as taskflow does; sent again (10 = '1'), it
---        is the first sending's claim, and returns the job as a claim
---        would have (its lease renewed from now).
+--        'claimed', exactly as taskflow does; sent again, a claim by the
+--        same owner within that time is the first sending's, and the job
+--        is returned as a claim would have (its lease renewed from now).
 -- Returns: {'ok', posting, token, attempts, max, prio} | {'not_found'} |
 --        {'claimed', owner}
 
@@ -28,10 +29,11 @@ if owner then
   if owner == who then
     redis.call('SET', modified_key(id), oslo_datetime(s, us))
     if expiry_ms > 0 then redis.call('PEXPIRE', owned_key(id), expiry_ms) end
-    if ARGV[10] == '1' then
+    local window = tonumber(ARGV[10])
+    local v = window > 0 and redis.call('HMGET', job, 'claimed_at', 'token', 'attempts', 'max', 'prio')
+    if v and tonumber(v[1] or 0) >= now_ms - window then
       redis.call('ZADD', K_LEASES, now_ms + (expiry_ms > 0 and expiry_ms or RECHECK_MS), id)
-      local v = redis.call('HMGET', job, 'token', 'attempts', 'max', 'prio')
-      return {'ok', posting, tonumber(v[1] or 0), tonumber(v[2] or 0), tonumber(v[3] or 1), tonumber(v[4] or 0)}
+      return {'ok', posting, tonumber(v[2] or 0), tonumber(v[3] or 0), tonumber(v[4] or 1), tonumber(v[5] or 0)}
     end
   end
   return {'claimed', owner}

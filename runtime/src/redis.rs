@@ -4,6 +4,7 @@
 mod abandon;
 mod admin;
 mod board;
+mod call_number;
 mod capabilities;
 mod claim;
 mod cluster;

@@ -85,7 +85,9 @@ impl Setup {
             self.proxy.cuts() > cuts
         })
         .await;
-        meanwhile().await;
+        tokio::time::timeout(WAIT, meanwhile())
+            .await
+            .expect("the board reaches the node while the client is held");
         self.proxy.release();
         let result = task.await.unwrap();
         assert!(

@@ -17,6 +17,9 @@ use jobworker::{Board, Claimed, JobId, JobState, NewJob};
 use jobworker_tests::{copy_of, unique_queue, wait_until, CuttingProxy};
 
 const LONG: Duration = Duration::from_secs(300);
+/// Requests a new connection of the client sends before its first call
+/// (redis-rs' handshake, one write).
+const HANDSHAKE: usize = 1;
 const WAIT: Duration = Duration::from_secs(60);
 
 /// Where the proxy drops the connection.
@@ -390,6 +393,58 @@ async fn a_settle_and_take_whose_reply_was_lost_gets_back_what_it_took() {
     s.consume_all(&claimed).await;
     assert_eq!(s.run_one().await, ids[2]);
     s.assert_all_ran_once(&ids.iter().collect::<Vec<_>>()).await;
+}
+
+/// A settle-and-take call whose connection drops twice (its reply lost,
+/// then its consume sent again cut on the way) still sends its claim
+/// again: the job its first sending took comes back, and the consume
+/// fails as one that may have run.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_settle_and_take_cut_twice_still_gets_back_what_it_took() {
+    let s = Setup::start("lost-cycle-twice").await;
+    let ids = post_jobs(&s, 3).await;
+    let first = s.client.claim(&[&s.queue], "client", LONG, 1).await.unwrap();
+    let done = copy_of(&first[0].lease);
+    let (client, q) = (s.client.clone(), s.queue.clone());
+    let cuts = s.proxy.cuts();
+    s.proxy.cut_next_reply();
+    let task = tokio::spawn(async move {
+        let request = ClaimRequest {
+            queues: &[&q],
+            who: "client",
+            expiry: LONG,
+            count: 1,
+            holding: 0,
+            hand_off: None,
+        };
+        client.consume_then_claim(vec![done], &request).await
+    });
+    for n in 1..=2 {
+        wait_until("the connection is cut", WAIT, || async {
+            s.proxy.cuts() >= cuts + n
+        })
+        .await;
+        if n == 1 {
+            // The new connection's handshake goes through first.
+            s.proxy.cut_request_after(HANDSHAKE);
+        }
+        s.proxy.release();
+    }
+    let (settled, claimed) = task.await.unwrap();
+    let err = settled[0]
+        .as_ref()
+        .expect_err("whether the consume ran is not known");
+    assert!(err.to_string().contains("may have been consumed"), "{err}");
+    assert_eq!(
+        ids_of(&claimed.unwrap()),
+        ids[1..2],
+        "the job the first sending took"
+    );
+    assert_eq!(
+        s.counts().await.claimed,
+        1,
+        "no job was taken twice or left behind"
+    );
 }
 
 /// A consume whose reply was lost, or that never got there, is sent

@@ -18,7 +18,7 @@ local function claim_head(now_ms)
 end
 
 -- A claim call's mark in `claimed_by` of the jobs it took: the claimer, a
--- newline and the call's number (1-499, on a cluster up to 999999999: a
+-- newline and the call's number (1-499, on a cluster '<process>.<n>': a
 -- claimer's calls in turn differ), and '!' for a suspect it took alone. Readers show what comes
 -- before the newline. (Not in the lease deadline: a fraction there would
 -- make every operation on a small, listpack-encoded lease index parse

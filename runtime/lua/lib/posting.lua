@@ -39,9 +39,9 @@ end
 -- is): only a generated id's job hash counts as that sending's.
 local function post_job(id, head, tail, prio, max, delay, name, extra, created, now_ms, seq, fresh, ready_batch,
                         again)
-  if again then
+  if again and (fresh or again > 0) then
     local v = redis.call('HMGET', job_key(id), 'posted', 'seq')
-    if v[1] and (fresh or (again > 0 and tonumber(v[1]) >= now_ms - again)) then
+    if v[1] and (fresh or tonumber(v[1]) >= now_ms - again) then
       -- Still waiting: the caller links its dependencies in other queues
       -- (again: a set's additions) as after a first sending.
       if redis.call('ZSCORE', K_WAITING, id) then return 'waiting', tonumber(v[2]) or 0 end

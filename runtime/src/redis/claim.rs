@@ -1,16 +1,15 @@
 //! Claiming jobs: the Rust twins of `claim.lua` and `claim_job.lua`, the
 //! claim reply reader and the verbs `claim_with` and `claim_job`.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::board::{validate_claim, ClaimRequest};
 use crate::codec::{args_of, decode_posting};
 use crate::error::{Error, Result};
 use crate::job::{Claimed, JobId, Lease, Priority};
 use crate::redis::board::RedisBoard;
-use crate::redis::connect::{send_again_if_lost, Connection};
+use crate::redis::call_number::{call_args_to, next_call};
+use crate::redis::connect::{again_window, send_again_if_lost, Connection};
 use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
@@ -260,8 +259,8 @@ pub(crate) struct ClaimArgs<'a> {
     pub history: (usize, Duration),
     /// The trash's retention: count and age.
     pub trash: (usize, Duration),
-    /// The call's number (see [`next_call`]); sent as 1 to
-    /// [`CALL_NUMBERS`] to one server, as it is to a cluster.
+    /// The call's number ([`next_call`]; [`call_args_to`] says how it is
+    /// sent).
     pub call: u32,
     /// The call is sent again because its reply was lost: it returns what
     /// its first sending took, if that sending ran and took jobs.
@@ -273,30 +272,6 @@ impl ClaimArgs<'_> {
     pub(crate) fn again(&self) -> Self {
         ClaimArgs { again: true, ..*self }
     }
-}
-
-/// How many claim call numbers one server sees (a call marks the
-/// `claimed_by` of the jobs it takes with its number:
-/// `lua/lib/claim_jobs.lua`). A call sent again there says so, so its
-/// number need only differ from the claimer's calls just before.
-const CALL_NUMBERS: u32 = 499;
-
-/// How many a cluster sees: there every claim looks for the jobs its
-/// number took (its client may have sent it again as it is), so the number
-/// must not come back while the claimer holds the jobs of its last call.
-const CLUSTER_CALL_NUMBERS: u32 = 999_999_999;
-
-/// A new claim call's number, 1 to [`CLUSTER_CALL_NUMBERS`]: from a
-/// process-wide counter (so that one claimer's calls in turn differ) from
-/// a random start (so that processes sharing an owner string seldom share
-/// one).
-fn next_call() -> u32 {
-    static NEXT: OnceLock<AtomicU32> = OnceLock::new();
-    let start = uuid::Uuid::new_v4().as_u64_pair().0 % u64::from(CLUSTER_CALL_NUMBERS);
-    let n = NEXT
-        .get_or_init(|| AtomicU32::new(start as u32))
-        .fetch_add(1, Ordering::Relaxed);
-    n % CLUSTER_CALL_NUMBERS + 1
 }
 
 pub(super) fn claim_invocation<'k>(keys: &'k QueueKeys, a: &ClaimArgs<'_>) -> Invocation<'k> {
@@ -315,16 +290,7 @@ pub(super) fn claim_args_to(inv: &mut Invocation<'_>, a: &ClaimArgs<'_>) {
     inv.arg(a.trash.0).arg(millis(a.trash.1));
     inv.arg(a.hand_off.map_or(0, millis));
     inv.arg(crate::redis::handoff::clock_ms());
-    // On a cluster every call looks for what its number took: the cluster
-    // client sends a call whose connection dropped again by itself, as it
-    // was (`lua/claim.lua`).
-    let sharded = inv.sharded();
-    let call = if sharded {
-        a.call
-    } else {
-        a.call % CALL_NUMBERS + 1
-    };
-    inv.arg(call).arg(if a.again || sharded { "1" } else { "0" });
+    call_args_to(inv, a.call, a.again);
 }
 
 /// Twin of `claim.lua`. A call whose connection dropped is sent once more
@@ -345,8 +311,8 @@ pub(crate) async fn claim(conn: &Connection, keys: &QueueKeys, a: &ClaimArgs<'_>
 /// Twin of `claim_job.lua`; `index` = (priority, sequence, max attempts)
 /// used only for a job that was never indexed; an expiry of `None` holds
 /// the claim until it is released. A call whose connection dropped is
-/// sent once more saying so: the job held by `who` then is the first
-/// sending's claim, not one "already claimed".
+/// sent once more saying since when: the job claimed by `who` in that
+/// time is the first sending's claim, not one "already claimed".
 pub(crate) async fn claim_job(
     conn: &Connection,
     keys: &QueueKeys,
@@ -355,7 +321,7 @@ pub(crate) async fn claim_job(
     expiry: Option<Duration>,
     index: (i32, i64, u32),
 ) -> Result<Reply> {
-    let call = |again: bool| {
+    let call = |again: Duration| {
         let mut inv = Invocation::new(&SCRIPTS.claim_job, keys);
         inv.arg(id)
             .arg(who)
@@ -363,12 +329,13 @@ pub(crate) async fn claim_job(
             .arg(index.0)
             .arg(index.1)
             .arg(index.2)
-            .arg(if again { "1" } else { "0" });
+            .arg(millis(again));
         inv
     };
+    let first = Instant::now();
     let value = send_again_if_lost(
-        call(false).invoke(conn),
-        || async move { call(true).invoke(conn).await },
+        call(Duration::ZERO).invoke(conn),
+        || async move { call(again_window(first)).invoke(conn).await },
         "claiming a named job",
     )
     .await?;

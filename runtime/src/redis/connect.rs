@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -299,12 +299,10 @@ pub(crate) fn check_version(info: &str, url: &str) -> Result<()> {
 /// restart), runs it once more after the manager reconnected.
 ///
 /// For the verbs that use it, running twice does no harm (a second
-/// consume, abandon or cancel of the same lease or job is refused; an
-/// extend extends). Posts and claims do not use it: they are sent again
-/// as themselves (`post::post`, `claim::claim`), so that a first sending
-/// that ran is recognised. (The claim of one named job, taskflow's, does:
-/// sent again after its reply was lost, it finds the job claimed, by its
-/// own caller, and fails; that lease expires.)
+/// abandon of the same lease is refused; an extend extends). Posts,
+/// claims, consumes and cancels do not use it: they are sent again as
+/// themselves ([`send_again_if_lost`]), so that a first sending that ran
+/// is recognised.
 pub(crate) async fn retry_once<T, F, Fut>(mut call: F) -> Result<T>
 where
     F: FnMut() -> Fut,
@@ -315,8 +313,9 @@ where
 }
 
 /// Runs `first` and, when its connection dropped, `again`: the same call
-/// sent once more (a post or a claim says so, so that a first sending
-/// that ran is recognised); `what` names the call in the log.
+/// sent once more (a post, claim, consume or cancel says so, so that a
+/// first sending that ran is recognised); `what` names the call in the
+/// log.
 pub(crate) async fn send_again_if_lost<T, F, G>(first: F, again: impl FnOnce() -> G, what: &str) -> Result<T>
 where
     F: Future<Output = redis::RedisResult<T>>,
@@ -330,6 +329,18 @@ where
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Added to the time since a call was first sent when it is sent again:
+/// the new connection may take that long (reconnect attempts) before the
+/// call runs. What happened within the window is taken as the first
+/// sending's: a life of a posted job's id begun then (for a given id:
+/// anybody's post of that id), a named claim or a cancel of the job then.
+const AGAIN_MARGIN: Duration = Duration::from_secs(60);
+
+/// The window of a call sent again, first sent at `first`.
+pub(crate) fn again_window(first: Instant) -> Duration {
+    first.elapsed() + AGAIN_MARGIN
 }
 
 /// Whether a call failed because its connection dropped or its server

@@ -78,7 +78,10 @@ impl RedisBoard {
             }
             _ => consume_then_claim(&self.conn, &pipelined, keep, &keys, &args).await?,
         };
-        let consumed = self.consume_results(done, &batches, settled).await;
+        let consumed = match settled {
+            Ok(replies) => self.consume_results(done, &batches, replies).await,
+            Err(lost) => done.iter().map(|_| Err(lost.clone())).collect(),
+        };
         let claimed = self.finish_claim(&keys, &args, reply).await;
         let claimed = match claimed {
             Ok(claimed) => self.claim_the_rest(claimed, rest, request).await,
@@ -159,8 +162,10 @@ fn consume_results(
         .collect()
 }
 
-/// The consumes of a settle-and-take round trip: their replies.
-type Settled = Vec<Consumed>;
+/// The consumes of a settle-and-take round trip: their replies, or the
+/// error of consumes whose connection dropped twice (whether they ran is
+/// unknown).
+type Settled = Result<Vec<Consumed>>;
 
 /// `consume.lua` for each batch, then `claim.lua`, in one pipeline (one
 /// round trip): a worker settles what finished and takes what is next.
@@ -211,14 +216,15 @@ pub(crate) async fn consume_then_claim(
         };
         consumed.push(consume_reply(&Reply::from_value(value)?, leases.len()));
     }
-    Ok((consumed, Reply::from_value(claimed)?))
+    Ok((Ok(consumed), Reply::from_value(claimed)?))
 }
 
 /// A settle-and-take round trip whose connection dropped: its consumes
 /// and its claim are sent again, each as itself, so that what the first
 /// sending did counts. A consume that ran is 'ok' (not refused as gone),
 /// and the claim gets back what it took (its leases would otherwise
-/// expire, each counted as a failed attempt).
+/// expire, each counted as a failed attempt). When a consume fails again,
+/// the claim is still sent, and the consumes fail (they may have run).
 async fn lost_round_trip(
     conn: &Connection,
     consumes: &[(&QueueKeys, &[&crate::job::Lease])],
@@ -227,10 +233,20 @@ async fn lost_round_trip(
     e: redis::RedisError,
 ) -> Result<(Settled, Reply)> {
     tracing::warn!(error = %e, "redis connection lost while consuming and claiming; sending both again");
-    let mut consumed = Vec::new();
+    let mut consumed = Ok(Vec::new());
     for &(keys, leases) in consumes {
-        let value = consume_invocation(keys, leases, keep, true).invoke(conn).await?;
-        consumed.push(consume_reply(&Reply::from_value(value)?, leases.len()));
+        match consume_invocation(keys, leases, keep, true).invoke(conn).await {
+            Ok(value) => {
+                if let Ok(replies) = &mut consumed {
+                    replies.push(consume_reply(&Reply::from_value(value)?, leases.len()));
+                }
+            }
+            Err(again) => {
+                consumed = Err(Error::unavailable(format!(
+                    "redis connection lost while consuming ({e}; sent again: {again}): the job may have been consumed"
+                )));
+            }
+        }
     }
     let claimed = claim_invocation(claim_keys, &claim.again()).invoke(conn).await?;
     Ok((consumed, Reply::from_value(claimed)?))
@@ -263,7 +279,7 @@ async fn consume_then_claim_one_queue(
         return Err(Error::codec("consume_then_claim replies with two parts"));
     };
     let consumed = consume_reply(&Reply::from_value(consumed)?, leases.len());
-    Ok((vec![consumed], Reply::from_value(claimed)?))
+    Ok((Ok(vec![consumed]), Reply::from_value(claimed)?))
 }
 
 fn return_value(reply: Reply) -> redis::Value {

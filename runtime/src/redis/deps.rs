@@ -14,15 +14,16 @@
 //! returns; claims that get jobs leave the outbox alone.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
 use crate::redis::board::RedisBoard;
-use crate::redis::connect::send_again_if_lost;
+use crate::redis::connect::{again_window, send_again_if_lost};
 use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
-use crate::redis::scripts::{self, SCRIPTS};
+use crate::redis::scripts::{self, millis, SCRIPTS};
 use crate::redis::subscribe::every_queue;
 
 /// Outbox entries settled per call.
@@ -175,19 +176,18 @@ impl RedisBoard {
 
     /// Runs `cancel.lua` on one queue, then removes the cancelled jobs from
     /// their dependencies' sets in other queues. A call whose connection
-    /// dropped is sent once more saying so: a job cancelled by then is
-    /// taken as the first sending's (though the dependencies in other
-    /// queues that its reply named keep listing it), not "already
+    /// dropped is sent once more saying since when: a job cancelled in that
+    /// time is taken as the first sending's (though the dependencies in
+    /// other queues that its reply named keep listing it), not "already
     /// finished".
     pub(crate) async fn cancel_in(&self, keys: &QueueKeys, ids: &[&str], force: bool) -> Result<()> {
-        let call = |again: bool| {
+        let call = |again: Option<Duration>| {
             let mut inv = Invocation::new(&SCRIPTS.cancel, keys);
             let force = if force { "1" } else { "0" };
-            inv.arg(if again {
-                format!("{force} again")
-            } else {
-                force.to_owned()
-            });
+            match again {
+                None => inv.arg(force),
+                Some(window) => inv.arg(format!("{force} again {}", millis(window))),
+            };
             inv.arg(self.opts.history_count)
                 .arg(self.opts.history_age.as_millis() as u64);
             for id in ids {
@@ -195,9 +195,10 @@ impl RedisBoard {
             }
             inv
         };
+        let first = Instant::now();
         let value = send_again_if_lost(
-            call(false).invoke(&self.conn),
-            || async move { call(true).invoke(&self.conn).await },
+            call(None).invoke(&self.conn),
+            || async move { call(Some(again_window(first))).invoke(&self.conn).await },
             "cancelling",
         )
         .await?;

@@ -7,7 +7,7 @@ use crate::codec::{details_of, posting_parts};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{JobId, NewJob};
 use crate::redis::board::RedisBoard;
-use crate::redis::connect::{send_again_if_lost, Connection};
+use crate::redis::connect::{again_window, send_again_if_lost, Connection};
 use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::reply::Reply;
@@ -182,17 +182,6 @@ pub(crate) async fn post(conn: &Connection, keys: &QueueKeys, jobs: &[&Prepared]
     Ok(split_pairs(&Reply::from_value(value)?, jobs.len()))
 }
 
-/// Added to the time since a post was first sent when it is sent again:
-/// the new connection may take that long (reconnect attempts) before the
-/// call runs. A life of the job's id begun within the window is taken as
-/// the first sending's (for a given id: anybody's post of that id then).
-const AGAIN_MARGIN: Duration = Duration::from_secs(60);
-
-/// The window of a post call sent again, first sent at `first`.
-pub(crate) fn again_window(first: Instant) -> Duration {
-    first.elapsed() + AGAIN_MARGIN
-}
-
 /// Jobs per `post.lua` call in a bulk post.
 pub(crate) const POST_BATCH: usize = 100;
 
@@ -249,6 +238,14 @@ mod tests {
         let inv = post_invocation(&keys, &refs, again);
         let args = inv.args();
         (String::from_utf8(args[4].clone()).unwrap(), args.len())
+    }
+
+    #[test]
+    fn a_first_sending_to_a_cluster_says_again_with_no_window() {
+        let keys = QueueKeys::on_cluster("q", "jw:{q}").unwrap();
+        let prepared = Prepared::new(&NewJob::new("a"), "q").unwrap();
+        let inv = post_invocation(&keys, &[&prepared], None);
+        assert_eq!(inv.args()[4], b"each again 0");
     }
 
     #[test]

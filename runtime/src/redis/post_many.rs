@@ -12,10 +12,11 @@ use futures_util::FutureExt;
 use crate::error::{Error, Result};
 use crate::job::{JobId, NewJob};
 use crate::redis::board::RedisBoard;
+use crate::redis::connect::again_window;
 use crate::redis::connect::{connection_lost, Connection};
 use crate::redis::invocation::{is_noscript, Invocation};
 use crate::redis::keys::QueueKeys;
-use crate::redis::post::{again_window, post_invocation, Prepared, POST_BATCH};
+use crate::redis::post::{post_invocation, Prepared, POST_BATCH};
 use crate::redis::reply::Reply;
 use crate::redis::scripts::split_pairs;
 

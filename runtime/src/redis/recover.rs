@@ -38,9 +38,8 @@ pub(crate) struct OwnerLeases<'k> {
     owner: &'k str,
     /// The next page's ZSCAN cursor; None once the scan ended.
     cursor: Option<String>,
-    /// The owner's leased jobs found so far, each once, in scan order.
-    found: Vec<String>,
-    seen: HashSet<String>,
+    /// The owner's leased jobs found so far (ZSCAN may return one twice).
+    found: HashSet<String>,
 }
 
 impl<'k> OwnerLeases<'k> {
@@ -50,8 +49,7 @@ impl<'k> OwnerLeases<'k> {
             keys,
             owner,
             cursor: Some("0".into()),
-            found: Vec::new(),
-            seen: HashSet::new(),
+            found: HashSet::new(),
         }
     }
 
@@ -69,10 +67,7 @@ impl<'k> OwnerLeases<'k> {
         let reply = Reply::from_value(value)?;
         let cursor = reply.string(0)?;
         for i in 1..reply.0.len() {
-            let id = reply.string(i)?;
-            if self.seen.insert(id.clone()) {
-                self.found.push(id);
-            }
+            self.found.insert(reply.string(i)?);
         }
         self.cursor = (cursor != "0").then_some(cursor);
         Ok(())
@@ -86,10 +81,11 @@ impl<'k> OwnerLeases<'k> {
             GiveBack::Release => ("", "release"),
         };
         let alone = if self.found.len() == 1 { "1" } else { "0" };
-        let chunks: Vec<&[String]> = if self.found.is_empty() {
+        let found: Vec<&String> = self.found.iter().collect();
+        let chunks: Vec<&[&String]> = if found.is_empty() {
             vec![&[]]
         } else {
-            self.found.chunks(GIVE_BACK_CHUNK).collect()
+            found.chunks(GIVE_BACK_CHUNK).collect()
         };
         chunks
             .into_iter()

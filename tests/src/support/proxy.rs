@@ -14,6 +14,8 @@ struct State {
     reply_armed: bool,
     /// Chunks from the server let through first, while armed.
     replies_to_pass: usize,
+    /// Chunks from a client let through first, while armed.
+    requests_to_pass: usize,
     /// The next chunk from a client is dropped and its connection cut.
     request_armed: bool,
     /// Requests wait before reaching the server (from the cut until
@@ -87,6 +89,14 @@ impl CuttingProxy {
         state.replies_to_pass = pass;
     }
 
+    /// Cuts the connection of the request after the next `pass` requests
+    /// (a new connection's handshake), and holds requests from then on.
+    pub fn cut_request_after(&self, pass: usize) {
+        let mut state = self.shared.0.lock().unwrap();
+        state.request_armed = true;
+        state.requests_to_pass = pass;
+    }
+
     /// Cuts the connection of the next request before the server sees
     /// it, and holds requests from then on.
     pub fn cut_next_request(&self) {
@@ -155,6 +165,8 @@ fn pass(
             }
             if way == Direction::Reply && state.reply_armed && state.replies_to_pass > 0 {
                 state.replies_to_pass -= 1;
+            } else if way == Direction::Request && state.request_armed && state.requests_to_pass > 0 {
+                state.requests_to_pass -= 1;
             } else if std::mem::take(match way {
                 Direction::Request => &mut state.request_armed,
                 Direction::Reply => &mut state.reply_armed,
