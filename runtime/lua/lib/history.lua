@@ -16,9 +16,10 @@ local function record(id, now_ms, event, fields)
   local h = history_key(id)
   local v = redis.call('HMGET', job_key(id), 'token', 'logged', 'claimed_at', 'claimed_by')
   if v[1] and v[1] ~= '0' and v[1] ~= v[2] and v[3] then
-    -- (claim.lua marks `claimed_by` with its call: lib/claim_jobs.lua.)
+    -- (claim.lua marks `claimed_by` with its call, on a cluster after the
+    -- process's mark: lib/claim_jobs.lua.)
     local worker = v[4] or ''
-    worker = worker:match('^(.-)\n%d+!?$') or worker
+    worker = worker:match('^(.-)\n%d+!?$') or worker:match('^(.-)\n%x+%.%d+!?$') or worker
     local claim = event_json(id, tonumber(v[3]), 'claimed', {worker = worker, token = tonumber(v[1])})
     redis.call('RPUSH', h, claim)
     redis.call('HSET', job_key(id), 'logged', v[1])

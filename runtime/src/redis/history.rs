@@ -78,10 +78,13 @@ fn claimer(claimed_by: String) -> String {
     }
 }
 
-/// Whether `mark` is a claim call's: digits, and perhaps a '!'.
+/// Whether `mark` is a claim call's: digits (on a cluster after hex
+/// digits and a dot: the process's mark), and perhaps a '!'.
 fn is_call_mark(mark: &str) -> bool {
-    let digits = mark.strip_suffix('!').unwrap_or(mark);
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    let number = mark.strip_suffix('!').unwrap_or(mark);
+    let (process, digits) = number.split_once('.').unwrap_or(("", number));
+    let hex = process.bytes().all(|b| b.is_ascii_hexdigit());
+    hex && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -92,6 +95,9 @@ mod tests {
     fn a_claim_calls_mark_is_not_shown() {
         assert_eq!(claimer("w1\n17".into()), "w1");
         assert_eq!(claimer("w1\n17!".into()), "w1");
+        assert_eq!(claimer("w1\n734e17.439105".into()), "w1", "on a cluster");
+        assert_eq!(claimer("w1\n734e17.439105!".into()), "w1");
+        assert_eq!(claimer("odd\nname.5".into()), "odd\nname.5");
         assert_eq!(claimer("w1".into()), "w1");
         assert_eq!(claimer("odd\nname".into()), "odd\nname");
     }
