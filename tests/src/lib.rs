@@ -62,7 +62,7 @@ pub use support::certs::{make_certs, Certs};
 pub use support::cluster::{shared_cluster, RedisCluster};
 pub use support::ensemble::{EstablishedSession, ZooKeeperEnsemble, ZooKeeperMode, ENSEMBLE_TIMEOUT};
 pub use support::fixtures::{fixtures_dir, workspace_dir};
-pub use support::lease::{copy_of, with_owner};
+pub use support::lease::{copy_of, settle_and_take, with_owner};
 pub use support::names::unique_queue;
 pub use support::proxy::CuttingProxy;
 pub use support::python::{

@@ -14,13 +14,12 @@
 use std::future::Future;
 use std::time::Duration;
 
-use jobworker::board::{Admin, ClaimRequest};
+use jobworker::board::Admin;
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, Claimed, JobId, JobState, NewJob};
-use jobworker_tests::{copy_of, unique_queue, wait_until, CuttingProxy, RedisCluster};
+use jobworker_tests::{copy_of, settle_and_take, unique_queue, CuttingProxy, RedisCluster};
 
 const LONG: Duration = Duration::from_secs(300);
-const WAIT: Duration = Duration::from_secs(60);
 
 /// A one-master cluster, a board on it through the proxy (the client under
 /// test) and one on it directly.
@@ -78,29 +77,26 @@ impl Setup {
         M: FnOnce() -> MF,
         MF: Future<Output = ()>,
     {
-        let (accepted, cuts) = (self.proxy.accepted(), self.proxy.cuts());
-        self.proxy.cut_next_reply();
-        let task = tokio::spawn(call(self.client.clone(), self.queue.clone()));
-        wait_until("the connection is cut", WAIT, || async {
-            self.proxy.cuts() > cuts
-        })
-        .await;
-        tokio::time::timeout(WAIT, meanwhile())
+        let call = call(self.client.clone(), self.queue.clone());
+        self.proxy
+            .through_a_cut(CuttingProxy::cut_next_reply, call, meanwhile)
             .await
-            .expect("the board reaches the node while the client is held");
-        self.proxy.release();
-        let result = task.await.unwrap();
-        assert!(
-            self.proxy.accepted() > accepted,
-            "the call went again on a new connection"
-        );
-        result
     }
 
     async fn counts(&self) -> jobworker::board::QueueCounts {
         Admin::counts(&self.board, std::slice::from_ref(&self.queue))
             .await
             .unwrap()
+    }
+
+    /// Posts `n` jobs on the board, returning their ids in claim order.
+    async fn post_jobs(&self, n: usize) -> Vec<JobId> {
+        let mut ids = Vec::new();
+        for i in 0..n {
+            let job = NewJob::new("job").id(format!("job-{i}"));
+            ids.push(self.board.post(&self.queue, job).await.unwrap());
+        }
+        ids
     }
 
     /// Claims the one ready job on the board and consumes it.
@@ -143,11 +139,7 @@ async fn a_generated_id_consumed_before_the_cluster_retry_is_not_posted_again() 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_claim_whose_reply_was_lost_on_a_cluster_gets_back_what_it_took() {
     let s = Setup::start("cluster-lost-claim").await;
-    let mut ids = Vec::new();
-    for i in 0..3 {
-        let job = NewJob::new("job").id(format!("job-{i}"));
-        ids.push(s.board.post(&s.queue, job).await.unwrap());
-    }
+    let ids = s.post_jobs(3).await;
     let claimed = s
         .reply_cut(
             |client, q| async move { client.claim(&[&q], "client", LONG, 2).await },
@@ -180,27 +172,13 @@ async fn a_claim_whose_reply_was_lost_on_a_cluster_gets_back_what_it_took() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_settle_and_take_whose_reply_was_lost_on_a_cluster_gets_back_what_it_took() {
     let s = Setup::start("cluster-lost-cycle").await;
-    let mut ids = Vec::new();
-    for i in 0..3 {
-        let job = NewJob::new("job").id(format!("job-{i}"));
-        ids.push(s.board.post(&s.queue, job).await.unwrap());
-    }
+    let ids = s.post_jobs(3).await;
     let first = s.client.claim(&[&s.queue], "client", LONG, 1).await.unwrap();
     assert_eq!(ids_of(&first), ids[..1]);
     let done = copy_of(&first[0].lease);
     let (settled, claimed) = s
         .reply_cut(
-            |client, q| async move {
-                let request = ClaimRequest {
-                    queues: &[&q],
-                    who: "client",
-                    expiry: LONG,
-                    count: 1,
-                    holding: 0,
-                    hand_off: None,
-                };
-                client.consume_then_claim(vec![done], &request).await
-            },
+            |client, q| settle_and_take(client, q, "client", done),
             || async {
                 let counts = s.counts().await;
                 assert_eq!(

@@ -10,11 +10,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use jobworker::board::Admin;
-use jobworker::board::ClaimRequest;
 use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, Claimed, JobId, JobState, NewJob};
-use jobworker_tests::{copy_of, unique_queue, wait_until, CuttingProxy};
+use jobworker_tests::{copy_of, settle_and_take, unique_queue, wait_until, CuttingProxy};
 
 const LONG: Duration = Duration::from_secs(300);
 /// Requests a new connection of the client sends before its first call
@@ -76,25 +75,13 @@ impl Setup {
         M: FnOnce() -> MF,
         MF: Future<Output = ()>,
     {
-        let (accepted, cuts) = (self.proxy.accepted(), self.proxy.cuts());
-        match cut {
-            Cut::Reply => self.proxy.cut_next_reply(),
-            Cut::ReplyAfter(pass) => self.proxy.cut_reply_after(pass),
-            Cut::Request => self.proxy.cut_next_request(),
-        }
-        let task = tokio::spawn(call(self.client.clone(), self.queue.clone()));
-        wait_until("the connection is cut", WAIT, || async {
-            self.proxy.cuts() > cuts
-        })
-        .await;
-        meanwhile().await;
-        self.proxy.release();
-        let result = task.await.unwrap();
-        assert!(
-            self.proxy.accepted() > accepted,
-            "the call went again on a new connection"
-        );
-        result
+        let arm = |proxy: &CuttingProxy| match cut {
+            Cut::Reply => proxy.cut_next_reply(),
+            Cut::ReplyAfter(pass) => proxy.cut_reply_after(pass),
+            Cut::Request => proxy.cut_next_request(),
+        };
+        let call = call(self.client.clone(), self.queue.clone());
+        self.proxy.through_a_cut(arm, call, meanwhile).await
     }
 
     async fn counts(&self) -> jobworker::board::QueueCounts {
@@ -363,17 +350,7 @@ async fn a_settle_and_take_whose_reply_was_lost_gets_back_what_it_took() {
     let (settled, claimed) = s
         .through_a_cut(
             Cut::Reply,
-            |client, q| async move {
-                let request = ClaimRequest {
-                    queues: &[&q],
-                    who: "client",
-                    expiry: LONG,
-                    count: 1,
-                    holding: 0,
-                    hand_off: None,
-                };
-                client.consume_then_claim(vec![done], &request).await
-            },
+            |client, q| settle_and_take(client, q, "client", done),
             || async {
                 assert_eq!(
                     s.counts().await.completed,
@@ -408,17 +385,7 @@ async fn a_settle_and_take_cut_twice_still_gets_back_what_it_took() {
     let (client, q) = (s.client.clone(), s.queue.clone());
     let cuts = s.proxy.cuts();
     s.proxy.cut_next_reply();
-    let task = tokio::spawn(async move {
-        let request = ClaimRequest {
-            queues: &[&q],
-            who: "client",
-            expiry: LONG,
-            count: 1,
-            holding: 0,
-            hand_off: None,
-        };
-        client.consume_then_claim(vec![done], &request).await
-    });
+    let task = tokio::spawn(settle_and_take(client, q, "client", done));
     for n in 1..=2 {
         wait_until("the connection is cut", WAIT, || async {
             s.proxy.cuts() >= cuts + n

@@ -2,10 +2,17 @@
 //! point: after the server ran a request (its reply is lost), or before
 //! the request reached it.
 
+use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
+use std::time::Duration;
+
+use crate::support::wait::wait_until;
+
+/// How long a cut, and what runs while the client is held, may take.
+const CUT_WAIT: Duration = Duration::from_secs(60);
 
 /// What the proxy cuts next, and whether it lets requests through.
 #[derive(Default)]
@@ -125,6 +132,38 @@ impl CuttingProxy {
     /// Connections accepted so far.
     pub fn accepted(&self) -> usize {
         self.shared.0.lock().unwrap().accepted
+    }
+
+    /// Runs `call` (a client's call through the proxy) with the proxy
+    /// armed by `arm` (one of the `cut_…` methods); `meanwhile` runs
+    /// after the cut, while the client is held, and before the call gets
+    /// through again on a new connection. Returns what the call returned.
+    pub async fn through_a_cut<T, C, M, MF>(
+        &self,
+        arm: impl FnOnce(&CuttingProxy),
+        call: C,
+        meanwhile: M,
+    ) -> T
+    where
+        C: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+        M: FnOnce() -> MF,
+        MF: Future<Output = ()>,
+    {
+        let (accepted, cuts) = (self.accepted(), self.cuts());
+        arm(self);
+        let task = tokio::spawn(call);
+        wait_until("the connection is cut", CUT_WAIT, || async { self.cuts() > cuts }).await;
+        tokio::time::timeout(CUT_WAIT, meanwhile())
+            .await
+            .expect("what runs while the client is held ends");
+        self.release();
+        let result = task.await.unwrap();
+        assert!(
+            self.accepted() > accepted,
+            "the call went again on a new connection"
+        );
+        result
     }
 }
 
