@@ -207,3 +207,44 @@ async fn the_library_keys_each_queue_by_its_own_namespace() {
         "the board used the library"
     );
 }
+
+/// A worker that connects while the server is full (a worker the
+/// supervisor started again, a deploy during an incident) finds the
+/// library the other workers loaded and uses it: FUNCTION LOAD itself is
+/// refused past `maxmemory`, and the scripts it fell back to before ran
+/// slower and without the library's leave to drain a full server. With no
+/// library there, it gets the scripts, which drain it too.
+#[tokio::test]
+async fn a_board_connecting_to_a_full_server_uses_the_library_there() {
+    for loaded in [true, false] {
+        let server = RedisServer::start(ServerOptions::default()).unwrap();
+        let first = board(&server.url(), loaded).await;
+        let q = "full";
+        let ids = [
+            first.post(q, NewJob::new("a")).await.unwrap(),
+            first.post(q, NewJob::new("b")).await.unwrap(),
+        ];
+        config_set(&server, "maxmemory", "1").await;
+        let (fcalls, evalshas) = (calls(&server, "fcall").await, calls(&server, "evalsha").await);
+        let late = board(&server.url(), true).await;
+        for _ in &ids {
+            let claimed = late.claim(&[q], "late", LEASE, 1).await.unwrap().remove(0);
+            late.extend(&claimed.lease, LEASE).await.unwrap();
+            late.consume(claimed.lease).await.unwrap();
+        }
+        let (fcalls, evalshas) = (
+            calls(&server, "fcall").await - fcalls,
+            calls(&server, "evalsha").await - evalshas,
+        );
+        if loaded {
+            assert_eq!(evalshas, 0, "the late board fell back to scripts");
+            assert!(fcalls >= 6, "{fcalls} FCALLs");
+        } else {
+            assert!(evalshas >= 6, "{evalshas} EVALSHAs");
+        }
+        config_set(&server, "maxmemory", "0").await;
+        for id in &ids {
+            assert_eq!(late.state(q, id).await.unwrap(), JobState::Completed);
+        }
+    }
+}

@@ -17,9 +17,17 @@ impl RedisBoard {
             .map(|mut k| !k.contains(queue) && k.insert(queue.to_owned()))
             .unwrap_or(true);
         if fresh {
-            self.conn
+            let added = self
+                .conn
                 .query::<()>(redis::cmd("SADD").arg(self.queues_key()).arg(queue))
-                .await?;
+                .await;
+            if added.is_err() {
+                // Not remembered: the next call adds it.
+                if let Ok(mut known) = self.known_queues.lock() {
+                    known.remove(queue);
+                }
+            }
+            added?;
         }
         Ok(())
     }

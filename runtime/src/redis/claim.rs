@@ -154,7 +154,11 @@ impl RedisBoard {
     pub(super) async fn claim_with(&self, request: &ClaimRequest<'_>) -> Result<Vec<Claimed>> {
         request.validate()?;
         for queue in request.queues {
-            self.register_queue(queue).await?;
+            // A full server refuses the registry's write; the claim goes
+            // on (its consumes free memory), and the next one adds it.
+            if let Err(e) = self.register_queue(queue).await {
+                tracing::debug!(queue, error = %e, "cannot add the queue to the registry");
+            }
         }
         let mut claimed: Vec<Claimed> = Vec::new();
         for queue in request.queues {

@@ -165,16 +165,31 @@ pub(crate) async fn load_script(conn: &Connection, script: &Script) -> redis::Re
 /// FUNCTION LOAD of the library; one already there (another worker of
 /// this build loaded it) is fine, and so is one the master loaded but too
 /// few replicas acknowledged (a durability): a master that lost it in a
-/// failover answers "Function not found", and it is loaded again.
+/// failover answers "Function not found", and it is loaded again. A full
+/// server (past `maxmemory`, no eviction) refuses any FUNCTION LOAD: the
+/// library is then looked for, and used if another worker loaded it.
 pub(crate) async fn load_library(conn: &Connection) -> redis::RedisResult<()> {
     let mut load = redis::cmd("FUNCTION");
     load.arg("LOAD").arg(&LIBRARY.text);
     match load.query_async::<String>(&mut conn.link.clone()).await {
+        Err(e) if e.code() == Some("OOM") => match library_loaded(conn).await {
+            Ok(true) => Ok(()),
+            _ => Err(e),
+        },
         Err(e) if !e.detail().is_some_and(|d| d.contains("already exists")) && !durability::is_short(&e) => {
             Err(e)
         }
         _ => Ok(()),
     }
+}
+
+/// Whether the server has this build's library (FUNCTION LIST reads, so a
+/// full server answers it; on a cluster, the node the client picks).
+async fn library_loaded(conn: &Connection) -> redis::RedisResult<bool> {
+    let mut list = redis::cmd("FUNCTION");
+    list.arg("LIST").arg("LIBRARYNAME").arg(&LIBRARY.name);
+    let found: Vec<redis::Value> = list.query_async(&mut conn.link.clone()).await?;
+    Ok(!found.is_empty())
 }
 
 /// Loads the board's Lua at connect. A server that refuses the library
