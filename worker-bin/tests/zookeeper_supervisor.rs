@@ -15,6 +15,7 @@ use common::runs::logged;
 use common::zookeeper::{board, fresh_root};
 use common::{serial, Supervisor};
 use jobworker::zookeeper::ZooKeeperBoard;
+use jobworker::board::Maintenance;
 use jobworker::{Board, JobId, JobState, NewJob};
 use jobworker_examples::scripted::run_log::RunLine;
 use jobworker_examples::scripted::{Action, Script};
@@ -83,6 +84,13 @@ async fn until_drained_exits_once_the_queues_are_empty() {
         assert_eq!(starts(&log, id), 1, "job {id} ran other than once");
     }
     assert_eq!(board.job_count(&q).await.unwrap(), 0);
+    // The workers closed their sessions on the way out: their ephemeral
+    // znodes went with them, not a session timeout later.
+    assert_eq!(
+        board.leader(&q).await.unwrap(),
+        None,
+        "the queue's maintenance is still led by an exited worker"
+    );
 }
 
 /// A worker killed while it holds a claim, after `TTOU` retired its slot:
