@@ -104,6 +104,9 @@ const LOCATED_MAX: usize = 10_000;
 /// listing forgets what it no longer shows), so a long queue is not read
 /// again at every claim.
 const POSTINGS_MAX: usize = 10_000;
+/// Cached znodes no longer listed that a listing leaves for a later one
+/// to forget, at least (see `known`).
+const UNLISTED_SLACK: usize = 1_000;
 /// Most lock deadlines kept per queue: a backstop, as an ended lease
 /// forgets its lock (see [`Caches::unlock`]).
 const LOCKS_MAX: usize = 10_000;
@@ -286,6 +289,24 @@ impl Caches {
 }
 
 impl QueueCache {
+    /// Forgets the cached znodes that `listed` (a whole listing's job
+    /// znodes) no longer shows.
+    fn forget_unlisted(&mut self, listed: &[String]) {
+        let listed: HashSet<&String> = listed.iter().collect();
+        let gone: Vec<String> = (self.postings.keys())
+            .filter(|n| !listed.contains(n))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(Seen::Usable(k)) = self.postings.remove(&name) {
+                self.by_uuid.remove(&k.uuid);
+            }
+            self.locks.remove(&name);
+            self.indexed.remove(&name);
+            self.stuck.remove(&name);
+        }
+    }
+
     /// Caches a posting and indexes its uuid.
     fn insert(&mut self, known: Arc<Known>) {
         self.by_uuid.insert(known.uuid.clone(), known.znode.clone());

@@ -130,7 +130,8 @@ impl ZooKeeperBoard {
             .filter(|k| !snap.locked.contains(&k.znode) || recovered.freed.contains(&k.znode))
             .filter(|k| snap.scheduled_until(&k.uuid, now).is_none())
             .collect();
-        candidates.sort_by_key(|k| (Reverse(k.priority), k.seq));
+        // (Sequences are unique: an unstable sort gives the one order.)
+        candidates.sort_unstable_by_key(|k| (Reverse(k.priority), k.seq));
         let suspect = candidates
             .first()
             .is_some_and(|k| holding == 0 && snap.suspects.contains(&k.uuid));
@@ -297,6 +298,9 @@ impl ZooKeeperBoard {
     /// on the jobs path (consumed after a claim by name, cancelled,
     /// trashed): best effort; claims pass over them anyway.
     fn drop_stale_suspects(&self, paths: &QueuePaths, snap: &Snapshot, known: &[Arc<Known>]) {
+        if snap.suspects.is_empty() {
+            return;
+        }
         let listed: HashSet<&str> = known.iter().map(|k| k.uuid.as_str()).collect();
         let stale: Vec<String> = (snap.suspects.iter())
             .filter(|uuid| !listed.contains(uuid.as_str()))

@@ -86,7 +86,7 @@ impl ZooKeeperBoard {
             gate: gate.map(|stat| stat.version),
             snap: Snapshot {
                 suspects: suspects.unwrap_or_default().into_iter().collect(),
-                ..Snapshot::from_listing(&children.unwrap_or_default(), delayed.unwrap_or_default())
+                ..Snapshot::from_listing(children.unwrap_or_default(), delayed.unwrap_or_default())
             },
         })
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use zookeeper_client as zk;
 
 use super::Snapshot;
-use super::{Known, Seen, READ_BATCH};
+use super::{Known, Seen, READ_BATCH, UNLISTED_SLACK};
 use crate::error::Result;
 use crate::job::Priority;
 use crate::zookeeper::paths::{self, QueuePaths};
@@ -16,46 +16,46 @@ use crate::zookeeper::record::JobRecord;
 use crate::zookeeper::ZooKeeperBoard;
 
 impl ZooKeeperBoard {
-    /// The usable postings of `snap`'s jobs, reading (in batches) those not
-    /// cached yet; forgets cached znodes the listing no longer shows, and
-    /// quarantines znodes taskflow cannot read either.
+    /// The usable postings of `snap`'s jobs, in listing order, reading (in
+    /// batches) those not cached yet; forgets cached znodes the listing no
+    /// longer shows, and quarantines znodes taskflow cannot read either.
+    /// A long queue is listed at every claim, so this costs a lookup per
+    /// listed job: the znodes gone since (consumed elsewhere) are forgotten
+    /// once they are more than an eighth of the listing and more than
+    /// [`UNLISTED_SLACK`]. Until then they stay cached; a lookup by uuid
+    /// finds such a znode gone, as it can between any two listings.
     pub(crate) async fn known(&self, paths: &QueuePaths, snap: &Snapshot) -> Result<Vec<Arc<Known>>> {
         let q = &paths.queue;
-        let listed: HashSet<&String> = snap.jobs.iter().collect();
-        let mut hits = HashMap::new();
-        let missing: Vec<String> = self.inner.cache.with(q, |c| {
-            let gone: Vec<String> = c
-                .postings
-                .keys()
-                .filter(|n| !listed.contains(n))
-                .cloned()
-                .collect();
-            for name in gone {
-                if let Some(Seen::Usable(k)) = c.postings.remove(&name) {
-                    c.by_uuid.remove(&k.uuid);
-                }
-                c.locks.remove(&name);
-                c.indexed.remove(&name);
-                c.stuck.remove(&name);
-            }
-            let mut missing = Vec::new();
+        // Per listed job, its posting; `None` for one to read (its place in
+        // `missing`) or one jobworker cannot use.
+        let mut slots: Vec<Option<Arc<Known>>> = Vec::with_capacity(snap.jobs.len());
+        let mut missing: Vec<usize> = Vec::new();
+        self.inner.cache.with(q, |c| {
             for n in &snap.jobs {
-                match c.postings.get(n) {
-                    Some(Seen::Usable(k)) => {
-                        hits.insert(n.clone(), k.clone());
+                slots.push(match c.postings.get(n) {
+                    Some(Seen::Usable(k)) => Some(k.clone()),
+                    Some(Seen::Unusable) => None,
+                    None => {
+                        missing.push(slots.len());
+                        None
                     }
-                    Some(Seen::Unusable) => {}
-                    None => missing.push(n.clone()),
-                }
+                });
             }
-            missing
+            let cached = slots.len() - missing.len();
+            if c.postings.len() - cached > UNLISTED_SLACK.max(snap.jobs.len() / 8) {
+                c.forget_unlisted(&snap.jobs);
+            }
         });
         // What was read is kept apart from the cache, which a post may
         // trim meanwhile.
         if !missing.is_empty() {
-            hits.extend(self.fetch_postings(paths, &missing, &snap.locked).await?);
+            let names: Vec<String> = missing.iter().map(|i| snap.jobs[*i].clone()).collect();
+            let read = self.fetch_postings(paths, &names, &snap.locked).await?;
+            for (i, name) in missing.into_iter().zip(&names) {
+                slots[i] = read.get(name).cloned();
+            }
         }
-        Ok(snap.jobs.iter().filter_map(|n| hits.get(n).cloned()).collect())
+        Ok(slots.into_iter().flatten().collect())
     }
 
     /// Reads and caches the postings `names`; returns the usable ones by

@@ -28,13 +28,16 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// The snapshot of a listing: the jobs path's `children` and the
     /// delayed path's entries.
-    pub(crate) fn from_listing(children: &[String], delayed: Vec<String>) -> Snapshot {
-        let mut snap = Snapshot::default();
+    pub(crate) fn from_listing(children: Vec<String>, delayed: Vec<String>) -> Snapshot {
+        let mut snap = Snapshot {
+            jobs: Vec::with_capacity(children.len()),
+            ..Snapshot::default()
+        };
         for child in children {
-            if let Some(job) = paths::locked_job(child) {
+            if let Some(job) = paths::locked_job(&child) {
                 snap.locked.insert(job.to_owned());
-            } else if paths::is_job_name(child) {
-                snap.jobs.push(child.clone());
+            } else if paths::is_job_name(&child) {
+                snap.jobs.push(child);
             }
         }
         for entry in delayed {
@@ -111,7 +114,7 @@ impl ZooKeeperBoard {
             })
             .await?
             .map_err(|e| self.session().error(&what, &e))?;
-        let snap = Snapshot::from_listing(&children, delayed);
+        let snap = Snapshot::from_listing(children, delayed);
         Ok((snap, watcher))
     }
 
