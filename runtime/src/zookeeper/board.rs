@@ -40,6 +40,8 @@ pub(crate) struct Inner {
     pub root: String,
     pub session: Session,
     pub cache: Caches,
+    /// What the last long listing of each queue left for the next claims.
+    pub listings: crate::zookeeper::claim::Listings,
     /// Queues whose directories this board has made sure exist.
     pub made: Mutex<HashSet<String>>,
     /// When each queue's history was last pruned, and the jobs this board
@@ -77,6 +79,7 @@ impl ZooKeeperBoard {
                 root,
                 session,
                 cache: Caches::default(),
+                listings: Default::default(),
                 made: Mutex::default(),
                 pruned: Mutex::default(),
                 listening: crate::zookeeper::events::not_listening(),

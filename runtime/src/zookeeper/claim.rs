@@ -13,6 +13,9 @@
 //! ZooKeeper makes larger for every later claim of the job.
 
 mod confirm;
+mod reuse;
+
+pub(crate) use reuse::Listings;
 
 use std::cmp::Reverse;
 use std::collections::HashSet;
@@ -71,6 +74,10 @@ pub(crate) struct Claimer<'a> {
     /// The jobs claimed are suspects: each claim deletes the job's suspect
     /// entry, and the claim says so ([`Claimed::suspect`]).
     pub suspect: bool,
+    /// The jobs come from a listing (not by name): one whose record says
+    /// it is not due yet (another claimer retried it with a delay since
+    /// the listing) is let go.
+    pub due_only: bool,
 }
 
 /// A random claim id (recognises our own lock after a lost reply).
@@ -99,8 +106,9 @@ impl ZooKeeperBoard {
         Ok(Vec::new())
     }
 
-    /// One claim of up to `count` jobs; `None` when a claim under the
-    /// queue's limit came first (`limit.rs`).
+    /// One claim of up to `count` jobs: from what a recent long listing
+    /// left, then from a listing; `None` when a claim under the queue's
+    /// limit came first (`limit.rs`).
     async fn claim_round(
         &self,
         paths: &QueuePaths,
@@ -108,7 +116,38 @@ impl ZooKeeperBoard {
         expiry: Duration,
         (count, holding): (usize, usize),
     ) -> Result<Option<Vec<Claimed>>> {
+        let mut early = self.claim_listed(paths, who, expiry, count).await?;
+        if early.len() >= count {
+            return Ok(Some(early));
+        }
+        let more = (count - early.len(), holding + early.len());
+        match self.claim_listing(paths, who, expiry, more).await {
+            Ok(Some(claimed)) => {
+                early.extend(claimed);
+                Ok(Some(early))
+            }
+            Ok(None) if early.is_empty() => Ok(None),
+            Err(e) if early.is_empty() => Err(e),
+            Ok(None) => Ok(Some(early)),
+            Err(e) => {
+                // Keep what we hold; the next claim tries again.
+                tracing::warn!(queue = %paths.queue, error = %e, "claim stopped early");
+                Ok(Some(early))
+            }
+        }
+    }
+
+    /// One claim of up to `count` jobs from a listing of the queue; `None`
+    /// when a claim under the queue's limit came first (`limit.rs`).
+    async fn claim_listing(
+        &self,
+        paths: &QueuePaths,
+        who: &str,
+        expiry: Duration,
+        (count, holding): (usize, usize),
+    ) -> Result<Option<Vec<Claimed>>> {
         let view = self.claim_view(paths).await?;
+        let listed_at = std::time::Instant::now();
         let snap = &view.snap;
         if snap.jobs.is_empty() {
             return Ok(Some(Vec::new()));
@@ -146,12 +185,15 @@ impl ZooKeeperBoard {
             who,
             expiry: Some(expiry),
             suspect,
+            due_only: true,
         };
         let Some(limit) = view.settings.limit else {
-            return self
-                .claim_batches(paths, &candidates, &claimer, count)
-                .await
-                .map(Some);
+            let (claimed, tried) = self.claim_batches(paths, &candidates, &claimer, count).await?;
+            if !suspect {
+                let listed = (listed_at, snap.jobs.len());
+                (self.inner.listings).keep(&paths.queue, listed, candidates, tried);
+            }
+            return Ok(Some(claimed));
         };
         let count = count.min(room(limit, snap.held(), recovered.freed.len()));
         if count == 0 {
@@ -166,15 +208,38 @@ impl ZooKeeperBoard {
         }
     }
 
+    /// Claims up to `count` of the candidates a recent long listing of the
+    /// queue left (`reuse.rs`), if any.
+    async fn claim_listed(
+        &self,
+        paths: &QueuePaths,
+        who: &str,
+        expiry: Duration,
+        count: usize,
+    ) -> Result<Vec<Claimed>> {
+        let Some(left) = self.inner.listings.take(&paths.queue) else {
+            return Ok(Vec::new());
+        };
+        let claimer = Claimer {
+            who,
+            expiry: Some(expiry),
+            suspect: false,
+            due_only: true,
+        };
+        let (claimed, tried) = self.claim_batches(paths, left.untried(), &claimer, count).await?;
+        self.inner.listings.put_back(&paths.queue, left, tried);
+        Ok(claimed)
+    }
+
     /// Claims up to `count` of `candidates` (in order), several
-    /// transactions at once.
+    /// transactions at once; with how many were tried.
     async fn claim_batches(
         &self,
         paths: &QueuePaths,
         candidates: &[Arc<Known>],
         claimer: &Claimer<'_>,
         count: usize,
-    ) -> Result<Vec<Claimed>> {
+    ) -> Result<(Vec<Claimed>, usize)> {
         let mut claimed = Vec::new();
         let mut next = 0;
         while claimed.len() < count && next < candidates.len() {
@@ -201,7 +266,7 @@ impl ZooKeeperBoard {
                 break;
             }
         }
-        Ok(claimed)
+        Ok((claimed, next))
     }
 
     /// Notes what a claim attempt on `k` came to (a claimed job goes to

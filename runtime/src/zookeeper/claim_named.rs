@@ -37,6 +37,7 @@ impl ZooKeeperBoard {
                 who,
                 expiry,
                 suspect: false,
+                due_only: false,
             };
             match self.try_claim(&paths, &known, &claimer, None).await? {
                 Attempt::Claimed(c) => return Ok(*c),

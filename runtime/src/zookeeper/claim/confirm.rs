@@ -71,6 +71,11 @@ impl ZooKeeperBoard {
             }
         };
         let record = self.claimed_record(paths, k, record_read, &lock_stat).await?;
+        if claimer.due_only && record.as_ref().is_some_and(|r| r.run_at_ms > self.now_ms()) {
+            // Retried with a delay after this claimer listed the queue.
+            self.release_lock(paths, k, &lock_stat).await;
+            return Ok(Attempt::Taken);
+        }
         let mut attempt = self.claimed(paths, k, claimer.who, &lock_data, &lock_stat, record);
         if let Attempt::Claimed(c) = &mut attempt {
             c.suspect = claimer.suspect;

@@ -1,0 +1,123 @@
+//! A long queue's listing, reused by the next claims. A claim lists the
+//! whole jobs path (ZooKeeper has no paged listing) and looks up every
+//! job in it, so on a queue of tens of thousands of jobs the listing is
+//! most of a claim's cost. A claim that listed at least [`LONG_LISTING`]
+//! jobs keeps the candidates it did not try, in order; this board's claims
+//! of the queue in the next [`REUSE_FOR`] try those instead of listing
+//! again.
+//!
+//! What such a claim does not see: jobs posted since (a higher priority
+//! waits at most [`REUSE_FOR`]), a pause or a limit set since (as long),
+//! and expired leases and due delayed jobs (the next listing sees to
+//! them). Jobs claimed, consumed or changed since fail their claim
+//! transaction as held or gone, and one retried with a delay since is let
+//! go (`Claimer::due_only`). A queue under a concurrency limit and a
+//! suspect's claim always list.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::zookeeper::cache::Known;
+
+/// The fewest listed jobs whose untried candidates are kept.
+pub(crate) const LONG_LISTING: usize = 1_000;
+/// How long the candidates of a listing are used.
+pub(crate) const REUSE_FOR: Duration = Duration::from_millis(100);
+
+/// The untried candidates of a long listing, in claim order.
+pub(crate) struct Left {
+    listed_at: Instant,
+    candidates: Vec<Arc<Known>>,
+    next: usize,
+}
+
+impl Left {
+    /// The candidates not tried yet.
+    pub(crate) fn untried(&self) -> &[Arc<Known>] {
+        &self.candidates[self.next..]
+    }
+}
+
+/// Per queue, what its last long listing left (see the module docs).
+#[derive(Default)]
+pub(crate) struct Listings {
+    queues: Mutex<HashMap<String, Left>>,
+}
+
+impl Listings {
+    /// Takes what `queue`'s last long listing left, when it is recent and
+    /// not used up (a claim meanwhile lists).
+    pub(crate) fn take(&self, queue: &str) -> Option<Left> {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let left = queues.remove(queue)?;
+        (left.listed_at.elapsed() < REUSE_FOR && left.next < left.candidates.len()).then_some(left)
+    }
+
+    /// Keeps the candidates after the first `tried` of a listing made at
+    /// `listed_at` of `listed` jobs, when it was long.
+    pub(crate) fn keep(
+        &self,
+        queue: &str,
+        (listed_at, listed): (Instant, usize),
+        candidates: Vec<Arc<Known>>,
+        tried: usize,
+    ) {
+        if listed >= LONG_LISTING {
+            let left = Left {
+                listed_at,
+                candidates,
+                next: tried,
+            };
+            self.put_back(queue, left, 0);
+        }
+    }
+
+    /// Puts back what `left` still holds after `tried` more were tried.
+    pub(crate) fn put_back(&self, queue: &str, mut left: Left, tried: usize) {
+        left.next += tried;
+        if left.next < left.candidates.len() {
+            let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+            queues.insert(queue.to_owned(), left);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Priority;
+
+    fn known(i: usize) -> Arc<Known> {
+        Arc::new(Known {
+            znode: format!("job{i:010}"),
+            uuid: format!("uuid-{i}"),
+            name: "f".to_owned(),
+            priority: Priority::NORMAL,
+            seq: i as i64,
+            version: 0,
+            ctime_ms: 0,
+            details: rmpv::Value::Nil,
+            book: None,
+        })
+    }
+
+    #[test]
+    fn only_a_long_recent_listing_is_reused_and_each_candidate_once() {
+        let listings = Listings::default();
+        let jobs: Vec<Arc<Known>> = (0..3).map(known).collect();
+        listings.keep("q", (Instant::now(), LONG_LISTING - 1), jobs.clone(), 1);
+        assert!(listings.take("q").is_none(), "a short listing is not kept");
+        listings.keep("q", (Instant::now(), LONG_LISTING), jobs.clone(), 1);
+        let left = listings.take("q").expect("a long listing is kept");
+        assert_eq!(left.untried()[0].seq, 1);
+        assert!(listings.take("q").is_none(), "taken out while in use");
+        listings.put_back("q", left, 1);
+        assert_eq!(listings.take("q").unwrap().untried().len(), 1);
+        listings.keep("q", (Instant::now(), LONG_LISTING), jobs.clone(), 3);
+        assert!(listings.take("q").is_none(), "nothing left to try");
+        let old = Instant::now() - REUSE_FOR;
+        listings.keep("q", (old, LONG_LISTING), jobs, 0);
+        assert!(listings.take("q").is_none(), "too old");
+    }
+}
