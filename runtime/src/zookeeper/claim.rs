@@ -146,8 +146,8 @@ impl ZooKeeperBoard {
         expiry: Duration,
         (count, holding): (usize, usize),
     ) -> Result<Option<Vec<Claimed>>> {
+        let began = std::time::Instant::now();
         let view = self.claim_view(paths).await?;
-        let listed_at = std::time::Instant::now();
         let snap = &view.snap;
         if snap.jobs.is_empty() {
             return Ok(Some(Vec::new()));
@@ -188,10 +188,11 @@ impl ZooKeeperBoard {
             due_only: true,
         };
         let Some(limit) = view.settings.limit else {
+            let ready = std::time::Instant::now();
             let (claimed, tried) = self.claim_batches(paths, &candidates, &claimer, count).await?;
             if !suspect {
-                let listed = (listed_at, snap.jobs.len());
-                (self.inner.listings).keep(&paths.queue, listed, candidates, tried);
+                let listing = (snap.jobs.len(), began, ready);
+                (self.inner.listings).keep(&paths.queue, listing, candidates, tried);
             }
             return Ok(Some(claimed));
         };

@@ -3,11 +3,13 @@
 //! job in it, so on a queue of tens of thousands of jobs the listing is
 //! most of a claim's cost. A claim that listed at least [`LONG_LISTING`]
 //! jobs keeps the candidates it did not try, in order; this board's claims
-//! of the queue in the next [`REUSE_FOR`] try those instead of listing
-//! again.
+//! of the queue try those instead of listing again, for [`REUSE_FOR`] or
+//! [`REUSE_PER_COST`] times what the listing cost (read and sorted),
+//! whichever is longer: on a queue of 200,000 jobs a listing alone takes
+//! longer than [`REUSE_FOR`].
 //!
 //! What such a claim does not see: jobs posted since (a higher priority
-//! waits at most [`REUSE_FOR`]), a pause or a limit set since (as long),
+//! waits that long at most), a pause or a limit set since (as long),
 //! and expired leases and due delayed jobs (the next listing sees to
 //! them). Jobs claimed, consumed or changed since fail their claim
 //! transaction as held or gone, and one retried with a delay since is let
@@ -22,12 +24,14 @@ use crate::zookeeper::cache::Known;
 
 /// The fewest listed jobs whose untried candidates are kept.
 pub(crate) const LONG_LISTING: usize = 1_000;
-/// How long the candidates of a listing are used.
+/// How long the candidates of a listing are used, at least.
 pub(crate) const REUSE_FOR: Duration = Duration::from_millis(100);
+/// How long the candidates of a listing are used, in times what it cost.
+pub(crate) const REUSE_PER_COST: u32 = 4;
 
 /// The untried candidates of a long listing, in claim order.
 pub(crate) struct Left {
-    listed_at: Instant,
+    until: Instant,
     candidates: Vec<Arc<Known>>,
     next: usize,
 }
@@ -51,21 +55,23 @@ impl Listings {
     pub(crate) fn take(&self, queue: &str) -> Option<Left> {
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
         let left = queues.remove(queue)?;
-        (left.listed_at.elapsed() < REUSE_FOR && left.next < left.candidates.len()).then_some(left)
+        (Instant::now() < left.until && left.next < left.candidates.len()).then_some(left)
     }
 
-    /// Keeps the candidates after the first `tried` of a listing made at
-    /// `listed_at` of `listed` jobs, when it was long.
+    /// Keeps the candidates after the first `tried` of a listing of
+    /// `listed` jobs, begun at `began` and read and sorted by `ready`, when
+    /// it was long.
     pub(crate) fn keep(
         &self,
         queue: &str,
-        (listed_at, listed): (Instant, usize),
+        (listed, began, ready): (usize, Instant, Instant),
         candidates: Vec<Arc<Known>>,
         tried: usize,
     ) {
         if listed >= LONG_LISTING {
+            let cost = ready.saturating_duration_since(began);
             let left = Left {
-                listed_at,
+                until: ready + REUSE_FOR.max(cost * REUSE_PER_COST),
                 candidates,
                 next: tried,
             };
@@ -106,18 +112,23 @@ mod tests {
     fn only_a_long_recent_listing_is_reused_and_each_candidate_once() {
         let listings = Listings::default();
         let jobs: Vec<Arc<Known>> = (0..3).map(known).collect();
-        listings.keep("q", (Instant::now(), LONG_LISTING - 1), jobs.clone(), 1);
+        let now = Instant::now();
+        listings.keep("q", (LONG_LISTING - 1, now, now), jobs.clone(), 1);
         assert!(listings.take("q").is_none(), "a short listing is not kept");
-        listings.keep("q", (Instant::now(), LONG_LISTING), jobs.clone(), 1);
+        listings.keep("q", (LONG_LISTING, now, now), jobs.clone(), 1);
         let left = listings.take("q").expect("a long listing is kept");
         assert_eq!(left.untried()[0].seq, 1);
         assert!(listings.take("q").is_none(), "taken out while in use");
         listings.put_back("q", left, 1);
         assert_eq!(listings.take("q").unwrap().untried().len(), 1);
-        listings.keep("q", (Instant::now(), LONG_LISTING), jobs.clone(), 3);
+        listings.keep("q", (LONG_LISTING, now, now), jobs.clone(), 3);
         assert!(listings.take("q").is_none(), "nothing left to try");
-        let old = Instant::now() - REUSE_FOR;
-        listings.keep("q", (old, LONG_LISTING), jobs, 0);
+        let old = now - REUSE_FOR;
+        listings.keep("q", (LONG_LISTING, old, old), jobs.clone(), 0);
         assert!(listings.take("q").is_none(), "too old");
+        // A listing that took a second to read and sort is used for four.
+        let (began, ready) = (now - Duration::from_secs(4), now - Duration::from_secs(3));
+        listings.keep("q", (LONG_LISTING, began, ready), jobs, 0);
+        assert_eq!(listings.take("q").unwrap().untried().len(), 3);
     }
 }
