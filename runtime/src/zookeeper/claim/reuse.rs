@@ -5,8 +5,9 @@
 //! jobs keeps the candidates it did not try, in order; this board's claims
 //! of the queue try those instead of listing again, for [`REUSE_FOR`] or
 //! [`REUSE_PER_COST`] times what the listing cost (read and sorted),
-//! whichever is longer: on a queue of 200,000 jobs a listing alone takes
-//! longer than [`REUSE_FOR`].
+//! whichever is longer, and never past [`REUSE_MAX`]: on a queue of
+//! 200,000 jobs a listing alone takes longer than [`REUSE_FOR`], and the
+//! first one, which reads every posting, takes seconds.
 //!
 //! What such a claim does not see: jobs posted since (a higher priority
 //! waits that long at most), a pause or a limit set since (as long),
@@ -28,6 +29,8 @@ pub(crate) const LONG_LISTING: usize = 1_000;
 pub(crate) const REUSE_FOR: Duration = Duration::from_millis(100);
 /// How long the candidates of a listing are used, in times what it cost.
 pub(crate) const REUSE_PER_COST: u32 = 4;
+/// How long the candidates of a listing are used, at most.
+pub(crate) const REUSE_MAX: Duration = Duration::from_secs(2);
 
 /// The untried candidates of a long listing, in claim order.
 pub(crate) struct Left {
@@ -71,7 +74,7 @@ impl Listings {
         if listed >= LONG_LISTING {
             let cost = ready.saturating_duration_since(began);
             let left = Left {
-                until: ready + REUSE_FOR.max(cost * REUSE_PER_COST),
+                until: ready + (cost * REUSE_PER_COST).clamp(REUSE_FOR, REUSE_MAX),
                 candidates,
                 next: tried,
             };
@@ -126,9 +129,13 @@ mod tests {
         let old = now - REUSE_FOR;
         listings.keep("q", (LONG_LISTING, old, old), jobs.clone(), 0);
         assert!(listings.take("q").is_none(), "too old");
-        // A listing that took a second to read and sort is used for four.
-        let (began, ready) = (now - Duration::from_secs(4), now - Duration::from_secs(3));
-        listings.keep("q", (LONG_LISTING, began, ready), jobs, 0);
+        // A listing that took 400 ms to read and sort is used for 1.6 s;
+        // one that took 10 s, for REUSE_MAX.
+        let (began, ready) = (now - Duration::from_millis(1_400), now - Duration::from_secs(1));
+        listings.keep("q", (LONG_LISTING, began, ready), jobs.clone(), 0);
         assert_eq!(listings.take("q").unwrap().untried().len(), 3);
+        let (began, ready) = (now - Duration::from_secs(13), now - REUSE_MAX);
+        listings.keep("q", (LONG_LISTING, began, ready), jobs, 0);
+        assert!(listings.take("q").is_none(), "past REUSE_MAX");
     }
 }
