@@ -331,22 +331,28 @@ impl QueueCache {
     }
 }
 
+/// Job `i` of a queue whose postings differ only by number (for tests).
+#[cfg(test)]
+pub(crate) fn numbered_known(i: usize) -> Known {
+    Known {
+        znode: format!("job{i:010}"),
+        uuid: format!("uuid-{i}"),
+        name: "f".to_owned(),
+        priority: Priority::NORMAL,
+        seq: i as i64,
+        version: 0,
+        ctime_ms: 0,
+        details: rmpv::Value::Nil,
+        book: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn known(i: usize) -> Known {
-        Known {
-            znode: format!("job{i:010}"),
-            uuid: format!("uuid-{i}"),
-            name: "f".to_owned(),
-            priority: Priority::NORMAL,
-            seq: i as i64,
-            version: 0,
-            ctime_ms: 0,
-            details: rmpv::Value::Nil,
-            book: None,
-        }
+        numbered_known(i)
     }
 
     #[test]

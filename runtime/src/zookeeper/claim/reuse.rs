@@ -95,20 +95,10 @@ impl Listings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Priority;
+    use crate::zookeeper::cache::numbered_known;
 
     fn known(i: usize) -> Arc<Known> {
-        Arc::new(Known {
-            znode: format!("job{i:010}"),
-            uuid: format!("uuid-{i}"),
-            name: "f".to_owned(),
-            priority: Priority::NORMAL,
-            seq: i as i64,
-            version: 0,
-            ctime_ms: 0,
-            details: rmpv::Value::Nil,
-            book: None,
-        })
+        Arc::new(numbered_known(i))
     }
 
     #[test]
