@@ -59,9 +59,10 @@ impl ZooKeeperBoard {
                 match again {
                     Ok((data, stat)) if carries_id(&data) => {
                         if self.session().was_lost(stat.ephemeral_owner) {
-                            // Ours, but dying with the lost session: free the
-                            // job now rather than at the server's expiry.
-                            self.release_lock(paths, k, &stat).await;
+                            // Ours, but dying with the lost session. It is
+                            // left to the server's expiry: deleting it could
+                            // race that expiry and another claimer's new
+                            // lock, which has the same version.
                             return Ok(Attempt::Taken);
                         }
                         (data, stat, None)
@@ -161,9 +162,11 @@ impl ZooKeeperBoard {
     }
 
     /// Deletes the lock `stat` of our own claim on `k` that cannot be handed
-    /// back (at its version, so a lock made since is left alone). A failure
-    /// is logged: the lock still ends at its lease deadline or with its
-    /// session.
+    /// back: at its version, and only from the session that made it. A
+    /// lock of a session this board lost is gone or going with it, and a
+    /// lock made since by another claimer (again at version 0) is not ours
+    /// to delete. A failure is logged: the lock still ends at its lease
+    /// deadline or with its session.
     async fn release_lock(&self, paths: &QueuePaths, k: &Known, stat: &zk::Stat) {
         let lock = paths.lock(&k.znode);
         let what = format!(
@@ -173,7 +176,12 @@ impl ZooKeeperBoard {
         let deleted = self
             .read(&what, |client| {
                 let lock = lock.clone();
-                async move { client.delete(&lock, Some(stat.version)).await }
+                async move {
+                    if client.session_id().0 != stat.ephemeral_owner {
+                        return Err(zk::Error::NoNode);
+                    }
+                    client.delete(&lock, Some(stat.version)).await
+                }
             })
             .await;
         match deleted {
