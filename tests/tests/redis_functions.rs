@@ -1,7 +1,8 @@
 //! The board's Lua as a Redis Functions library (FCALL, Redis 7) and as
 //! scripts (EVALSHA, Redis 6.2 and clusters): both run the same jobs on
 //! one server, a server that refuses the library gets the scripts, and a
-//! full server refuses a call whole. (A flushed library loaded again is in
+//! full server refuses a call whole, a durability short of replicas keeps
+//! the library. (A flushed library loaded again is in
 //! `redis_wire.rs`; that the library compiles, in `redis_scripts.rs`.)
 
 use std::time::Duration;
@@ -247,4 +248,45 @@ async fn a_board_connecting_to_a_full_server_uses_the_library_there() {
             assert_eq!(late.state(q, id).await.unwrap(), JobState::Completed);
         }
     }
+}
+
+/// With a durability no replica can meet, a board connects (its reads
+/// wait for no replica) and uses the library it loaded (the load ran on
+/// the master; only its acknowledgement fell short). A call is reported
+/// as short of replicas but ran on the master, and a call the server
+/// refuses reports the server's error (here OOM: nothing was written),
+/// not the missing acknowledgement.
+#[tokio::test]
+async fn a_board_short_of_replicas_uses_its_library_and_reports_refusals_as_such() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let mut opts = RedisOptions::new(server.url());
+    opts.durability = Some("wait:1:50".parse().unwrap());
+    let short = RedisBoard::with_options(opts).await.unwrap();
+    let plain = board(&server.url(), true).await;
+    let q = "short";
+    let id = plain.post(q, NewJob::new("a")).await.unwrap();
+    let unacknowledged = short.claim(&[q], "w", LEASE, 1).await.unwrap_err();
+    assert!(
+        unacknowledged.to_string().contains("replicas"),
+        "{unacknowledged}"
+    );
+    assert_eq!(
+        plain.state(q, &id).await.unwrap(),
+        JobState::Claimed,
+        "the claim ran on the master"
+    );
+    assert_eq!(
+        calls(&server, "evalsha").await,
+        0,
+        "the board fell back to scripts"
+    );
+    config_set(&server, "maxmemory", "1").await;
+    let refused = short.post(q, NewJob::new("b")).await.unwrap_err();
+    assert!(refused.to_string().contains("OOM"), "{refused}");
+    config_set(&server, "maxmemory", "0").await;
+    assert_eq!(
+        plain.job_count(q).await.unwrap(),
+        1,
+        "the refused post wrote nothing"
+    );
 }

@@ -1,9 +1,12 @@
 //! Write durability (`--durability wait:N[:ms]`): every call to the board
-//! is followed by `WAIT N ms`, and a call is acknowledged only once N
-//! replicas hold everything the connection wrote, so that an acknowledged
-//! post or consume survives a failover to one of them. A call whose writes
-//! did not reach N replicas in time fails with [`Error::is_unavailable`]
-//! (its writes are on the master and may or may not survive).
+//! that may write is followed by `WAIT N ms`, and a call is acknowledged
+//! only once N replicas hold everything the connection wrote, so that an
+//! acknowledged post or consume survives a failover to one of them. A call
+//! whose writes did not reach N replicas in time fails with
+//! [`Error::is_unavailable`] (its writes are on the master and may or may
+//! not survive). A plain read (`HMGET`, `ZRANGE`, `INFO`, …) goes without
+//! a `WAIT`: it wrote nothing to acknowledge, and it answers while the
+//! replicas lag.
 //!
 //! The cost is one more round trip per call, plus the replicas' lag: see
 //! `docs/scaling.md`.
@@ -62,6 +65,48 @@ impl fmt::Display for Durability {
 
 /// What a write too few replicas acknowledged fails with.
 const SHORT: &str = "write not acknowledged by enough replicas";
+
+/// The commands that never write, sent without a `WAIT`. Anything else
+/// (scripts and functions included, `FUNCTION LIST` too) counts as a write.
+const READS: &[&[u8]] = &[
+    b"EXISTS",
+    b"GET",
+    b"HEXISTS",
+    b"HGET",
+    b"HGETALL",
+    b"HKEYS",
+    b"HLEN",
+    b"HMGET",
+    b"HSCAN",
+    b"INFO",
+    b"LLEN",
+    b"LRANGE",
+    b"MGET",
+    b"PING",
+    b"PTTL",
+    b"ROLE",
+    b"SCAN",
+    b"SCARD",
+    b"SISMEMBER",
+    b"SMEMBERS",
+    b"SRANDMEMBER",
+    b"TIME",
+    b"TTL",
+    b"TYPE",
+    b"ZCARD",
+    b"ZCOUNT",
+    b"ZRANGE",
+    b"ZRANGEBYSCORE",
+    b"ZSCORE",
+];
+
+/// Whether `cmd` may write (its name is not one of [`READS`]).
+pub(crate) fn may_write(cmd: &redis::Cmd) -> bool {
+    match cmd.args_iter().next() {
+        Some(redis::Arg::Simple(name)) => !READS.iter().any(|r| r.eq_ignore_ascii_case(name)),
+        _ => true,
+    }
+}
 
 /// True for the error of a write too few replicas acknowledged.
 pub(crate) fn is_short(e: &redis::RedisError) -> bool {
@@ -141,5 +186,20 @@ mod tests {
         assert!(d.acknowledged(Some(redis::Value::Int(1))).is_ok());
         let other = redis::RedisError::from((redis::ErrorKind::Client, "something else"));
         assert!(!is_short(&other));
+    }
+
+    #[test]
+    fn only_plain_reads_go_without_a_wait() {
+        let reads = [redis::cmd("HMGET"), redis::cmd("zrange"), redis::cmd("INFO")];
+        assert!(reads.iter().all(|c| !may_write(c)));
+        let mut load = redis::cmd("FUNCTION");
+        load.arg("LIST");
+        let writes = [
+            redis::cmd("SADD"),
+            redis::cmd("FCALL"),
+            redis::cmd("EVALSHA"),
+            load,
+        ];
+        assert!(writes.iter().all(may_write));
     }
 }

@@ -11,7 +11,7 @@ use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
 use crate::error::Result;
 use crate::redis::cluster::ClusterUrl;
-use crate::redis::durability::Durability;
+use crate::redis::durability::{self, Durability};
 use crate::redis::sentinel::{FollowMaster, Master};
 use crate::redis::split;
 use crate::redis::subscribe::Subscriber;
@@ -128,10 +128,11 @@ impl RedisConnection {
     }
 
     /// Sends `cmd`, and with a durability its WAIT in the same write (so
-    /// that both go on one connection). The command's own error comes
-    /// first: a refused command is not reported as short of replicas.
+    /// that both go on one connection) unless `cmd` is a plain read. The
+    /// command's own error comes first: a refused command is not reported
+    /// as short of replicas.
     async fn send_one(&self, manager: &mut impl ConnectionLike, cmd: &Cmd) -> RedisResult<Value> {
-        let Some(d) = self.durability else {
+        let Some(d) = self.durability.filter(|_| durability::may_write(cmd)) else {
             return manager.req_packed_command(cmd).await;
         };
         let mut pipe = redis::pipe();
@@ -143,8 +144,9 @@ impl RedisConnection {
         Ok(reply)
     }
 
-    /// Sends `pipeline`, and with a durability its WAIT: in the same write,
-    /// or (a MULTI/EXEC transaction, which cannot hold one) right after.
+    /// Sends `pipeline`, and with a durability its WAIT (unless every
+    /// command is a plain read): in the same write, or (a MULTI/EXEC
+    /// transaction, which cannot hold one) right after.
     async fn send_many(
         &self,
         manager: &mut impl ConnectionLike,
@@ -152,7 +154,8 @@ impl RedisConnection {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        let Some(d) = self.durability else {
+        let writes = || pipeline.cmd_iter().any(durability::may_write);
+        let Some(d) = self.durability.filter(|_| writes()) else {
             return manager.req_packed_commands(pipeline, offset, count).await;
         };
         if pipeline.is_transaction() {
