@@ -26,6 +26,7 @@ mod link;
 mod locate;
 #[doc(hidden)]
 pub mod lua;
+mod old_libraries;
 mod post;
 mod post_group;
 mod post_many;

@@ -290,3 +290,75 @@ async fn a_board_short_of_replicas_uses_its_library_and_reports_refusals_as_such
         "the refused post wrote nothing"
     );
 }
+
+/// The names of the Functions libraries on `server`, sorted.
+async fn libraries(con: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    let listed: Vec<std::collections::HashMap<String, redis::Value>> =
+        redis::cmd("FUNCTION").arg("LIST").query_async(con).await.unwrap();
+    let mut names: Vec<String> = listed
+        .iter()
+        .map(|l| redis::from_redis_value_ref(&l["library_name"]).unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// At connect a board deletes our libraries of older builds but the two
+/// loaded most recently before its own (a rolling upgrade's other build),
+/// and leaves other libraries alone; a build whose library was deleted
+/// loads it again at its next call.
+#[tokio::test]
+async fn a_board_deletes_the_libraries_of_older_builds() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let running = board(&server.url(), true).await;
+    let ours = libraries(&mut con).await.remove(0);
+    for name in ["jobworker_old1", "jobworker_old2", "jobworker_old3", "mine"] {
+        let text = format!("#!lua name={name}\nredis.register_function('{name}_f', function() return 1 end)");
+        let _: String = redis::cmd("FUNCTION")
+            .arg("LOAD")
+            .arg(text)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+    }
+    // old2 was loaded a minute ago and old3 an hour ago; old1 and ours
+    // before boards noted loads (so ours reads as the oldest).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let _: () = redis::cmd("DEL")
+        .arg("jobworker:libraries")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg("jobworker:libraries")
+        .arg(now - 60_000)
+        .arg("jobworker_old2")
+        .arg(now - 3_600_000)
+        .arg("jobworker_old3")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _late = board(&server.url(), true).await;
+    let mut kept = vec![
+        ours.clone(),
+        "jobworker_old2".into(),
+        "jobworker_old3".into(),
+        "mine".into(),
+    ];
+    kept.sort();
+    assert_eq!(libraries(&mut con).await, kept);
+    // Another build deletes ours: the running board loads it again.
+    let _: String = redis::cmd("FUNCTION")
+        .arg("DELETE")
+        .arg(&ours)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    running.post("q", NewJob::new("a")).await.unwrap();
+    assert!(libraries(&mut con).await.contains(&ours));
+}

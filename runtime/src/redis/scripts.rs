@@ -17,6 +17,7 @@ use crate::redis::invocation::Invocation;
 use crate::redis::keys::QueueKeys;
 use crate::redis::lua;
 use crate::redis::lua::library::Library;
+use crate::redis::old_libraries;
 use crate::redis::reply::Reply;
 
 /// A verb's script and the queue keys it takes (indexes into
@@ -192,13 +193,17 @@ async fn library_loaded(conn: &Connection) -> redis::RedisResult<bool> {
     Ok(!found.is_empty())
 }
 
-/// Loads the board's Lua at connect. A server that refuses the library
-/// (an ACL without FUNCTION, a managed service that disables it) gets the
-/// scripts instead, with a warning.
+/// Loads the board's Lua at connect, and deletes the libraries of older
+/// builds (`old_libraries.rs`). A server that refuses the library (an ACL
+/// without FUNCTION, a managed service that disables it) gets the scripts
+/// instead, with a warning.
 pub(crate) async fn prepare(conn: &mut Connection) -> Result<()> {
     if conn.functions {
         match load_library(conn).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => {
+                old_libraries::prune(conn).await;
+                return Ok(());
+            }
             Err(e) if e.is_io_error() || e.is_connection_dropped() => return Err(e.into()),
             Err(e) => {
                 tracing::warn!(error = %e, "redis refused the functions library; using EVALSHA scripts");
