@@ -14,6 +14,9 @@ use jobworker::{Board, JobState, NewJob};
 
 const LEASE: Duration = Duration::from_secs(60);
 
+/// The sorted set of noted library loads (`runtime/src/redis/old_libraries.rs`).
+const LOADS: &str = "jobworker:libraries";
+
 async fn board(url: &str, functions: bool) -> RedisBoard {
     RedisBoard::with_options(RedisOptions::new(url).functions(functions))
         .await
@@ -275,6 +278,12 @@ async fn a_board_short_of_replicas_uses_its_library_and_reports_refusals_as_such
         JobState::Claimed,
         "the claim ran on the master"
     );
+    let shown = short.show(q, &id).await.unwrap();
+    assert_eq!(
+        shown.state,
+        JobState::Claimed,
+        "a read answers while the replicas lag"
+    );
     assert_eq!(
         calls(&server, "evalsha").await,
         0,
@@ -303,10 +312,11 @@ async fn libraries(con: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
     names
 }
 
-/// At connect a board deletes our libraries of older builds but the two
-/// loaded most recently before its own (a rolling upgrade's other build),
-/// and leaves other libraries alone; a build whose library was deleted
-/// loads it again at its next call.
+/// At connect a board deletes the noted libraries of older builds but
+/// the two noted last before its own (a rolling upgrade's other build),
+/// and leaves alone libraries never noted and other libraries; a build
+/// whose library was deleted loads it again at its next call and is noted
+/// anew.
 #[tokio::test]
 async fn a_board_deletes_the_libraries_of_older_builds() {
     let server = RedisServer::start(ServerOptions::default()).unwrap();
@@ -314,7 +324,11 @@ async fn a_board_deletes_the_libraries_of_older_builds() {
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
     let running = board(&server.url(), true).await;
     let ours = libraries(&mut con).await.remove(0);
-    for name in ["jobworker_old1", "jobworker_old2", "jobworker_old3", "mine"] {
+    let (old, unnoted) = (
+        ["jobworker_old2", "jobworker_old3", "jobworker_old4"],
+        "jobworker_old1",
+    );
+    for name in old.iter().chain([&unnoted, &"mine"]) {
         let text = format!("#!lua name={name}\nredis.register_function('{name}_f', function() return 1 end)");
         let _: String = redis::cmd("FUNCTION")
             .arg("LOAD")
@@ -323,35 +337,35 @@ async fn a_board_deletes_the_libraries_of_older_builds() {
             .await
             .unwrap();
     }
-    // old2 was loaded a minute ago and old3 an hour ago; old1 and ours
-    // before boards noted loads (so ours reads as the oldest).
+    // Noted a minute, an hour and two hours ago.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
-    let _: () = redis::cmd("DEL")
-        .arg("jobworker:libraries")
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("ZADD")
-        .arg("jobworker:libraries")
-        .arg(now - 60_000)
-        .arg("jobworker_old2")
-        .arg(now - 3_600_000)
-        .arg("jobworker_old3")
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    let mut note = redis::cmd("ZADD");
+    note.arg(LOADS);
+    for (name, ago) in old.iter().zip([60_000, 3_600_000, 7_200_000]) {
+        note.arg(now - ago).arg(name);
+    }
+    let _: () = note.query_async(&mut con).await.unwrap();
     let _late = board(&server.url(), true).await;
     let mut kept = vec![
         ours.clone(),
+        unnoted.into(),
         "jobworker_old2".into(),
         "jobworker_old3".into(),
         "mine".into(),
     ];
     kept.sort();
     assert_eq!(libraries(&mut con).await, kept);
+    let noted: Vec<String> = redis::cmd("ZRANGE")
+        .arg(LOADS)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(noted, ["jobworker_old3", "jobworker_old2", &ours]);
     // Another build deletes ours: the running board loads it again.
     let _: String = redis::cmd("FUNCTION")
         .arg("DELETE")
@@ -359,6 +373,19 @@ async fn a_board_deletes_the_libraries_of_older_builds() {
         .query_async(&mut con)
         .await
         .unwrap();
+    let _: () = redis::cmd("ZREM")
+        .arg(LOADS)
+        .arg(&ours)
+        .query_async(&mut con)
+        .await
+        .unwrap();
     running.post("q", NewJob::new("a")).await.unwrap();
     assert!(libraries(&mut con).await.contains(&ours));
+    let score: Option<u64> = redis::cmd("ZSCORE")
+        .arg(LOADS)
+        .arg(&ours)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(score.is_some(), "the load again is noted");
 }

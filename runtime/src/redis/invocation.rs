@@ -6,7 +6,7 @@ use redis::{ConnectionLike, ToRedisArgs};
 
 use crate::redis::connect::Connection;
 use crate::redis::keys::QueueKeys;
-use crate::redis::scripts::{load_library, load_script, LuaScript, LIBRARY};
+use crate::redis::scripts::{load_script, reload_library, LuaScript, LIBRARY};
 
 /// A call of one verb: the queue keys it takes, then the common arguments
 /// and its own.
@@ -89,7 +89,7 @@ impl<'k> Invocation<'k> {
         match self.send(conn).await {
             Err(e) if is_noscript(&e) => {
                 if conn.functions {
-                    load_library(conn).await?;
+                    reload_library(conn).await?;
                 } else {
                     load_script(conn, self.script.script(self.keys.sharded)).await?;
                 }

@@ -1,14 +1,16 @@
 //! The Functions libraries of older builds. Each build loads its own
 //! library (`jobworker_<16 hex>`, about 320 KB of server memory), and a
-//! library stays on the server until it is deleted. At connect, a board
-//! notes in [`LOADS`] when its library was loaded, and deletes our
-//! libraries other than the [`KEEP`] loaded most recently. A build still
-//! running whose library was deleted loads it again at its next call (its
-//! "Function not found" call did not run), and its workers' next connects
-//! make it recent again. Best effort: a server that refuses any step (an
-//! ACL, `maxmemory`, a durability short of replicas) keeps its libraries.
+//! library stays on the server until it is deleted. A board notes in
+//! [`LOADS`] when it loaded its library (at connect, and when it loads it
+//! again after "Function not found"); at connect it deletes the noted
+//! libraries other than the [`KEEP`] noted last. A build still running
+//! whose library was deleted loads it again at its next call (that call
+//! did not run) and is noted anew. Libraries never noted (loaded by a
+//! build before this one, or noted in another database: libraries are
+//! global to the server, the set is not) are left alone. Best effort: a
+//! server that refuses a step (an ACL, `maxmemory`, a durability short of
+//! replicas) keeps its libraries.
 
-use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::Result;
@@ -16,61 +18,65 @@ use crate::redis::connect::Connection;
 use crate::redis::lua::library::PREFIX;
 use crate::redis::scripts::LIBRARY;
 
-/// The server-wide sorted set of our libraries, scored by when a board
-/// last connected with each (ms since the epoch). Libraries are global to
-/// a server, so this key has no queue prefix.
+/// The sorted set of our libraries, scored by when a board last loaded
+/// each (ms since the epoch, the board's clock). Not under a queue prefix:
+/// libraries are shared by every prefix on the server.
 pub(crate) const LOADS: &str = "jobworker:libraries";
 
-/// How many of our libraries stay: this build's and the ones loaded most
-/// recently before it (a rolling upgrade runs two builds at once).
+/// How many noted libraries stay: the ones noted last (a rolling upgrade
+/// runs two builds at once).
 pub(crate) const KEEP: isize = 3;
 
-/// Deletes the libraries of older builds, logging a refusal at debug.
+/// Notes that this build's library was loaded now (best effort).
+pub(crate) async fn note(conn: &Connection) {
+    if let Err(e) = try_note(conn).await {
+        tracing::debug!(error = %e, "the functions library's load not noted");
+    }
+}
+
+async fn try_note(conn: &Connection) -> Result<()> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    conn.query(redis::cmd("ZADD").arg(LOADS).arg(now).arg(&LIBRARY.name))
+        .await
+}
+
+/// Notes this build's library and deletes the noted libraries other than
+/// the [`KEEP`] noted last, logging a refusal at debug.
 pub(crate) async fn prune(conn: &Connection) {
-    match delete_old(conn).await {
+    let pruned = async {
+        try_note(conn).await?;
+        delete_old(conn).await
+    };
+    match pruned.await {
         Ok(0) => {}
         Ok(n) => tracing::info!(deleted = n, "deleted the functions libraries of older builds"),
         Err(e) => tracing::debug!(error = %e, "old functions libraries not deleted"),
     }
 }
 
-/// Notes this build's load and deletes our libraries outside the
-/// [`KEEP`] most recent; the count deleted.
+/// Deletes the noted libraries other than the [`KEEP`] noted last (never
+/// this build's); the count deleted.
 async fn delete_old(conn: &Connection) -> Result<usize> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    conn.query::<()>(redis::cmd("ZADD").arg(LOADS).arg(now).arg(&LIBRARY.name))
+    let old: Vec<String> = conn
+        .query(redis::cmd("ZRANGE").arg(LOADS).arg(0).arg(-KEEP - 1))
         .await?;
-    let recent: Vec<String> = conn
-        .query(redis::cmd("ZRANGE").arg(LOADS).arg(0).arg(KEEP - 1).arg("REV"))
-        .await?;
-    let listed: Vec<HashMap<String, redis::Value>> = conn
-        .query(
-            redis::cmd("FUNCTION")
-                .arg("LIST")
-                .arg("LIBRARYNAME")
-                .arg(format!("{PREFIX}*")),
-        )
-        .await?;
-    let old = listed
-        .iter()
-        .filter_map(|library| library.get("library_name"))
-        .filter_map(|name| redis::from_redis_value_ref::<String>(name).ok())
-        .filter(|name| name.starts_with(PREFIX) && !recent.contains(name));
     let mut deleted = 0;
-    for name in old {
+    for name in old
+        .iter()
+        .filter(|n| n.starts_with(PREFIX) && **n != LIBRARY.name)
+    {
         match conn
-            .query::<()>(redis::cmd("FUNCTION").arg("DELETE").arg(&name))
+            .query::<()>(redis::cmd("FUNCTION").arg("DELETE").arg(name))
             .await
         {
             Ok(()) => deleted += 1,
-            // Another board deleted it first.
+            // Deleted already (by another board, or by hand).
             Err(e) if e.to_string().contains("Library not found") => {}
             Err(e) => return Err(e),
         }
+        conn.query::<()>(redis::cmd("ZREM").arg(LOADS).arg(name)).await?;
     }
-    conn.query::<()>(redis::cmd("ZREMRANGEBYRANK").arg(LOADS).arg(0).arg(-KEEP - 1))
-        .await?;
     Ok(deleted)
 }

@@ -150,7 +150,7 @@ pub(crate) static LIBRARY: LazyLock<Library> = LazyLock::new(Library::new);
 /// lone SCRIPT LOAD reaches every master (a pipeline goes to one node).
 pub(crate) async fn load_all(conn: &Connection) -> Result<()> {
     if conn.functions {
-        return Ok(load_library(conn).await?);
+        return Ok(reload_library(conn).await?);
     }
     for s in SCRIPTS.all() {
         load_script(conn, s.script(conn.is_cluster())).await?;
@@ -169,19 +169,30 @@ pub(crate) async fn load_script(conn: &Connection, script: &Script) -> redis::Re
 /// failover answers "Function not found", and it is loaded again. A full
 /// server (past `maxmemory`, no eviction) refuses any FUNCTION LOAD: the
 /// library is then looked for, and used if another worker loaded it.
-pub(crate) async fn load_library(conn: &Connection) -> redis::RedisResult<()> {
+/// True when the server took the load in full (not short of replicas,
+/// not full), so that it can be noted (`old_libraries.rs`).
+pub(crate) async fn load_library(conn: &Connection) -> redis::RedisResult<bool> {
     let mut load = redis::cmd("FUNCTION");
     load.arg("LOAD").arg(&LIBRARY.text);
     match load.query_async::<String>(&mut conn.link.clone()).await {
+        Ok(_) => Ok(true),
         Err(e) if e.code() == Some("OOM") => match library_loaded(conn).await {
-            Ok(true) => Ok(()),
+            Ok(true) => Ok(false),
             _ => Err(e),
         },
-        Err(e) if !e.detail().is_some_and(|d| d.contains("already exists")) && !durability::is_short(&e) => {
-            Err(e)
-        }
-        _ => Ok(()),
+        Err(e) if durability::is_short(&e) => Ok(false),
+        Err(e) if e.detail().is_some_and(|d| d.contains("already exists")) => Ok(true),
+        Err(e) => Err(e),
     }
+}
+
+/// Loads the library again (the server answered "Function not found":
+/// a restart, a flush, or another build deleted it) and notes the load.
+pub(crate) async fn reload_library(conn: &Connection) -> redis::RedisResult<()> {
+    if load_library(conn).await? {
+        old_libraries::note(conn).await;
+    }
+    Ok(())
 }
 
 /// Whether the server has this build's library (FUNCTION LIST reads, so a
@@ -200,8 +211,10 @@ async fn library_loaded(conn: &Connection) -> redis::RedisResult<bool> {
 pub(crate) async fn prepare(conn: &mut Connection) -> Result<()> {
     if conn.functions {
         match load_library(conn).await {
-            Ok(()) => {
-                old_libraries::prune(conn).await;
+            Ok(in_full) => {
+                if in_full {
+                    old_libraries::prune(conn).await;
+                }
                 return Ok(());
             }
             Err(e) if e.is_io_error() || e.is_connection_dropped() => return Err(e.into()),

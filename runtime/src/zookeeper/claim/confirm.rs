@@ -163,10 +163,12 @@ impl ZooKeeperBoard {
 
     /// Deletes the lock `stat` of our own claim on `k` that cannot be handed
     /// back: at its version, and only from the session that made it. A
-    /// lock of a session this board lost is gone or going with it, and a
-    /// lock made since by another claimer (again at version 0) is not ours
-    /// to delete. A failure is logged: the lock still ends at its lease
-    /// deadline or with its session.
+    /// lock of a session this board lost is gone or going with it, and
+    /// after such a loss another claimer's new lock has the same version 0.
+    /// (Within our session the lock goes only with a recovery of its lease
+    /// as expired, which these fresh claims are far from; ZooKeeper cannot
+    /// delete on a condition of the owner.) A failure is logged: the lock
+    /// still ends at its lease deadline or with its session.
     async fn release_lock(&self, paths: &QueuePaths, k: &Known, stat: &zk::Stat) {
         let lock = paths.lock(&k.znode);
         let what = format!(
