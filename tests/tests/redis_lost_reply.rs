@@ -632,6 +632,54 @@ async fn a_bulk_post_whose_call_fails_again_says_which_jobs_may_have_run() {
     assert!(maybe >= 100, "the cut call's jobs may have run: {maybe}");
 }
 
+/// A bulk post whose calls are sent again after a lost reply to a server
+/// that lost the library meanwhile (another build deleted it, a restart)
+/// loads it again and runs them: no job is reported as maybe posted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bulk_post_sent_again_to_a_server_without_the_library_loads_it() {
+    let s = Setup::start("lost-bulk-library").await;
+    let jobs: Vec<NewJob> = (0..5_000)
+        .map(|i| NewJob::new("bulk").id(format!("bulk-{i:04}")))
+        .collect();
+    let results = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, q| async move { client.post_many(&q, &jobs).await },
+            || async {
+                let _: () = redis::cmd("FUNCTION")
+                    .arg("FLUSH")
+                    .query_async(&mut s.board.connection())
+                    .await
+                    .unwrap();
+            },
+        )
+        .await
+        .unwrap();
+    let key = s.board.keys(&s.queue).unwrap().listings().to_owned();
+    let listed: HashSet<String> = redis::cmd("HKEYS")
+        .arg(key)
+        .query_async(&mut s.board.connection())
+        .await
+        .unwrap();
+    let mut posted = 0;
+    for (i, result) in results.iter().enumerate() {
+        let id = format!("bulk-{i:04}");
+        match result {
+            Ok(got) => {
+                assert_eq!(got.as_str(), id);
+                assert!(listed.contains(&id), "{id} was reported posted");
+                posted += 1;
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(text.contains("not sent"), "{id}: {text}");
+                assert!(!listed.contains(&id), "{id} was reported not sent");
+            }
+        }
+    }
+    assert!(posted >= 100, "the cut call's jobs are posted: {posted}");
+}
+
 /// A suspect (one of the jobs a crashed worker held together) is claimed
 /// alone; a claim whose reply was lost gets it back still marked so.
 #[tokio::test(flavor = "multi_thread")]

@@ -127,7 +127,8 @@ impl RedisBoard {
     /// Reads the answers of a bulk's calls into `results`. A call refused
     /// for want of the Lua (restart, FUNCTION FLUSH) did not run: it runs
     /// again. The calls whose connection dropped are sent again as
-    /// themselves, in one pipeline. False when a call failed for good: its
+    /// themselves, in one pipeline (and once more, after the Lua is loaded,
+    /// if the server lost it meanwhile). False when a call failed for good: its
     /// jobs may have been posted (their errors say so), and the bulk stops.
     async fn answer_bulk(
         &self,
@@ -154,7 +155,16 @@ impl RedisBoard {
         if let Some((_, e)) = lost.first() {
             tracing::warn!(error = %e, calls = lost.len(), "redis connection lost during a bulk post; sending its calls again");
             let batches = lost.into_iter().map(|(batch, _)| batch).collect();
-            answered.extend(send_pipeline(&self.conn, keys, batches, Some(started)).await);
+            for (batch, answer) in send_pipeline(&self.conn, keys, batches, Some(started)).await {
+                let value = match answer {
+                    // The server lost the Lua meanwhile: this call did not run.
+                    Err(e) if is_noscript(&e) => {
+                        (batch_invocation(keys, &batch, Some(started)).invoke(&self.conn)).await
+                    }
+                    other => other,
+                };
+                answered.push((batch, value));
+            }
         }
         let mut whole = true;
         for (batch, value) in answered {
