@@ -13,12 +13,15 @@
 --        followed by ' again <ms>' when the call is sent again because
 --        its reply was lost, that long after its first sending plus a
 --        margin (a job cancelled within that time is then taken as the
---        first sending's and left as it is); 5, 6 the
+--        first sending's and left as it is, and the refs the first
+--        sending returned for it are returned again); 5, 6 the
 --        history's count and age (ms), which bound the cancelled jobs kept;
 --        then job ids (at most 1000).
 -- Effects: nothing unless every job can be cancelled. Then per job:
 --        listing, owner, last_modified and index entries deleted; this
---        queue's dependencies forget it; job hash marked cancelled and
+--        queue's dependencies forget it (those in other queues are kept
+--        for ten minutes in NS:jw.cancel_refs.<id>, for a call sent
+--        again); job hash marked cancelled and
 --        kept in the cancelled index (pruned here by the history's count
 --        and age); 'cancelled' event.
 -- Returns: {'ok', ref, …} where each ref ("queue\nid\njob") is a
@@ -53,22 +56,28 @@ end
 local out = {'ok'}
 for i = 7, #ARGV do
   local id = ARGV[i]
-  if not done[id] then
+  local refs = NS .. 'jw.cancel_refs.' .. id
+  if done[id] then
+    for _, ref in ipairs(redis.call('SMEMBERS', refs)) do out[#out + 1] = ref end
+  else
     local owner = redis.call('GET', owned_key(id))
     -- Its worker stops the handler at once (see RedisBoard::cancels_of).
     if owner then redis.call(PUBLISH, EVENTS .. ':cancel:' .. owner, id) end
     redis.call('HDEL', K_LISTINGS, id)
     redis.call('DEL', owned_key(id), modified_key(id), dependents_key(id))
     for _, k in ipairs({K_READY, K_SCHEDULED, K_LEASES, K_WAITING}) do redis.call('ZREM', k, id) end
-    local me = QUEUE .. '\n' .. id
+    local me, kept = QUEUE .. '\n' .. id, false
     for _, ref in ipairs(redis.call('SMEMBERS', deps_key(id))) do
       local q, dep = ref:match('^(.-)\n(.*)$')
       if q == QUEUE then
         redis.call('SREM', dependents_key(dep), me)
       else
         out[#out + 1] = ref .. '\n' .. id
+        redis.call('SADD', refs, ref .. '\n' .. id)
+        kept = true
       end
     end
+    if kept then redis.call('PEXPIRE', refs, 600000) end
     redis.call('DEL', deps_key(id))
     local job = job_key(id)
     redis.call('HSET', job, 'state', 'cancelled', 'finished', now_ms)

@@ -512,6 +512,33 @@ async fn a_cancel_whose_reply_was_lost_is_reported_done() {
     assert!(again.is_finished(), "{again}");
 }
 
+/// A cancel sent again after a lost reply still takes the job off its
+/// dependencies' lists in other queues: such a dependency can then be
+/// cancelled alone, as if the first reply had come.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_sent_again_frees_the_dependencies_in_other_queues() {
+    let s = Setup::start("lost-cancel-deps").await;
+    let other = unique_queue("lost-cancel-dep");
+    let dep = s.board.post(&other, NewJob::new("dep")).await.unwrap();
+    let waiting = s
+        .board
+        .post(&s.queue, NewJob::new("waits").depends_on_in(&other, dep.clone()))
+        .await
+        .unwrap();
+    let cancelled = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, q| async move { client.cancel(&q, &[waiting], false).await },
+            || async {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(cancelled.len(), 1);
+    let deps = s.board.dependencies(&other, &dep).await.unwrap();
+    assert!(deps.dependents.is_empty(), "still listed: {deps:?}");
+    s.board.cancel(&other, &[dep], false).await.unwrap();
+}
+
 /// A bulk post that goes as one pipeline (here because of a durability;
 /// also behind sentinels) and loses its reply sends each of its calls
 /// again as itself: every job is posted, once.

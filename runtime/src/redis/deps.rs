@@ -177,9 +177,8 @@ impl RedisBoard {
     /// Runs `cancel.lua` on one queue, then removes the cancelled jobs from
     /// their dependencies' sets in other queues. A call whose connection
     /// dropped is sent once more saying since when: a job cancelled in that
-    /// time is taken as the first sending's (though the dependencies in
-    /// other queues that its reply named keep listing it), not "already
-    /// finished".
+    /// time is taken as the first sending's, not "already finished", and
+    /// its dependencies in other queues are named again.
     pub(crate) async fn cancel_in(&self, keys: &QueueKeys, ids: &[&str], force: bool) -> Result<()> {
         let call = |again: Option<Duration>| {
             let mut inv = Invocation::new(&SCRIPTS.cancel, keys);
