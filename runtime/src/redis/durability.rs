@@ -8,7 +8,8 @@
 //! a `WAIT`: it wrote nothing to acknowledge, and it answers while the
 //! replicas lag.
 //!
-//! The cost is one more round trip per call, plus the replicas' lag: see
+//! The cost is one more round trip per call that may write, plus the
+//! replicas' lag: see
 //! `docs/scaling.md`.
 
 use std::fmt;

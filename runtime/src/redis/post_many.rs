@@ -159,7 +159,8 @@ impl RedisBoard {
                 let value = match answer {
                     // The server lost the Lua meanwhile: this call did not run.
                     Err(e) if is_noscript(&e) => {
-                        (batch_invocation(keys, &batch, Some(started)).invoke(&self.conn)).await
+                        let again = batch_invocation(keys, &batch, Some(started));
+                        again.invoke(&self.conn).await
                     }
                     other => other,
                 };
