@@ -9,8 +9,7 @@
 //! replicas lag.
 //!
 //! The cost is one more round trip per call that may write, plus the
-//! replicas' lag: see
-//! `docs/scaling.md`.
+//! replicas' lag: see `docs/scaling.md`.
 
 use std::fmt;
 use std::str::FromStr;
