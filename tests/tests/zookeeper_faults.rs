@@ -7,7 +7,7 @@ use jobworker_tests::copy_of;
 use std::time::Duration;
 
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
-use jobworker::{Abandon, Board, JobId, JobState, ListFilter, NewJob, Page};
+use jobworker::{Abandon, Board, JobId, JobState, ListFilter, NewJob, Page, Priority};
 use jobworker_tests::{shared_zookeeper, unique_queue};
 use zookeeper_client as zk;
 
@@ -25,6 +25,14 @@ async fn board(opts: impl FnOnce(&mut ZooKeeperOptions)) -> (ZooKeeperBoard, Str
         .await
         .expect("connect to the test ZooKeeper");
     (board, root)
+}
+
+/// Another board (its own session) under `root`.
+async fn board_at(root: &str) -> ZooKeeperBoard {
+    let o = ZooKeeperOptions::new(format!("{}{root}", shared_zookeeper().connect_string()));
+    ZooKeeperBoard::connect(o)
+        .await
+        .expect("connect to the test ZooKeeper")
 }
 
 /// The `.lock` znodes in `jobs`.
@@ -301,4 +309,39 @@ async fn a_job_with_an_undecodable_record_can_be_cancelled() {
     assert_eq!(done, [(q.clone(), id.clone())]);
     assert_eq!(board.state(&q, &id).await.unwrap(), JobState::Cancelled);
     assert!(board.claim(&[&q], "w", LONG, 1).await.unwrap().is_empty());
+}
+
+/// A queue's jobs path deleted and made again outside jobworker (its
+/// sequence numbers start over, so a new job gets an old job's znode
+/// name) hands out the new job, not the posting a board cached for the
+/// old one, and consuming it ends the new job.
+#[tokio::test]
+async fn a_jobs_path_made_again_hands_out_its_new_jobs() {
+    let (board, root) = board(|_| {}).await;
+    let q = unique_queue("remade");
+    // The board reads (and caches) both postings and claims the urgent
+    // job; the first one's name comes back below.
+    board.post(&q, NewJob::new("old")).await.unwrap();
+    board
+        .post(&q, NewJob::new("urgent").priority(Priority::HIGH))
+        .await
+        .unwrap();
+    let c = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
+    assert_eq!(c.name, "urgent");
+    board.consume(c.lease).await.unwrap();
+    let jobs = board.jobs_path(&q).unwrap();
+    let client = shared_zookeeper().client().await;
+    for child in client.list_children(&jobs).await.unwrap() {
+        client.delete(&format!("{jobs}/{child}"), None).await.unwrap();
+    }
+    client.delete(&jobs, None).await.unwrap();
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    client.create(&jobs, b"", &persistent).await.unwrap();
+    // Posted by another board, so that this one's cache does not see it.
+    let other = board_at(&root).await;
+    let new = other.post(&q, NewJob::new("new")).await.unwrap();
+    let c = board.claim(&[&q], "w", LONG, 1).await.unwrap().remove(0);
+    assert_eq!((c.lease.job(), c.name.as_str()), (&new, "new"));
+    board.consume(c.lease).await.unwrap();
+    assert_eq!(board.state(&q, &new).await.unwrap(), JobState::Completed);
 }

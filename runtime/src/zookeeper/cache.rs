@@ -94,6 +94,8 @@ struct QueueCache {
     /// uuid → znode learnt from job records (a heartbeat board never lists
     /// the queue); bounded by [`LOCATED_MAX`].
     located: HashMap<String, String>,
+    /// The jobs path's creation zxid at the last listing (see `known`).
+    jobs_made: Option<i64>,
 }
 
 /// Most uuid → znode entries learnt from records kept per queue.

@@ -70,7 +70,7 @@ impl ZooKeeperBoard {
                     // Sent now, in this order; the server answers in order.
                     let settings = client.get_data(&p.settings);
                     let gate = client.check_stat(&p.claims);
-                    let jobs = client.list_children(&p.jobs);
+                    let jobs = client.get_children(&p.jobs);
                     let delayed = client.list_children(&p.delayed);
                     let suspects = client.list_children(&p.suspects);
                     let (settings, gate, jobs, delayed, suspects) =
@@ -81,12 +81,14 @@ impl ZooKeeperBoard {
             })
             .await?
             .map_err(|e| self.session().error(&what, &e))?;
+        let (children, jobs_made) = children.map_or((Vec::new(), None), |(c, stat)| (c, Some(stat.czxid)));
         Ok(ClaimView {
             settings: settings.map_or_else(Stored::default, |(data, _)| Stored::parse(&data, &paths.queue)),
             gate: gate.map(|stat| stat.version),
             snap: Snapshot {
                 suspects: suspects.unwrap_or_default().into_iter().collect(),
-                ..Snapshot::from_listing(children.unwrap_or_default(), delayed.unwrap_or_default())
+                jobs_made,
+                ..Snapshot::from_listing(children, delayed.unwrap_or_default())
             },
         })
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use zookeeper_client as zk;
 
 use super::Snapshot;
-use super::{Known, Seen, READ_BATCH, UNLISTED_SLACK};
+use super::{Known, QueueCache, Seen, READ_BATCH, UNLISTED_SLACK};
 use crate::error::Result;
 use crate::job::Priority;
 use crate::zookeeper::paths::{self, QueuePaths};
@@ -31,6 +31,15 @@ impl ZooKeeperBoard {
         let mut slots: Vec<Option<Arc<Known>>> = Vec::with_capacity(snap.jobs.len());
         let mut missing: Vec<usize> = Vec::new();
         self.inner.cache.with(q, |c| {
+            if snap.jobs_made.is_some() && snap.jobs_made != c.jobs_made {
+                if c.jobs_made.is_some() {
+                    // The jobs path was made again (outside jobworker): its
+                    // names started over, so a cached one may be another
+                    // job's now.
+                    *c = QueueCache::default();
+                }
+                c.jobs_made = snap.jobs_made;
+            }
             for n in &snap.jobs {
                 slots.push(match c.postings.get(n) {
                     Some(Seen::Usable(k)) => Some(k.clone()),

@@ -23,6 +23,9 @@ pub(crate) struct Snapshot {
     pub delayed: HashMap<String, (i64, Vec<String>)>,
     /// Suspects (jobs to hand out alone), by uuid; read by claims only.
     pub suspects: HashSet<String>,
+    /// The jobs path's creation zxid (none when it is missing): another
+    /// one means the path was made again, and its names start over.
+    pub jobs_made: Option<i64>,
 }
 
 impl Snapshot {
@@ -82,25 +85,25 @@ impl ZooKeeperBoard {
         watch: bool,
     ) -> Result<(Snapshot, Option<zk::OneshotWatcher>)> {
         let what = format!("cannot list queue {}", paths.queue);
-        let (children, delayed, watcher) = self
+        let (children, made, delayed, watcher) = self
             .read(&what, |client| {
                 let jobs_path = paths.jobs.clone();
                 let delayed_path = paths.delayed.clone();
                 async move {
-                    let (children, watcher) = if watch {
-                        match client.list_and_watch_children(&jobs_path).await {
-                            Ok((c, w)) => (c, Some(w)),
+                    let (children, made, watcher) = if watch {
+                        match client.get_and_watch_children(&jobs_path).await {
+                            Ok((c, stat, w)) => (c, Some(stat.czxid), Some(w)),
                             Err(zk::Error::NoNode) => {
                                 // Wake when the queue is made.
                                 let (_, w) = client.check_and_watch_stat(&jobs_path).await?;
-                                (Vec::new(), Some(w))
+                                (Vec::new(), None, Some(w))
                             }
                             Err(e) => return Err(e),
                         }
                     } else {
-                        match client.list_children(&jobs_path).await {
-                            Ok(c) => (c, None),
-                            Err(zk::Error::NoNode) => (Vec::new(), None),
+                        match client.get_children(&jobs_path).await {
+                            Ok((c, stat)) => (c, Some(stat.czxid), None),
+                            Err(zk::Error::NoNode) => (Vec::new(), None, None),
                             Err(e) => return Err(e),
                         }
                     };
@@ -109,12 +112,13 @@ impl ZooKeeperBoard {
                         Err(zk::Error::NoNode) => Vec::new(),
                         Err(e) => return Err(e),
                     };
-                    Ok((children, delayed, watcher))
+                    Ok((children, made, delayed, watcher))
                 }
             })
             .await?
             .map_err(|e| self.session().error(&what, &e))?;
-        let snap = Snapshot::from_listing(children, delayed);
+        let mut snap = Snapshot::from_listing(children, delayed);
+        snap.jobs_made = made;
         Ok((snap, watcher))
     }
 
