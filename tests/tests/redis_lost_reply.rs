@@ -102,6 +102,35 @@ impl Setup {
         JobId::from(ids[0].clone())
     }
 
+    /// Posts 5,000 jobs `bulk-0000`… in one bulk whose first reply is
+    /// cut, running `meanwhile` on the board before the bulk goes on; each
+    /// job's result, and the ids listed afterwards.
+    async fn bulk_through_a_cut(
+        &self,
+        meanwhile: redis::Cmd,
+    ) -> (Vec<jobworker::Result<JobId>>, HashSet<String>) {
+        let jobs: Vec<NewJob> = (0..5_000)
+            .map(|i| NewJob::new("bulk").id(format!("bulk-{i:04}")))
+            .collect();
+        let results = self
+            .through_a_cut(
+                Cut::Reply,
+                |client, q| async move { client.post_many(&q, &jobs).await },
+                || async {
+                    let _: () = meanwhile.query_async(&mut self.board.connection()).await.unwrap();
+                },
+            )
+            .await
+            .unwrap();
+        let key = self.board.keys(&self.queue).unwrap().listings().to_owned();
+        let listed: HashSet<String> = redis::cmd("HKEYS")
+            .arg(key)
+            .query_async(&mut self.board.connection())
+            .await
+            .unwrap();
+        (results, listed)
+    }
+
     /// Claims the one ready job on the board and consumes it.
     async fn run_one(&self) -> JobId {
         let claimed = self.board.claim(&[&self.queue], "board", LONG, 1).await.unwrap();
@@ -616,31 +645,9 @@ async fn a_pipelined_bulk_post_whose_reply_was_lost_posts_each_job_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bulk_post_whose_call_fails_again_says_which_jobs_may_have_run() {
     let s = Setup::start("lost-bulk").await;
-    let jobs: Vec<NewJob> = (0..5_000)
-        .map(|i| NewJob::new("bulk").id(format!("bulk-{i:04}")))
-        .collect();
-    let results = s
-        .through_a_cut(
-            Cut::Reply,
-            |client, q| async move { client.post_many(&q, &jobs).await },
-            || async {
-                let _: () = redis::cmd("CONFIG")
-                    .arg("SET")
-                    .arg("maxmemory")
-                    .arg("1")
-                    .query_async(&mut s.board.connection())
-                    .await
-                    .unwrap();
-            },
-        )
-        .await
-        .unwrap();
-    let key = s.board.keys(&s.queue).unwrap().listings().to_owned();
-    let listed: HashSet<String> = redis::cmd("HKEYS")
-        .arg(key)
-        .query_async(&mut s.board.connection())
-        .await
-        .unwrap();
+    let mut full = redis::cmd("CONFIG");
+    full.arg("SET").arg("maxmemory").arg("1");
+    let (results, listed) = s.bulk_through_a_cut(full).await;
     let (mut maybe, mut unsent) = (0, 0);
     for (i, result) in results.iter().enumerate() {
         let id = format!("bulk-{i:04}");
@@ -665,29 +672,9 @@ async fn a_bulk_post_whose_call_fails_again_says_which_jobs_may_have_run() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bulk_post_sent_again_to_a_server_without_the_library_loads_it() {
     let s = Setup::start("lost-bulk-library").await;
-    let jobs: Vec<NewJob> = (0..5_000)
-        .map(|i| NewJob::new("bulk").id(format!("bulk-{i:04}")))
-        .collect();
-    let results = s
-        .through_a_cut(
-            Cut::Reply,
-            |client, q| async move { client.post_many(&q, &jobs).await },
-            || async {
-                let _: () = redis::cmd("FUNCTION")
-                    .arg("FLUSH")
-                    .query_async(&mut s.board.connection())
-                    .await
-                    .unwrap();
-            },
-        )
-        .await
-        .unwrap();
-    let key = s.board.keys(&s.queue).unwrap().listings().to_owned();
-    let listed: HashSet<String> = redis::cmd("HKEYS")
-        .arg(key)
-        .query_async(&mut s.board.connection())
-        .await
-        .unwrap();
+    let mut flush = redis::cmd("FUNCTION");
+    flush.arg("FLUSH");
+    let (results, listed) = s.bulk_through_a_cut(flush).await;
     let mut posted = 0;
     for (i, result) in results.iter().enumerate() {
         let id = format!("bulk-{i:04}");
