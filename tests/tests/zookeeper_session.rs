@@ -205,3 +205,58 @@ async fn connecting_to_no_server_is_unavailable() {
         .unwrap_err();
     assert!(bad.is_invalid(), "{bad}");
 }
+
+/// While no server takes sessions, a board whose session ended tries to
+/// connect a new one at a slowing pace, not once per request (a storm of
+/// connects during a slow election), and connects at once when one serves.
+#[tokio::test(flavor = "multi_thread")]
+async fn reconnects_slow_down_while_no_server_serves() {
+    const CALLERS: usize = 8;
+    const WINDOW: Duration = Duration::from_secs(6);
+    let mut server = tokio::task::spawn_blocking(private_server).await.unwrap();
+    let connect = format!("{}/jw", server.connect_string());
+    let board = board_on(&connect, Duration::from_secs(1)).await;
+    let q = unique_queue("paced");
+    board.post(&q, NewJob::new("p")).await.unwrap();
+    server.kill().unwrap();
+    // The first failure comes once the client gave the session up.
+    let down = board.job_count(&q).await.unwrap_err();
+    assert!(down.is_unavailable(), "{down}");
+
+    let started = Instant::now();
+    let callers = (0..CALLERS).map(|_| {
+        let (board, q) = (board.clone(), q.clone());
+        tokio::spawn(async move {
+            let mut failed = 0;
+            while started.elapsed() < WINDOW {
+                let e = board.job_count(&q).await.unwrap_err();
+                assert!(e.is_unavailable(), "{e}");
+                failed += 1;
+            }
+            failed
+        })
+    });
+    let mut failed = 0;
+    for c in callers {
+        failed += c.await.unwrap();
+    }
+    // Each try is a connect that fails in about 0.2 s; unpaced, the 8
+    // callers fail 30 times in the window one after another. Paced
+    // (0.25 s, doubled to 2 s), about 5 connects run, and each failure
+    // fails only the request that tried it.
+    assert!(failed <= 10, "{failed} requests tried to connect in {WINDOW:?}");
+
+    let server = tokio::task::spawn_blocking(move || {
+        server.restart().unwrap();
+        server
+    })
+    .await
+    .unwrap();
+    wait_until("the board to connect again", Duration::from_secs(15), || async {
+        board.job_count(&q).await.is_ok()
+    })
+    .await;
+    assert_eq!(board.job_count(&q).await.unwrap(), 1);
+    assert_eq!(board.sessions_replaced(), 1);
+    drop(server);
+}

@@ -1,11 +1,16 @@
-//! A drain through the loss of the ZooKeeper leader, end to end: a real
-//! 3-member ensemble on loopback ports; the real `jobworker` supervisor
-//! with two workers on `--zookeeper host1,host2,host3/root`; 2,000 jobs;
-//! the leader killed (kill -9) a quarter of the way, kept down while the
-//! workers go on with the other two members, then started again. Every run
-//! is logged by the scripted handler outside ZooKeeper (a run log file),
-//! so what the leader's loss did shows as jobs that never ran, ran again,
-//! or ran twice at once.
+//! A drain through the loss of the ZooKeeper leader, then of a majority,
+//! end to end: a real 3-member ensemble on loopback ports; the real
+//! `jobworker` supervisor with two workers on `--zookeeper
+//! host1,host2,host3/root`; 2,000 jobs. The leader is killed (kill -9) a
+//! quarter of the way, kept down while the workers go on with the other
+//! two members, then started again. Then two members are killed: no quorum
+//! serves for longer than the leases and the workers' sessions, as in an
+//! election that takes that long on a slow, busy machine (one took 40 s in
+//! CI). Every run is logged by the scripted handler outside ZooKeeper (a
+//! run log file), so what the losses did shows as jobs that never ran, ran
+//! again, or ran twice at once. A job may run again only when its worker
+//! said that it could not record the result (its lease lapsed while no
+//! quorum served): at least once, never silently twice.
 //!
 //! The test's own board asks for a 20 s session and the workers keep the
 //! default 10 s one, so the sessions the members logged with a 10 s
@@ -13,7 +18,7 @@
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::{self, Display};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -22,9 +27,8 @@ use common::runs::{logged, outcome, unrecorded};
 use common::{serial, Supervisor};
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, NewJob};
-use jobworker_examples::scripted::run_log::RunOutcome;
 use jobworker_examples::scripted::Action;
-use jobworker_tests::chaos::runs::{Run, Runs};
+use jobworker_tests::chaos::runs::Runs;
 use jobworker_tests::{unique_queue, wait_until, ZooKeeperEnsemble, ENSEMBLE_TIMEOUT};
 use tokio::task::block_in_place;
 
@@ -50,6 +54,16 @@ const WHILE_DOWN: usize = 100;
 const JOB_MILLIS: u64 = 100;
 /// Jobs each worker runs at once.
 const CONCURRENCY: &str = "4";
+/// The workers' lease, in seconds: shorter than [`MAJORITY_DOWN`], so
+/// leases lapse while no quorum serves.
+const EXPIRY: &str = "6";
+/// How long two members stay down: longer than the lease and than the
+/// workers' sessions (the client gives one up 1.4 timeouts after the last
+/// reply), so sessions end and are replaced.
+const MAJORITY_DOWN: Duration = Duration::from_secs(16);
+/// Jobs that must complete between the leader's return and the loss of
+/// the majority.
+const BETWEEN: usize = 100;
 /// Lines of the supervisor's log quoted when the test fails.
 const TAIL: usize = 40;
 
@@ -89,18 +103,6 @@ async fn wait_runs(runs: &mut Runs, what: Evidence<'_>, done: impl Fn(usize) -> 
     })
     .await;
     runs.ok_jobs()
-}
-
-/// Jobs with two or more runs that ended ok.
-fn completed_twice(runs: &[Run]) -> Vec<String> {
-    let mut ok: HashMap<&str, usize> = HashMap::new();
-    for r in runs.iter().filter(|r| matches!(r.end, Some((_, RunOutcome::Ok)))) {
-        *ok.entry(r.id.as_str()).or_default() += 1;
-    }
-    ok.into_iter()
-        .filter(|(_, n)| *n > 1)
-        .map(|(id, _)| id.to_owned())
-        .collect()
 }
 
 /// The workers' ZooKeeper sessions as the members logged them: (distinct
@@ -164,11 +166,31 @@ async fn lose_the_leader(ensemble: &mut ZooKeeperEnsemble, runs: &mut Runs, sup:
     }
 }
 
+/// Once [`BETWEEN`] more jobs ran with the leader back: kills two members
+/// (the leader among them), keeps them down for [`MAJORITY_DOWN`], then
+/// starts them again. Returns the jobs done when they went down.
+async fn lose_a_majority(ensemble: &mut ZooKeeperEnsemble, runs: &mut Runs, sup: &Supervisor) -> usize {
+    let done = runs.ok_jobs();
+    let back = Evidence("jobs to run with the leader back", sup);
+    let at_kill = wait_runs(runs, back, |ok| ok >= (done + BETWEEN).min(JOBS)).await;
+    let leader = ensemble.leader();
+    let other = (0..ensemble.size()).find(|&i| i != leader).unwrap();
+    ensemble.kill(leader);
+    ensemble.kill(other);
+    tokio::time::sleep(MAJORITY_DOWN).await;
+    block_in_place(|| {
+        ensemble.restart(leader);
+        ensemble.restart(other);
+    });
+    at_kill
+}
+
 /// Must-show: 2,000 jobs drain on a 3-member ensemble through kill -9 of
-/// its leader: each completes exactly once, no job runs twice at once, and
-/// the workers go on while the leader is down.
+/// its leader, then of a majority: each completes, none twice at once,
+/// none again unless its worker said so; the workers go on while the
+/// leader is down.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_drain_survives_kill_9_of_the_zookeeper_leader() {
+async fn a_drain_survives_kill_9_of_the_leader_then_of_a_majority() {
     let _serial = serial().await;
     let mut ensemble = block_in_place(|| ZooKeeperEnsemble::start(3));
     let connect = ensemble.connect_string_with_chroot(&format!("/{}", unique_queue("zk-ensemble")));
@@ -186,11 +208,12 @@ async fn a_drain_survives_kill_9_of_the_zookeeper_leader() {
     let mut sup = Supervisor::start_on(
         &["--zookeeper", &connect],
         &q,
-        &["--workers", "2", "--concurrency", CONCURRENCY],
+        &["--workers", "2", "--concurrency", CONCURRENCY, "--expiry", EXPIRY],
         None,
     );
     let mut runs = Runs::new(&log);
     let loss = lose_the_leader(&mut ensemble, &mut runs, &sup).await;
+    let at_majority_loss = lose_a_majority(&mut ensemble, &mut runs, &sup).await;
     wait_runs(&mut runs, Evidence("every job to run", &sup), |ok| ok == JOBS).await;
     let drain = started.elapsed();
     let empty = Evidence("the queue to be empty", &sup);
@@ -204,7 +227,7 @@ async fn a_drain_survives_kill_9_of_the_zookeeper_leader() {
     println!(
         "ensemble drain: {JOBS} jobs of {JOB_MILLIS} ms in {drain:?} with 2 workers × {CONCURRENCY}; \
          leader {} killed after {} jobs, member {} elected in {:?}; {} jobs ran in the {:?} it was down; \
-         {} runs in all, {out:?}",
+         a majority killed for {MAJORITY_DOWN:?} after {at_majority_loss} jobs; {} runs in all, {out:?}",
         loss.leader,
         loss.at_kill,
         loss.new_leader,
@@ -223,9 +246,9 @@ async fn a_drain_survives_kill_9_of_the_zookeeper_leader() {
     let evidence = Evidence("the outcome", &sup);
     let counts = (out.never_ran, out.ran_again, out.concurrent);
     assert_eq!(counts, (0, 0, 0), "{out:?}; {evidence}");
-    let twice = completed_twice(runs.all());
-    assert!(twice.is_empty(), "jobs completed twice: {twice:?}; {evidence}");
-    // No session-loss storm: a session moves to a live member; at worst
-    // each of the 4 (2 workers, each with its heartbeat's) is replaced once.
-    assert!(new_sessions <= 4, "{new_sessions} sessions replaced; {evidence}");
+    // No session-loss storm: a session moves to a live member while a
+    // quorum serves; each of the 4 (2 workers, each with its heartbeat's)
+    // is replaced at most once per loss, and announced once however many
+    // connects it takes.
+    assert!(new_sessions <= 8, "{new_sessions} sessions replaced; {evidence}");
 }

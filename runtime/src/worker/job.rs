@@ -94,8 +94,9 @@ pub(crate) enum Settle {
     Trash(String),
     /// Give the job back without counting an attempt.
     Release,
-    /// Nothing to do: the lease is gone or was already given back.
-    Drop(&'static str),
+    /// Nothing to do: the lease is gone or was already given back (the
+    /// interrupt says which).
+    Drop(Interrupt),
 }
 
 /// How a handler task ended.
@@ -164,9 +165,7 @@ fn decide(
     no_handler: impl FnOnce() -> String,
 ) -> Settle {
     match (interrupt, outcome) {
-        (Interrupt::LeaseLost, _) => Settle::Drop("lease lost; result dropped"),
-        (Interrupt::Cancelled, _) => Settle::Drop("cancelled; result dropped"),
-        (Interrupt::Released, _) => Settle::Drop("given back at shutdown"),
+        (Interrupt::LeaseLost | Interrupt::Cancelled | Interrupt::Released, _) => Settle::Drop(interrupt),
         (Interrupt::TimedOut, _) => Settle::Retry(
             format!("timeout: timed out after {:?}", timeout.unwrap_or_default()),
             None,
@@ -226,16 +225,14 @@ mod tests {
     #[test]
     fn an_interrupt_outranks_what_the_handler_returned() {
         for outcome in [Outcome::Returned(Ok(())), Outcome::Cancelled] {
-            assert!(matches!(run(Interrupt::LeaseLost, outcome), Settle::Drop(_)));
+            assert_eq!(
+                run(Interrupt::LeaseLost, outcome),
+                Settle::Drop(Interrupt::LeaseLost)
+            );
         }
-        assert!(matches!(
-            run(Interrupt::Cancelled, Outcome::Returned(Ok(()))),
-            Settle::Drop(_)
-        ));
-        assert!(matches!(
-            run(Interrupt::Released, Outcome::Returned(Ok(()))),
-            Settle::Drop(_)
-        ));
+        for interrupt in [Interrupt::Cancelled, Interrupt::Released] {
+            assert_eq!(run(interrupt, Outcome::Returned(Ok(()))), Settle::Drop(interrupt));
+        }
         assert_eq!(
             run(Interrupt::TimedOut, Outcome::Returned(Ok(()))),
             Settle::Retry("timeout: timed out after 60s".into(), None)

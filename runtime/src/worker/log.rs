@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::job::failure_group;
-use crate::worker::job::Finished;
+use crate::worker::job::{Finished, Interrupt};
 
 /// How a finished job was settled on the board.
 pub(crate) enum Settled {
@@ -19,8 +19,9 @@ pub(crate) enum Settled {
     Trashed { reason: String },
     /// Given back without counting an attempt.
     Released,
-    /// Nothing was recorded (the lease is gone or was given back).
-    Dropped(&'static str),
+    /// Nothing was recorded: the lease was lost or cancelled, or the job
+    /// was given back at shutdown (the interrupt says which).
+    Dropped(Interrupt),
 }
 
 /// Logs how `job` was settled, or why it could not be.
@@ -40,7 +41,14 @@ pub(crate) fn settled(job: &Finished, result: Result<Settled, Error>) {
             tracing::warn!(job = %id, %queue, %name, attempt, %group, %reason, "job trashed")
         }
         Ok(Settled::Released) => tracing::debug!(job = %id, %queue, %name, "job given back"),
-        Ok(Settled::Dropped(why)) => tracing::debug!(job = %id, %queue, %name, why, "job result dropped"),
+        // The job runs again: as loud as a consume that failed.
+        Ok(Settled::Dropped(Interrupt::LeaseLost)) => {
+            tracing::warn!(job = %id, %queue, %name, "lease lost before the result was recorded; result dropped")
+        }
+        Ok(Settled::Dropped(Interrupt::Cancelled)) => {
+            tracing::info!(job = %id, %queue, %name, "job cancelled before its result was recorded; result dropped")
+        }
+        Ok(Settled::Dropped(why)) => tracing::debug!(job = %id, %queue, %name, ?why, "job result dropped"),
         Err(e) if e.is_cancelled() => {
             tracing::info!(job = %id, %queue, %name, "job cancelled before its result was recorded; result dropped")
         }

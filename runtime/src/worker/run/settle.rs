@@ -80,7 +80,7 @@ impl Worker {
                 self.board.abandon(lease, Abandon::Release).await?;
                 Ok(Settled::Released)
             }
-            Settle::Drop(why) => Ok(Settled::Dropped(why)),
+            Settle::Drop(interrupt) => Ok(Settled::Dropped(interrupt)),
         }
     }
 
