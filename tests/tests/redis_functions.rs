@@ -313,8 +313,9 @@ async fn libraries(con: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
 }
 
 /// At connect a board deletes the noted libraries of older builds but
-/// the two noted last before its own (a rolling upgrade's other build),
-/// and leaves alone libraries never noted and other libraries; a build
+/// the two noted last before its own (a rolling upgrade's other build)
+/// and those noted within a day (builds running side by side), and leaves
+/// alone libraries never noted and other libraries; a build
 /// whose library was deleted loads it again at its next call and is noted
 /// anew.
 #[tokio::test]
@@ -325,7 +326,12 @@ async fn a_board_deletes_the_libraries_of_older_builds() {
     let running = board(&server.url(), true).await;
     let ours = libraries(&mut con).await.remove(0);
     let (old, unnoted) = (
-        ["jobworker_old2", "jobworker_old3", "jobworker_old4"],
+        [
+            "jobworker_old2",
+            "jobworker_old3",
+            "jobworker_old4",
+            "jobworker_old5",
+        ],
         "jobworker_old1",
     );
     for name in old.iter().chain([&unnoted, &"mine"]) {
@@ -337,14 +343,15 @@ async fn a_board_deletes_the_libraries_of_older_builds() {
             .await
             .unwrap();
     }
-    // Noted a minute, an hour and two hours ago.
+    // Noted a minute, an hour, two hours and two days ago: old4 is beyond
+    // the three noted last but younger than a day.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
     let mut note = redis::cmd("ZADD");
     note.arg(LOADS);
-    for (name, ago) in old.iter().zip([60_000, 3_600_000, 7_200_000]) {
+    for (name, ago) in old.iter().zip([60_000, 3_600_000, 7_200_000, 2 * 86_400_000]) {
         note.arg(now - ago).arg(name);
     }
     let _: () = note.query_async(&mut con).await.unwrap();
@@ -354,6 +361,7 @@ async fn a_board_deletes_the_libraries_of_older_builds() {
         unnoted.into(),
         "jobworker_old2".into(),
         "jobworker_old3".into(),
+        "jobworker_old4".into(),
         "mine".into(),
     ];
     kept.sort();
@@ -365,7 +373,10 @@ async fn a_board_deletes_the_libraries_of_older_builds() {
         .query_async(&mut con)
         .await
         .unwrap();
-    assert_eq!(noted, ["jobworker_old3", "jobworker_old2", &ours]);
+    assert_eq!(
+        noted,
+        ["jobworker_old4", "jobworker_old3", "jobworker_old2", &ours]
+    );
     // Another build deletes ours: the running board loads it again.
     let _: String = redis::cmd("FUNCTION")
         .arg("DELETE")
