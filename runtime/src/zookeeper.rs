@@ -88,6 +88,7 @@ mod post;
 mod posting;
 mod priority;
 mod read;
+mod reconnect;
 mod record;
 mod recover;
 mod recurring;

@@ -10,11 +10,15 @@
 //! run log file), so what the losses did shows as jobs that never ran, ran
 //! again, or ran twice at once. A job may run again only when its worker
 //! said that it could not record the result (its lease lapsed while no
-//! quorum served): at least once, never silently twice.
+//! quorum served): at least once, never silently twice. That holds in
+//! both losses: the leader's election alone can outlast a lease on a slow
+//! machine, so exactly once through a leader's loss, which an earlier
+//! version asserted, is not promised.
 //!
 //! The test's own board asks for a 20 s session and the workers keep the
 //! default 10 s one, so the sessions the members logged with a 10 s
-//! timeout are the workers' (the supervisor runs no ZooKeeper client).
+//! timeout are the supervisor's (its workers, their heartbeats, and the
+//! agent that answers the supervisor's questions).
 
 mod common;
 
@@ -223,7 +227,8 @@ async fn a_drain_survives_kill_9_of_the_leader_then_of_a_majority() {
 
     let out = outcome(&ids, runs.all(), &unrecorded(&sup.log()));
     let (sessions, establishments, expired) = worker_sessions(&ensemble);
-    let new_sessions = sup.log().matches("connecting a new one").count();
+    let log = sup.log();
+    let new_sessions = log.matches("connecting a new one").count();
     println!(
         "ensemble drain: {JOBS} jobs of {JOB_MILLIS} ms in {drain:?} with 2 workers × {CONCURRENCY}; \
          leader {} killed after {} jobs, member {} elected in {:?}; {} jobs ran in the {:?} it was down; \
@@ -246,9 +251,13 @@ async fn a_drain_survives_kill_9_of_the_leader_then_of_a_majority() {
     let evidence = Evidence("the outcome", &sup);
     let counts = (out.never_ran, out.ran_again, out.concurrent);
     assert_eq!(counts, (0, 0, 0), "{out:?}; {evidence}");
-    // No session-loss storm: a session moves to a live member while a
-    // quorum serves; each of the 4 (2 workers, each with its heartbeat's)
-    // is replaced at most once per loss, and announced once however many
-    // connects it takes.
-    assert!(new_sessions <= 8, "{new_sessions} sessions replaced; {evidence}");
+    // No reconnect storm: each ended session is announced once, however
+    // many connects its replacement took while no quorum served.
+    let announced: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("connecting a new one"))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("session=")))
+        .collect();
+    let once: HashSet<&str> = announced.iter().copied().collect();
+    assert_eq!(once.len(), announced.len(), "{announced:?}; {evidence}");
 }

@@ -8,12 +8,12 @@
 //! loads it again at its next call (that call did not run) and is noted
 //! anew. The age keeps the libraries of builds that run side by side
 //! (workers, the web app, an application's posters, operators' CLIs of
-//! other versions): they are not deleted in turn at each other's connects,
-//! each deletion costing the next call a load. Libraries never noted (loaded by a
-//! build before this one, or noted in another database: libraries are
-//! global to the server, the set is not) are left alone. Best effort: a
-//! server that refuses a step (an ACL, `maxmemory`, a durability short of
-//! replicas) keeps its libraries.
+//! other versions): they are not deleted in turn at each other's
+//! connects, each deletion costing the next call a load. Libraries never
+//! noted (loaded by a build before this one, or noted in another database:
+//! libraries are global to the server, the set is not) are left alone.
+//! Best effort: a server that refuses a step (an ACL, `maxmemory`, a
+//! durability short of replicas) keeps its libraries.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

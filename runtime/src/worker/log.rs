@@ -41,22 +41,27 @@ pub(crate) fn settled(job: &Finished, result: Result<Settled, Error>) {
             tracing::warn!(job = %id, %queue, %name, attempt, %group, %reason, "job trashed")
         }
         Ok(Settled::Released) => tracing::debug!(job = %id, %queue, %name, "job given back"),
-        // The job runs again: as loud as a consume that failed.
-        Ok(Settled::Dropped(Interrupt::LeaseLost)) => {
-            tracing::warn!(job = %id, %queue, %name, "lease lost before the result was recorded; result dropped")
+        Ok(Settled::Dropped(Interrupt::LeaseLost)) => lease_lost(job, &"it could not be extended in time"),
+        Ok(Settled::Dropped(Interrupt::Cancelled)) => cancelled(job),
+        // Given back at shutdown: the only other interrupt that drops one.
+        Ok(Settled::Dropped(_)) => {
+            tracing::debug!(job = %id, %queue, %name, "job given back at shutdown; result dropped")
         }
-        Ok(Settled::Dropped(Interrupt::Cancelled)) => {
-            tracing::info!(job = %id, %queue, %name, "job cancelled before its result was recorded; result dropped")
-        }
-        Ok(Settled::Dropped(why)) => tracing::debug!(job = %id, %queue, %name, ?why, "job result dropped"),
-        Err(e) if e.is_cancelled() => {
-            tracing::info!(job = %id, %queue, %name, "job cancelled before its result was recorded; result dropped")
-        }
-        Err(e) if e.is_lease_over() => {
-            tracing::warn!(job = %id, %queue, %name, why = %e, "lease lost before the result was recorded; result dropped")
-        }
+        Err(e) if e.is_cancelled() => cancelled(job),
+        Err(e) if e.is_lease_over() => lease_lost(job, &e),
         Err(e) => {
             tracing::error!(job = %id, %queue, %name, why = %e, "cannot record the result; the lease will expire and the job run again")
         }
     }
+}
+
+/// The job runs again elsewhere: as loud as a consume that failed.
+fn lease_lost(job: &Finished, why: &dyn std::fmt::Display) {
+    let (id, queue, name) = (&job.key.0, &job.key.2, &job.name);
+    tracing::warn!(job = %id, %queue, %name, %why, "lease lost before the result was recorded; result dropped")
+}
+
+fn cancelled(job: &Finished) {
+    let (id, queue, name) = (&job.key.0, &job.key.2, &job.name);
+    tracing::info!(job = %id, %queue, %name, "job cancelled before its result was recorded; result dropped")
 }

@@ -133,6 +133,13 @@ impl ZooKeeperBoard {
         self.inner.session.generation()
     }
 
+    /// How many attempts to replace an ended session failed (for tests of
+    /// their pace; not a stable interface).
+    #[doc(hidden)]
+    pub fn failed_reconnects(&self) -> u64 {
+        self.inner.session.failed_reconnects()
+    }
+
     pub(crate) fn session(&self) -> &Session {
         &self.inner.session
     }

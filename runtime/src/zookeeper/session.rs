@@ -11,31 +11,25 @@
 //! When the session expires (or is closed) the next request connects a new
 //! one: every ephemeral znode of the old session (its locks, its worker
 //! entities) is gone by then; worker entities are registered again. While
-//! no quorum serves, connects fail at once; the next one then waits a
-//! pause that grows with each failure (see [`Reconnect`]).
+//! no quorum serves, connects fail at once: they are paced
+//! (`reconnect.rs`).
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use zookeeper_client as zk;
 
 use crate::error::{Error, Result};
 use crate::zookeeper::access::Access;
 use crate::zookeeper::connect::connect_on;
+use crate::zookeeper::reconnect::Reconnect;
 use crate::zookeeper::tls::ZooKeeperTls;
 
 /// How long the session thread waits for a closing session to say goodbye
 /// (so our ephemerals go at once) before it exits.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
-/// The pause after a failed reconnect before the next one may start;
-/// doubled on each failure in a row, up to [`RECONNECT_PAUSE_MAX`]. While
-/// no quorum serves (a slow election), the members refuse sessions at once:
-/// without a pause every request would try again, many times a second.
-const RECONNECT_PAUSE: Duration = Duration::from_millis(250);
-/// The longest pause between two reconnects.
-const RECONNECT_PAUSE_MAX: Duration = Duration::from_secs(2);
 /// Clock samples from replies slower than this are ignored.
 const CLOCK_SAMPLE_MAX_RTT_MS: i64 = 100;
 
@@ -79,27 +73,6 @@ struct Current {
     generation: u64,
 }
 
-/// Replacing an ended session: which one was announced, and when the next
-/// attempt may start after failed ones.
-#[derive(Default)]
-struct Reconnect {
-    /// The ended session last logged (logged once, however many tries).
-    announced: i64,
-    /// Failed reconnects in a row.
-    failures: u32,
-    /// No attempt before this.
-    not_before: Option<Instant>,
-}
-
-impl Reconnect {
-    /// Notes a failed reconnect: the next waits a pause, doubled each time.
-    fn failed(&mut self) {
-        let pause = RECONNECT_PAUSE.saturating_mul(1 << self.failures.min(8));
-        self.failures += 1;
-        self.not_before = Some(Instant::now() + pause.min(RECONNECT_PAUSE_MAX));
-    }
-}
-
 /// A board's ZooKeeper session (see the module docs).
 pub(crate) struct Session {
     hosts: String,
@@ -112,8 +85,11 @@ pub(crate) struct Session {
     /// Hands the last client to the session thread on drop, which closes it.
     stop: Mutex<Option<tokio::sync::oneshot::Sender<zk::Client>>>,
     current: Mutex<Current>,
-    /// Held while a new session connects; says when the next may try.
+    /// Held while a new session connects; paces the attempts.
     reconnecting: tokio::sync::Mutex<Reconnect>,
+    /// Failed attempts to connect a new session, counted outside the lock:
+    /// a request that sees it move while it waited takes that failure.
+    failed_reconnects: AtomicU64,
     /// Sessions this board had and lost (their locks are gone or going).
     lost: Mutex<HashSet<i64>>,
     /// Ephemeral znodes to create again in a new session (worker entities).
@@ -194,6 +170,7 @@ impl Session {
                 generation: 0,
             }),
             reconnecting: tokio::sync::Mutex::default(),
+            failed_reconnects: AtomicU64::new(0),
             lost: Mutex::default(),
             ephemerals: Mutex::default(),
             clock: Clock::default(),
@@ -221,27 +198,31 @@ impl Session {
         if let Some(client) = self.live() {
             return Ok(client);
         }
+        let failed_before = self.failed_reconnects.load(Ordering::Acquire);
         let mut reconnect = self.reconnecting.lock().await;
         if let Some(client) = self.live() {
             return Ok(client);
         }
+        if self.failed_reconnects.load(Ordering::Acquire) != failed_before {
+            if let Some(e) = reconnect.failure() {
+                return Err(e);
+            }
+        }
         let old = self.current.lock().map(|c| c.client.session_id().0).unwrap_or(0);
-        if reconnect.announced != old {
-            reconnect.announced = old;
+        if reconnect.announce(old) {
             tracing::warn!(hosts = %self.hosts, session = %zk::SessionId(old), "zookeeper session ended; connecting a new one");
         }
-        if let Some(at) = reconnect.not_before {
-            tokio::time::sleep_until(at.into()).await;
-        }
+        reconnect.take_turn().await;
         let tls = self.tls.as_ref();
         let client = match connect_on(&self.runtime, &self.hosts, self.timeout, &self.access, tls).await {
             Ok(client) => client,
             Err(e) => {
-                reconnect.failed();
+                reconnect.failed(&e);
+                self.failed_reconnects.fetch_add(1, Ordering::Release);
                 return Err(e);
             }
         };
-        (reconnect.failures, reconnect.not_before) = (0, None);
+        reconnect.succeeded();
         if let Ok(mut lost) = self.lost.lock() {
             lost.insert(old);
         }
@@ -266,6 +247,11 @@ impl Session {
     /// How many times the session was replaced.
     pub(crate) fn generation(&self) -> u64 {
         self.current.lock().map(|c| c.generation).unwrap_or(0)
+    }
+
+    /// How many attempts to connect a new session failed.
+    pub(crate) fn failed_reconnects(&self) -> u64 {
+        self.failed_reconnects.load(Ordering::Acquire)
     }
 
     /// True when `session` is one this board had and lost.
