@@ -41,7 +41,7 @@ pub(crate) fn settled(job: &Finished, result: Result<Settled, Error>) {
             tracing::warn!(job = %id, %queue, %name, attempt, %group, %reason, "job trashed")
         }
         Ok(Settled::Released) => tracing::debug!(job = %id, %queue, %name, "job given back"),
-        Ok(Settled::Dropped(Interrupt::LeaseLost)) => lease_lost(job, &"it could not be extended in time"),
+        Ok(Settled::Dropped(Interrupt::LeaseLost)) => lease_lost(job, &"lost while the job ran"),
         Ok(Settled::Dropped(Interrupt::Cancelled)) => cancelled(job),
         // Given back at shutdown: the only other interrupt that drops one.
         Ok(Settled::Dropped(_)) => {
