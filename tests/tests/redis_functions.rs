@@ -400,3 +400,58 @@ async fn a_board_deletes_the_libraries_of_older_builds() {
         .unwrap();
     assert!(score.is_some(), "the load again is noted");
 }
+
+/// Libraries are the server's, the notes each database's: a board on
+/// database 1 deletes none of the libraries noted in database 0, and a
+/// board on database 0 deletes the old one noted there.
+#[tokio::test]
+async fn a_board_deletes_only_the_libraries_noted_in_its_own_database() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let old = "jobworker_old_in_db0";
+    let text = format!("#!lua name={old}\nredis.register_function('{old}_f', function() return 1 end)");
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(text)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    // In database 0: the old library two days ago, three others since.
+    let mut note = redis::cmd("ZADD");
+    note.arg(LOADS).arg(now - 2 * 86_400_000).arg(old);
+    for (i, name) in ["jobworker_a", "jobworker_b", "jobworker_c"].iter().enumerate() {
+        note.arg(now - 60_000 * (i as u64 + 1)).arg(name);
+    }
+    let _: () = note.query_async(&mut con).await.unwrap();
+
+    let url = server.url();
+    let db1 = match url.strip_prefix("unix://") {
+        Some(_) => format!("{url}?db=1"),
+        None => format!("{}/1", url.trim_end_matches('/')),
+    };
+    let _db1 = board(&db1, true).await;
+    assert!(libraries(&mut con).await.contains(&old.to_owned()));
+    let _db0 = board(&url, true).await;
+    assert!(!libraries(&mut con).await.contains(&old.to_owned()));
+    let in_db1: Vec<String> = {
+        let client = redis::Client::open(db1.as_str()).unwrap();
+        let mut con1 = client.get_multiplexed_async_connection().await.unwrap();
+        redis::cmd("ZRANGE")
+            .arg(LOADS)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut con1)
+            .await
+            .unwrap()
+    };
+    assert_eq!(
+        in_db1.len(),
+        1,
+        "database 1 notes only its own board's: {in_db1:?}"
+    );
+}
