@@ -79,13 +79,15 @@ async fn killed_worker_job_is_reclaimed_at_once_and_slot_respawned() {
     // SAFETY: kill -9 of one of the supervisor's worker processes.
     assert_eq!(unsafe { libc::kill(victim, libc::SIGKILL) }, 0);
     let killed = Instant::now();
-    wait_until("the job to be given back", Duration::from_secs(5), || async {
+    wait_until("the job to be given back", Duration::from_secs(20), || async {
         board.find_owner(&q, &id).await.unwrap().as_deref() != Some(owner.as_str())
     })
     .await;
+    // At once, not at the lease's expiry (60 s): the bound leaves a slow,
+    // busy machine room.
     let back = killed.elapsed();
     assert!(
-        back < Duration::from_secs(2),
+        back < Duration::from_secs(15),
         "the job came back after {back:?}, not at once"
     );
     wait_state(&board, &q, &id, JobState::Completed, 20).await;
