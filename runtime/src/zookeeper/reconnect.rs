@@ -24,7 +24,8 @@ const PAUSE_MAX: Duration = Duration::from_secs(2);
 pub(crate) struct Reconnect {
     /// The ended session last announced (logged once, however many tries).
     announced: i64,
-    /// The pause after the next failure (zero until an attempt failed).
+    /// The pause after the attempt under way or last made (zero until one
+    /// started).
     pause: Duration,
     /// No attempt before this.
     not_before: Option<Instant>,
