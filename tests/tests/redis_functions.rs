@@ -312,6 +312,26 @@ async fn libraries(con: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
     names
 }
 
+/// Loads a one-function library named `name` (another build's, as far as
+/// a board can tell).
+async fn load_fake_library(con: &mut redis::aio::MultiplexedConnection, name: &str) {
+    let text = format!("#!lua name={name}\nredis.register_function('{name}_f', function() return 1 end)");
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(text)
+        .query_async(con)
+        .await
+        .unwrap();
+}
+
+/// Now, in ms since the epoch (the clock the notes use).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
 /// At connect a board deletes the noted libraries of older builds but
 /// the two noted last before its own (a rolling upgrade's other build)
 /// and those noted within a day (builds running side by side), and leaves
@@ -335,20 +355,11 @@ async fn a_board_deletes_the_libraries_of_older_builds() {
         "jobworker_old1",
     );
     for name in old.iter().chain([&unnoted, &"mine"]) {
-        let text = format!("#!lua name={name}\nredis.register_function('{name}_f', function() return 1 end)");
-        let _: String = redis::cmd("FUNCTION")
-            .arg("LOAD")
-            .arg(text)
-            .query_async(&mut con)
-            .await
-            .unwrap();
+        load_fake_library(&mut con, name).await;
     }
     // Noted a minute, an hour, two hours and two days ago: old4 is beyond
     // the three noted last but younger than a day.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
+    let now = now_ms();
     let mut note = redis::cmd("ZADD");
     note.arg(LOADS);
     for (name, ago) in old.iter().zip([60_000, 3_600_000, 7_200_000, 2 * 86_400_000]) {
@@ -410,17 +421,8 @@ async fn a_board_deletes_only_the_libraries_noted_in_its_own_database() {
     let client = redis::Client::open(server.url()).unwrap();
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
     let old = "jobworker_old_in_db0";
-    let text = format!("#!lua name={old}\nredis.register_function('{old}_f', function() return 1 end)");
-    let _: String = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg(text)
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
+    load_fake_library(&mut con, old).await;
+    let now = now_ms();
     // In database 0: the old library two days ago, three others since.
     let mut note = redis::cmd("ZADD");
     note.arg(LOADS).arg(now - 2 * 86_400_000).arg(old);

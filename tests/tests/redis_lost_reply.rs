@@ -90,14 +90,19 @@ impl Setup {
             .unwrap()
     }
 
-    /// The one job listed.
-    async fn listed(&self) -> JobId {
+    /// The ids of the jobs listed.
+    async fn listed_ids(&self) -> Vec<String> {
         let key = self.board.keys(&self.queue).unwrap().listings().to_owned();
-        let ids: Vec<String> = redis::cmd("HKEYS")
+        redis::cmd("HKEYS")
             .arg(key)
             .query_async(&mut self.board.connection())
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    /// The one job listed.
+    async fn listed(&self) -> JobId {
+        let ids = self.listed_ids().await;
         assert_eq!(ids.len(), 1, "{ids:?}");
         JobId::from(ids[0].clone())
     }
@@ -122,12 +127,7 @@ impl Setup {
             )
             .await
             .unwrap();
-        let key = self.board.keys(&self.queue).unwrap().listings().to_owned();
-        let listed: HashSet<String> = redis::cmd("HKEYS")
-            .arg(key)
-            .query_async(&mut self.board.connection())
-            .await
-            .unwrap();
+        let listed: HashSet<String> = self.listed_ids().await.into_iter().collect();
         (results, listed)
     }
 
