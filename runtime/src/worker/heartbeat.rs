@@ -1,11 +1,14 @@
 //! The heartbeat: a thread of its own, with its own runtime and one board
-//! connection, keeps the worker's claims alive. Four loops share that
-//! connection and run side by side, each on its own clock, so a slow one
+//! connection, keeps the worker's claims alive. Five loops run side by
+//! side (four share that connection), each on its own clock, so a slow one
 //! does not hold up the others, and a busy or blocking handler cannot
 //! starve any of them:
 //!
 //! - extend: every held lease, each third of its horizon (the expiry; on
-//!   ZooKeeper at most the session timeout);
+//!   ZooKeeper at most the session timeout), all at once;
+//! - expiry: a lease the server has not confirmed for nearly its horizon
+//!   is lost, by this process' clock alone, however long an extend waits
+//!   (`heartbeat/leases.rs`);
 //! - presence: the worker's registry entry (its jobs, stamped with the
 //!   server's time), on the same beat;
 //! - cancels: the board's announcements of cancelled jobs of this worker;
@@ -13,9 +16,11 @@
 //!   ends the process when it runs past its limit ([`crate::worker::watchdog`]);
 //!   only in a worker with a handler that starts on the loop.
 //!
-//! A lease found lost, cancelled, or not extended before it would expire is
-//! reported to the worker loop, which stops that handler and drops its
-//! result.
+//! A lease found lost, cancelled, or not extended in time is reported to
+//! the worker loop, which drops the handler's result, and the heartbeat
+//! stops that handler itself at once, whatever the loop is waiting on.
+
+mod leases;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,11 +29,14 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use tokio::sync::{watch, OnceCell};
+use tokio::task::AbortHandle;
 
-use crate::board::{Admin, AnyBoard, Board, BoardSpec, Events, Presence, WorkerInfo};
+use crate::board::{Admin, AnyBoard, BoardSpec, Events, Presence, WorkerInfo};
 use crate::error::{Error, Result};
+use crate::handler::CancelFlag;
 use crate::job::{JobId, Lease};
 use crate::worker::watchdog::{replace_worker, LoopWatch};
+use leases::{expiry_loop, extend_held, extend_loop, report_lost, Beat};
 
 /// How often the watch looks at the loop's first step.
 const WATCH_TICK: Duration = Duration::from_millis(250);
@@ -51,6 +59,23 @@ struct Held {
     confirmed: Instant,
     /// Its handler finished well; the lease waits to be consumed.
     finished: bool,
+    /// How to stop its handler, once started.
+    handler: Option<HandlerStop>,
+}
+
+/// What stops a running handler: its cancel flag, and its task's abort.
+struct HandlerStop {
+    cancel: CancelFlag,
+    abort: Option<AbortHandle>,
+}
+
+impl HandlerStop {
+    fn stop(&self) {
+        self.cancel.cancel();
+        if let Some(task) = &self.abort {
+            task.abort();
+        }
+    }
 }
 
 type HeldMap = Arc<Mutex<HashMap<LeaseKey, Held>>>;
@@ -96,8 +121,20 @@ impl Heartbeat {
                     lease: Arc::new(lease.extend_handle()),
                     confirmed: Instant::now(),
                     finished: false,
+                    handler: None,
                 },
             );
+        }
+    }
+
+    /// Lets the heartbeat stop the handler of held lease `key` itself when
+    /// the lease is over (the loop may be waiting on a board call then).
+    pub(super) fn stops(&self, key: &LeaseKey, cancel: &CancelFlag, abort: Option<&AbortHandle>) {
+        if let Some(h) = self.held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
+            h.handler = Some(HandlerStop {
+                cancel: cancel.clone(),
+                abort: abort.cloned(),
+            });
         }
     }
 
@@ -168,15 +205,6 @@ impl Lost {
     }
 }
 
-/// Reports a lease as lost, unless it was released meanwhile (its job
-/// finished since the snapshot).
-fn report_lost(held: &HeldMap, key: &LeaseKey, why: Lost, lost: &impl Fn(LeaseKey, Lost)) {
-    let still_held = held.lock().map(|mut h| h.remove(key).is_some()).unwrap_or(false);
-    if still_held {
-        lost(key.clone(), why);
-    }
-}
-
 /// The heartbeat's one board connection, made on first use and shared by
 /// its loops; a failed attempt is tried again by the next caller.
 struct Link {
@@ -222,20 +250,25 @@ fn beat_thread(
     // expiry, and on ZooKeeper at most the session timeout (the lock dies
     // with the claiming session).
     let horizon = spec.lease_horizon(expiry);
-    let beat = horizon / 3;
+    let beat = Beat {
+        expiry,
+        horizon,
+        every: horizon / 3,
+    };
     let owner = info.owner.clone();
     let queues = info.queues.clone();
     let link = Link {
         spec,
         board: OnceCell::new(),
-        patience: beat,
+        patience: beat.every,
     };
     rt.block_on(async {
         let beats = async {
             tokio::join!(
-                extend_loop(&link, &held, expiry, beat, horizon, &lost),
-                presence_loop(&link, &held, info, beat),
-                cancel_loop(&link, &held, &owner, (expiry, beat, horizon), &lost),
+                extend_loop(&link, &held, beat, &lost),
+                expiry_loop(&held, beat, &lost),
+                presence_loop(&link, &held, info, beat.every),
+                cancel_loop(&link, &held, &owner, beat, &lost),
                 watch_loop(&link, &held, &loop_watch, (&owner, &queues)),
             )
         };
@@ -247,65 +280,6 @@ fn beat_thread(
             let _ = b.remove_worker(&owner).await;
         }
     });
-}
-
-/// Extends every held lease, once per beat.
-async fn extend_loop(
-    link: &Link,
-    held: &HeldMap,
-    expiry: Duration,
-    beat: Duration,
-    horizon: Duration,
-    lost: &impl Fn(LeaseKey, Lost),
-) {
-    loop {
-        extend_held(link.board().await, held, expiry, beat, horizon, lost).await;
-        tokio::time::sleep(beat).await;
-    }
-}
-
-/// Extends every held lease once (each bounded by `beat`); reports the
-/// leases refused, or unconfirmed for too long, as lost.
-async fn extend_held(
-    board: Option<&AnyBoard>,
-    held: &HeldMap,
-    expiry: Duration,
-    beat: Duration,
-    horizon: Duration,
-    lost: &impl Fn(LeaseKey, Lost),
-) {
-    let snapshot: Vec<(LeaseKey, Arc<Lease>, Instant)> = held
-        .lock()
-        .map(|h| {
-            h.iter()
-                .map(|(k, v)| (k.clone(), v.lease.clone(), v.confirmed))
-                .collect()
-        })
-        .unwrap_or_default();
-    for (key, lease, confirmed) in &snapshot {
-        let outcome = match board {
-            Some(b) => tokio::time::timeout(beat, b.extend(lease, expiry)).await.ok(),
-            None => None,
-        };
-        match outcome {
-            Some(Ok(())) => {
-                if let Some(entry) = held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
-                    entry.confirmed = Instant::now();
-                }
-            }
-            Some(Err(e)) if e.is_lease_over() => report_lost(held, key, Lost::of(&e), lost),
-            failed => {
-                // Unconfirmed: once the lease may have run out on the
-                // server, someone else may hold the job.
-                if confirmed.elapsed() + beat / 2 >= horizon {
-                    let why = Lost::Lease("could not extend it in time".into());
-                    report_lost(held, key, why, lost);
-                } else if let Some(Err(e)) = failed {
-                    tracing::warn!(job = %lease.job(), error = %e, "cannot extend lease; will retry");
-                }
-            }
-        }
-    }
 }
 
 /// Looks at the loop's first step every [`WATCH_TICK`]; one past its
@@ -364,13 +338,7 @@ async fn record_presence(board: &AnyBoard, info: &mut WorkerInfo) -> Result<()> 
 /// (the worker claims while this thread still connects) is caught at once:
 /// once subscribed, every held lease is extended, and a cancelled job's
 /// extend is refused.
-async fn cancel_loop(
-    link: &Link,
-    held: &HeldMap,
-    owner: &str,
-    (expiry, beat, horizon): (Duration, Duration, Duration),
-    lost: &impl Fn(LeaseKey, Lost),
-) {
+async fn cancel_loop(link: &Link, held: &HeldMap, owner: &str, beat: Beat, lost: &impl Fn(LeaseKey, Lost)) {
     loop {
         let board = link.board().await;
         let subscribed = match board {
@@ -379,7 +347,7 @@ async fn cancel_loop(
         };
         match subscribed {
             Ok(Some(mut cancels)) => {
-                extend_held(board, held, expiry, beat, horizon, lost).await;
+                extend_held(board, held, beat, lost).await;
                 while let Some(job) = cancels.next().await {
                     let keys: Vec<LeaseKey> = held
                         .lock()
@@ -395,6 +363,6 @@ async fn cancel_loop(
             Ok(None) => {}
             Err(e) => tracing::debug!(error = %e, "cannot listen for cancels; retrying"),
         }
-        tokio::time::sleep(beat).await;
+        tokio::time::sleep(beat.every).await;
     }
 }

@@ -79,6 +79,9 @@ impl Worker {
         }
         .map(|task| task.abort_handle());
         tracing::debug!(job = %c.lease.job(), queue = %c.lease.queue(), name = %c.name, attempt = c.attempt, "job started");
+        if let Some(h) = &self.heartbeat {
+            h.stops(&key, &cancel, abort.as_ref());
+        }
         self.running.insert(
             key,
             Running {

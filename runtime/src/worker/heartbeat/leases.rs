@@ -1,0 +1,119 @@
+//! The heartbeat's two lease loops: one extends every held lease each beat,
+//! the other calls a lease lost once the server has not confirmed it for
+//! nearly its horizon. They are apart so that an extend that hangs (a
+//! frozen server answers nothing until its response timeout) delays no
+//! verdict: a handler must stop before its lease may have run out on the
+//! server, or another worker may run the job beside it.
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+
+use crate::board::{AnyBoard, Board};
+use crate::worker::heartbeat::{HeldMap, LeaseKey, Link, Lost};
+
+/// The horizon and the beat of a worker's leases.
+#[derive(Clone, Copy)]
+pub(super) struct Beat {
+    /// The lease's expiry, as asked of each extend.
+    pub expiry: Duration,
+    /// How long a lease can be trusted without a confirmed extend.
+    pub horizon: Duration,
+    /// How often each lease is extended (a third of the horizon).
+    pub every: Duration,
+}
+
+impl Beat {
+    /// When a lease last confirmed at `confirmed` is called lost: half a
+    /// beat before it may run out on the server (the margin for its
+    /// handler to stop).
+    fn due(&self, confirmed: Instant) -> Instant {
+        confirmed + self.horizon.saturating_sub(self.every / 2)
+    }
+}
+
+/// Extends every held lease, once per beat.
+pub(super) async fn extend_loop(link: &Link, held: &HeldMap, beat: Beat, lost: &impl Fn(LeaseKey, Lost)) {
+    loop {
+        extend_held(link.board().await, held, beat, lost).await;
+        tokio::time::sleep(beat.every).await;
+    }
+}
+
+/// Extends every held lease once, all at once (each bounded by a beat, so
+/// one that hangs holds up no other); reports the leases refused as lost.
+/// A lease is confirmed as of when its extend was sent: the server set the
+/// new expiry after that.
+pub(super) async fn extend_held(
+    board: Option<&AnyBoard>,
+    held: &HeldMap,
+    beat: Beat,
+    lost: &impl Fn(LeaseKey, Lost),
+) {
+    let Some(board) = board else { return };
+    let snapshot: Vec<_> = held
+        .lock()
+        .map(|h| h.iter().map(|(k, v)| (k.clone(), v.lease.clone())).collect())
+        .unwrap_or_default();
+    let extends = snapshot.iter().map(|(key, lease)| async move {
+        let sent = Instant::now();
+        let outcome = tokio::time::timeout(beat.every, board.extend(lease, beat.expiry)).await;
+        (key, lease, sent, outcome)
+    });
+    for (key, lease, sent, outcome) in join_all(extends).await {
+        match outcome {
+            Ok(Ok(())) => {
+                if let Some(entry) = held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
+                    entry.confirmed = entry.confirmed.max(sent);
+                }
+            }
+            Ok(Err(e)) if e.is_lease_over() => report_lost(held, key, Lost::of(&e), lost),
+            Ok(Err(e)) => tracing::warn!(job = %lease.job(), error = %e, "cannot extend lease; will retry"),
+            Err(_) => tracing::debug!(job = %lease.job(), "no reply to a lease's extend in time; will retry"),
+        }
+    }
+}
+
+/// Reports each held lease that may run out on the server within half a
+/// beat as lost, by this process' clock alone: it wakes at the first such
+/// time, or half a beat on (a lease held later falls due later than that).
+pub(super) async fn expiry_loop(held: &HeldMap, beat: Beat, lost: &impl Fn(LeaseKey, Lost)) {
+    loop {
+        let now = Instant::now();
+        let mut next = now + beat.every / 2;
+        let mut overdue = Vec::new();
+        if let Ok(h) = held.lock() {
+            for (key, v) in h.iter() {
+                let due = beat.due(v.confirmed);
+                if due <= now {
+                    overdue.push(key.clone());
+                } else {
+                    next = next.min(due);
+                }
+            }
+        }
+        for key in overdue {
+            report_lost(
+                held,
+                &key,
+                Lost::Lease("could not extend it in time".into()),
+                lost,
+            );
+        }
+        tokio::time::sleep_until(next.into()).await;
+    }
+}
+
+/// Reports a lease as lost, unless it was released meanwhile (its job
+/// finished since the snapshot), then stops its handler: the loop hears
+/// why first (so the handler's end is settled as a lost lease), and the
+/// handler stops even while the loop waits on a board call.
+pub(super) fn report_lost(held: &HeldMap, key: &LeaseKey, why: Lost, lost: &impl Fn(LeaseKey, Lost)) {
+    let removed = held.lock().ok().and_then(|mut h| h.remove(key));
+    if let Some(entry) = removed {
+        lost(key.clone(), why);
+        if let Some(handler) = entry.handler {
+            handler.stop();
+        }
+    }
+}
