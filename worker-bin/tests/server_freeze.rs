@@ -1,0 +1,107 @@
+//! A board server frozen (SIGSTOP) during a drain for longer than the
+//! workers' leases, then let go on (SIGCONT), on Redis and on ZooKeeper:
+//! the real `jobworker` supervisor, two workers, short jobs and eight long
+//! ones running across the freeze. The server answers nothing meanwhile,
+//! so no lease can be extended; each long job's handler must stop before
+//! its lease can have run out on the server, or the job runs twice at once
+//! once the server wakes (seen on Redis: the worker's extend loop waited
+//! on its hung extends, and the same worker claimed the job again while
+//! its first run went on).
+
+mod common;
+
+use std::time::Duration;
+
+use common::cli::private_redis;
+use common::runs::{logged, outcome, unrecorded};
+use common::*;
+use jobworker::redis::RedisBoard;
+use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
+use jobworker::{Board, JobId, NewJob};
+use jobworker_examples::scripted::Action;
+use jobworker_tests::chaos::runs::Runs;
+use jobworker_tests::{unique_queue, wait_until, ZooKeeperServer};
+
+const SHORT: usize = 2000;
+const LONG: usize = 8;
+/// The workers' lease (`--expiry`), shorter than the freeze.
+const EXPIRY_S: &str = "5";
+const FREEZE: Duration = Duration::from_secs(10);
+/// A long job's run: it outlasts the freeze.
+const LONG_MS: u64 = 15_000;
+
+async fn post(board: &impl Board, q: &str, job: NewJob, n: usize) -> Vec<JobId> {
+    let posted = board.post_many(q, &vec![job; n]).await.unwrap();
+    posted.into_iter().map(Result::unwrap).collect()
+}
+
+/// Drains the jobs on `board` (named to the supervisor by `flags`) with
+/// the server of `pid` frozen a while, and checks that every job ran to
+/// success, none whose consume was acknowledged ran again, and none ran
+/// twice at once.
+async fn drain_through_a_freeze(board: &impl Board, flags: &[&str], pid: u32) {
+    let q = unique_queue("freeze");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let long = NewJob::new("scripted")
+        .args(&logged(Action::Sleep, LONG_MS, &log))
+        .unwrap();
+    let short = NewJob::new("scripted")
+        .args(&logged(Action::Ok, 5, &log))
+        .unwrap();
+    let mut ids = post(board, &q, long, LONG).await;
+    ids.extend(post(board, &q, short, SHORT).await);
+    let args = ["--workers", "2", "--concurrency", "8", "--expiry", EXPIRY_S];
+    let mut sup = Supervisor::start_on(flags, &q, &args, None);
+    let mut runs = Runs::new(&log);
+    wait_until(
+        sup.and_log("the long jobs and a quarter of the rest to run"),
+        Duration::from_secs(120),
+        || {
+            runs.poll().unwrap();
+            let (done, open) = (runs.ok_jobs(), runs.open_runs().count());
+            async move { done >= SHORT / 4 && open >= LONG }
+        },
+    )
+    .await;
+    // SAFETY: plain signals to the test's own server.
+    unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+    std::thread::sleep(FREEZE);
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    wait_until(sup.and_log("every job to run"), Duration::from_secs(180), || {
+        runs.poll().unwrap();
+        let done = runs.ok_jobs();
+        async move { done == LONG + SHORT }
+    })
+    .await;
+    sup.stop_cleanly(Duration::from_secs(60));
+    runs.poll().unwrap();
+    let out = outcome(&ids, runs.all(), &unrecorded(&sup.log()));
+    eprintln!("{} runs, {out:?}", runs.all().len());
+    assert_eq!(
+        (out.never_ran, out.ran_again, out.concurrent),
+        (0, 0, 0),
+        "{out:?}\n{}",
+        sup.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frozen_redis_server_runs_no_job_twice_at_once() {
+    let _serial = serial().await;
+    let server = private_redis();
+    let url = server.url();
+    let board = RedisBoard::connect(&url).await.unwrap();
+    drain_through_a_freeze(&board, &["--redis", &url], server.pid()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frozen_zookeeper_server_runs_no_job_twice_at_once() {
+    let _serial = serial().await;
+    let server = ZooKeeperServer::start(Default::default()).expect("start a private ZooKeeper");
+    let connect = server.connect_string();
+    let board = ZooKeeperBoard::connect(ZooKeeperOptions::new(&connect))
+        .await
+        .unwrap();
+    drain_through_a_freeze(&board, &["--zookeeper", &connect], server.pid()).await;
+}
