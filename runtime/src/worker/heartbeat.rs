@@ -55,7 +55,8 @@ struct Held {
     /// The heartbeat's handle on the lease (it only extends it; the
     /// worker's settle step keeps the one it settles).
     lease: Arc<Lease>,
-    /// Last time the server confirmed the lease (claim or extend).
+    /// When the last claim or extend that the server confirmed was sent
+    /// (the lease runs at least an expiry from then).
     confirmed: Instant,
     /// Its handler finished well; the lease waits to be consumed.
     finished: bool,
@@ -83,6 +84,8 @@ type HeldMap = Arc<Mutex<HashMap<LeaseKey, Held>>>;
 /// The running heartbeat thread.
 pub(crate) struct Heartbeat {
     held: HeldMap,
+    /// How long a lease can be trusted without a confirmed extend.
+    horizon: Duration,
     stop: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -98,6 +101,7 @@ impl Heartbeat {
         lost: impl Fn(LeaseKey, Lost) + Send + 'static,
     ) -> Result<Heartbeat> {
         let held: HeldMap = Arc::default();
+        let horizon = spec.lease_horizon(expiry);
         let (stop, stopped) = watch::channel(false);
         let h = held.clone();
         let thread = std::thread::Builder::new()
@@ -106,20 +110,21 @@ impl Heartbeat {
             .map_err(|e| Error::io("cannot start the heartbeat thread", e))?;
         Ok(Heartbeat {
             held,
+            horizon,
             stop,
             thread: Some(thread),
         })
     }
 
-    /// Keeps `lease` alive from now on (it was just claimed): the heartbeat
-    /// takes a handle on it that only extends.
-    pub(super) fn hold(&self, lease: &Lease) {
+    /// Keeps `lease` alive from now on (it was just claimed, by a call sent
+    /// at `sent`): the heartbeat takes a handle on it that only extends.
+    pub(super) fn hold(&self, lease: &Lease, sent: Instant) {
         if let Ok(mut held) = self.held.lock() {
             held.insert(
                 key_of(lease),
                 Held {
                     lease: Arc::new(lease.extend_handle()),
-                    confirmed: Instant::now(),
+                    confirmed: sent,
                     finished: false,
                     handler: None,
                 },
@@ -127,25 +132,42 @@ impl Heartbeat {
         }
     }
 
-    /// Lets the heartbeat stop the handler of held lease `key` itself when
-    /// the lease is over (the loop may be waiting on a board call then).
-    pub(super) fn stops(&self, key: &LeaseKey, cancel: &CancelFlag, abort: Option<&AbortHandle>) {
-        if let Some(h) = self.held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
-            h.handler = Some(HandlerStop {
-                cancel: cancel.clone(),
-                abort: abort.cloned(),
-            });
-        }
+    /// Lets the heartbeat raise the cancel flag of the handler about to
+    /// start under lease `key` when the lease is over (the loop may be
+    /// waiting on a board call then); false when it is over already.
+    pub(super) fn stops(&self, key: &LeaseKey, cancel: &CancelFlag) -> bool {
+        let mut held = self.held.lock();
+        let Some(h) = held.as_mut().ok().and_then(|h| h.get_mut(key)) else {
+            return false;
+        };
+        h.handler = Some(HandlerStop {
+            cancel: cancel.clone(),
+            abort: None,
+        });
+        true
+    }
+
+    /// Lets the heartbeat abort the task of the handler started under
+    /// lease `key` too; false when the lease is over already (its flag is
+    /// raised: the caller aborts).
+    pub(super) fn aborts(&self, key: &LeaseKey, task: &AbortHandle) -> bool {
+        let mut held = self.held.lock();
+        let Some(stop) = held.as_mut().ok().and_then(|h| h.get_mut(key)?.handler.as_mut()) else {
+            return false;
+        };
+        stop.abort = Some(task.clone());
+        true
     }
 
     /// True while the server confirmed the lease `key` (claim or extend)
-    /// less than `within` ago, by this process' clock (which runs on while
-    /// the process is stopped); false for a lease not held.
-    pub(super) fn confirmed_within(&self, key: &LeaseKey, within: Duration) -> bool {
+    /// less than half its horizon ago, by this process' clock (which runs on
+    /// while the process is stopped); false for a lease not held.
+    pub(super) fn surely_held(&self, key: &LeaseKey) -> bool {
         let Ok(held) = self.held.lock() else {
             return false;
         };
-        held.get(key).is_some_and(|h| h.confirmed.elapsed() < within)
+        held.get(key)
+            .is_some_and(|h| h.confirmed.elapsed() < self.horizon / 2)
     }
 
     /// Marks a held lease as done (its handler finished well; the loop's
@@ -292,12 +314,18 @@ async fn watch_loop(link: &Link, held: &HeldMap, watch: &Option<LoopWatch>, who:
     loop {
         tokio::time::sleep(WATCH_TICK).await;
         if let Some(overdue) = watch.overdue(Instant::now()) {
-            // Taken out of `held`: no extend races the give-backs.
+            // Taken out of `held`: no extend races the give-backs, and the
+            // handlers of those given back stop first.
             let leases = held
                 .lock()
                 .map(|mut h| {
                     h.drain()
-                        .map(|(k, v)| (k, v.lease.extend_handle(), v.finished))
+                        .map(|(k, v)| {
+                            if let Some(handler) = v.handler.filter(|_| !v.finished) {
+                                handler.stop();
+                            }
+                            (k, v.lease.extend_handle(), v.finished)
+                        })
                         .collect()
                 })
                 .unwrap_or_default();

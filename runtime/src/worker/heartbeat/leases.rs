@@ -19,7 +19,8 @@ pub(super) struct Beat {
     pub expiry: Duration,
     /// How long a lease can be trusted without a confirmed extend.
     pub horizon: Duration,
-    /// How often each lease is extended (a third of the horizon).
+    /// How often each lease is extended (a third of the horizon), and how
+    /// long one extend may wait for its reply.
     pub every: Duration,
 }
 
@@ -32,18 +33,19 @@ impl Beat {
     }
 }
 
-/// Extends every held lease, once per beat.
+/// Extends every held lease, a round per beat: each round begins a beat
+/// after the one before began (a round lasts a beat at most).
 pub(super) async fn extend_loop(link: &Link, held: &HeldMap, beat: Beat, lost: &impl Fn(LeaseKey, Lost)) {
     loop {
+        let next = Instant::now() + beat.every;
         extend_held(link.board().await, held, beat, lost).await;
-        tokio::time::sleep(beat.every).await;
+        tokio::time::sleep_until(next.into()).await;
     }
 }
 
-/// Extends every held lease once, all at once (each bounded by a beat, so
-/// one that hangs holds up no other); reports the leases refused as lost.
-/// A lease is confirmed as of when its extend was sent: the server set the
-/// new expiry after that.
+/// Extends every held lease once, all at once, each extend bounded by a
+/// beat; reports the leases refused as lost. A lease is confirmed as of
+/// when its extend was sent: the server set the new expiry after that.
 pub(super) async fn extend_held(
     board: Option<&AnyBoard>,
     held: &HeldMap,

@@ -10,7 +10,7 @@
 //! only while its recent jobs ran for less than [`PREFETCH_RUN_LIMIT`]
 //! (a moving average), and not before its first jobs have run.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::board::Board;
 use crate::job::{Abandon, Claimed};
@@ -60,12 +60,12 @@ impl Worker {
         room > 0 && (starving || room >= (self.prefetch() / 2).max(1))
     }
 
-    /// Takes claimed jobs: their leases are extended from now on, and they
-    /// start as far as slots are free.
-    pub(super) fn keep_ahead(&mut self, claimed: Vec<Claimed>) {
+    /// Takes claimed jobs (by a call sent at `sent`): their leases are
+    /// extended from now on, and they start as far as slots are free.
+    pub(super) fn keep_ahead(&mut self, claimed: Vec<Claimed>, sent: Instant) {
         for c in claimed {
             if let Some(h) = &self.heartbeat {
-                h.hold(&c.lease);
+                h.hold(&c.lease, sent);
             }
             self.ahead.push_back(c);
         }
@@ -96,14 +96,14 @@ impl Worker {
     }
 
     /// Whether the lease of a job claimed ahead surely still holds: the
-    /// server confirmed it less than half an expiry ago (the heartbeat
+    /// server confirmed it less than half its horizon ago (the heartbeat
     /// extends every third). A worker stopped (SIGSTOP) past its leases
     /// finds them unconfirmed when it continues, and starts none of them:
     /// another worker may run them by now.
     fn surely_held(&self, c: &Claimed) -> bool {
         self.heartbeat
             .as_ref()
-            .is_none_or(|h| h.confirmed_within(&key_of(&c.lease), self.cfg.expiry / 2))
+            .is_none_or(|h| h.surely_held(&key_of(&c.lease)))
     }
 
     /// Drops a job claimed ahead whose lease is over (cancelled or lost);
@@ -126,7 +126,8 @@ impl Worker {
             return;
         }
         tracing::debug!(jobs = handed.len(), "jobs handed over by their posts");
-        self.keep_ahead(handed);
+        // (Their leases began earlier, by up to half a lease: a known gap.)
+        self.keep_ahead(handed, Instant::now());
         self.launch_ahead().await;
         let extra = self.ahead.split_off(self.prefetch().min(self.ahead.len()));
         for c in extra {

@@ -13,6 +13,7 @@ impl Worker {
     /// failed).
     pub(super) async fn claim_step(&mut self, queues: &[String]) -> (bool, bool) {
         let room = self.claim_room();
+        let sent = std::time::Instant::now();
         match self.settle_and_claim(queues, room).await {
             Ok(claimed) => {
                 self.fruitless_claims = match claimed.is_empty() && self.woke_at_once && self.holding() > 0 {
@@ -20,7 +21,7 @@ impl Worker {
                     false => 0,
                 };
                 let short = claimed.len() < room;
-                self.keep_ahead(claimed);
+                self.keep_ahead(claimed, sent);
                 let all_started = self.launch_ahead().await;
                 ((short || !all_started) && self.isolated.is_none(), false)
             }

@@ -23,6 +23,13 @@ impl Worker {
     /// given back).
     pub(super) async fn launch(&mut self, c: Claimed) -> bool {
         let key = key_of(&c.lease);
+        // From here the heartbeat can stop the handler itself; a lease it
+        // has called lost already is not started on (it runs out).
+        let cancel = CancelFlag::default();
+        if self.heartbeat.as_ref().is_some_and(|h| !h.stops(&key, &cancel)) {
+            tracing::warn!(job = %c.lease.job(), queue = %c.lease.queue(), "lease lost before its handler started; not started");
+            return false;
+        }
         let (slot, dir) = match self.take_slot(&key) {
             Ok(taken) => taken,
             Err(trouble) => {
@@ -33,7 +40,6 @@ impl Worker {
             }
         };
         let entry = self.registry.get(&c.name).copied();
-        let cancel = CancelFlag::default();
         let cx = JobContext::new(&c, dir, cancel.clone(), self.board.clone());
         // The handler task reports its own outcome (no watcher task per job).
         let events = self.events.clone();
@@ -79,8 +85,10 @@ impl Worker {
         }
         .map(|task| task.abort_handle());
         tracing::debug!(job = %c.lease.job(), queue = %c.lease.queue(), name = %c.name, attempt = c.attempt, "job started");
-        if let Some(h) = &self.heartbeat {
-            h.stops(&key, &cancel, abort.as_ref());
+        if let (Some(h), Some(task)) = (&self.heartbeat, &abort) {
+            if !h.aborts(&key, task) {
+                task.abort();
+            }
         }
         self.running.insert(
             key,
