@@ -20,22 +20,21 @@
 //! the worker loop, which drops the handler's result, and the heartbeat
 //! stops that handler itself at once, whatever the loop is waiting on.
 
+mod held;
 mod leases;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use tokio::sync::{watch, OnceCell};
-use tokio::task::AbortHandle;
 
 use crate::board::{Admin, AnyBoard, BoardSpec, Events, Presence, WorkerInfo};
 use crate::error::{Error, Result};
-use crate::handler::CancelFlag;
 use crate::job::{JobId, Lease};
 use crate::worker::watchdog::{replace_worker, LoopWatch};
+use held::{HeldMap, Urgent};
 use leases::{expiry_loop, extend_held, extend_loop, report_lost, Beat};
 
 /// How often the watch looks at the loop's first step.
@@ -51,39 +50,13 @@ pub(crate) fn key_of(lease: &Lease) -> LeaseKey {
     (lease.job().clone(), lease.token(), lease.queue().to_string())
 }
 
-struct Held {
-    /// The heartbeat's handle on the lease (it only extends it; the
-    /// worker's settle step keeps the one it settles).
-    lease: Arc<Lease>,
-    /// When the last claim or extend that the server confirmed was sent
-    /// (the lease runs at least an expiry from then).
-    confirmed: Instant,
-    /// Its handler finished well; the lease waits to be consumed.
-    finished: bool,
-    /// How to stop its handler, once started.
-    handler: Option<HandlerStop>,
-}
-
-/// What stops a running handler: its cancel flag, and its task's abort.
-struct HandlerStop {
-    cancel: CancelFlag,
-    abort: Option<AbortHandle>,
-}
-
-impl HandlerStop {
-    fn stop(&self) {
-        self.cancel.cancel();
-        if let Some(task) = &self.abort {
-            task.abort();
-        }
-    }
-}
-
-type HeldMap = Arc<Mutex<HashMap<LeaseKey, Held>>>;
-
 /// The running heartbeat thread.
 pub(crate) struct Heartbeat {
     held: HeldMap,
+    /// The leases to extend at once.
+    urgent: Arc<Urgent>,
+    /// The lease each claim asks for.
+    expiry: Duration,
     /// How long a lease can be trusted without a confirmed extend.
     horizon: Duration,
     stop: watch::Sender<bool>,
@@ -103,92 +76,20 @@ impl Heartbeat {
         let held: HeldMap = Arc::default();
         let horizon = spec.lease_horizon(expiry);
         let (stop, stopped) = watch::channel(false);
-        let h = held.clone();
+        let urgent: Arc<Urgent> = Arc::default();
+        let leases = (held.clone(), urgent.clone());
         let thread = std::thread::Builder::new()
             .name("jobworker-heartbeat".into())
-            .spawn(move || beat_thread(spec, expiry, info, h, watch, stopped, lost))
+            .spawn(move || beat_thread(spec, expiry, info, leases, watch, stopped, lost))
             .map_err(|e| Error::io("cannot start the heartbeat thread", e))?;
         Ok(Heartbeat {
             held,
+            urgent,
+            expiry,
             horizon,
             stop,
             thread: Some(thread),
         })
-    }
-
-    /// Keeps `lease` alive from now on (it was just claimed, by a call sent
-    /// at `sent`): the heartbeat takes a handle on it that only extends.
-    pub(super) fn hold(&self, lease: &Lease, sent: Instant) {
-        if let Ok(mut held) = self.held.lock() {
-            held.insert(
-                key_of(lease),
-                Held {
-                    lease: Arc::new(lease.extend_handle()),
-                    confirmed: sent,
-                    finished: false,
-                    handler: None,
-                },
-            );
-        }
-    }
-
-    /// Lets the heartbeat raise the cancel flag of the handler about to
-    /// start under lease `key` when the lease is over (the loop may be
-    /// waiting on a board call then); false when it is over already.
-    pub(super) fn stops(&self, key: &LeaseKey, cancel: &CancelFlag) -> bool {
-        let mut held = self.held.lock();
-        let Some(h) = held.as_mut().ok().and_then(|h| h.get_mut(key)) else {
-            return false;
-        };
-        h.handler = Some(HandlerStop {
-            cancel: cancel.clone(),
-            abort: None,
-        });
-        true
-    }
-
-    /// Lets the heartbeat abort the task of the handler started under
-    /// lease `key` too; false when the lease is over already (its flag is
-    /// raised: the caller aborts).
-    pub(super) fn aborts(&self, key: &LeaseKey, task: &AbortHandle) -> bool {
-        let mut held = self.held.lock();
-        let Some(stop) = held.as_mut().ok().and_then(|h| h.get_mut(key)?.handler.as_mut()) else {
-            return false;
-        };
-        stop.abort = Some(task.clone());
-        true
-    }
-
-    /// True while the server confirmed the lease `key` (claim or extend)
-    /// less than half its horizon ago, by this process' clock (which runs on
-    /// while the process is stopped); false for a lease not held.
-    pub(super) fn surely_held(&self, key: &LeaseKey) -> bool {
-        let Ok(held) = self.held.lock() else {
-            return false;
-        };
-        held.get(key)
-            .is_some_and(|h| h.confirmed.elapsed() < self.horizon / 2)
-    }
-
-    /// Marks a held lease as done (its handler finished well; the loop's
-    /// batched consume or, should the loop freeze first, the watchdog
-    /// consumes it) or, `false`, as not done (the loop stopped it first).
-    pub(super) fn mark_done(&self, key: &LeaseKey, done: bool) {
-        mark(&self.held, key, || done);
-    }
-
-    /// [`mark_done`](Self::mark_done) for a handler's thread, as `done()` says
-    /// under the map's lock (so it cannot undo a later "not done" of the loop).
-    pub(super) fn finisher(&self) -> impl Fn(&LeaseKey, &dyn Fn() -> bool) + Send + Sync + 'static {
-        let held = self.held.clone();
-        move |key, done| mark(&held, key, done)
-    }
-
-    /// Stops extending a lease.
-    pub(super) fn release(&self, key: &LeaseKey) {
-        if let Ok(mut held) = self.held.lock() {
-            held.remove(key);
-        }
     }
 
     /// Stops the thread (at once: its loops wait on the stop too) and joins it.
@@ -197,12 +98,6 @@ impl Heartbeat {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-    }
-}
-
-fn mark(held: &HeldMap, key: &LeaseKey, done: impl FnOnce() -> bool) {
-    if let Some(h) = held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
-        h.finished = done();
     }
 }
 
@@ -256,7 +151,7 @@ fn beat_thread(
     spec: BoardSpec,
     expiry: Duration,
     info: WorkerInfo,
-    held: HeldMap,
+    (held, urgent): (HeldMap, Arc<Urgent>),
     loop_watch: Option<LoopWatch>,
     mut stopped: watch::Receiver<bool>,
     lost: impl Fn(LeaseKey, Lost),
@@ -287,7 +182,7 @@ fn beat_thread(
     rt.block_on(async {
         let beats = async {
             tokio::join!(
-                extend_loop(&link, &held, beat, &lost),
+                extend_loop(&link, (&held, &urgent), beat, &lost),
                 expiry_loop(&held, beat, &lost),
                 presence_loop(&link, &held, info, beat.every),
                 cancel_loop(&link, &held, &owner, beat, &lost),
@@ -375,7 +270,7 @@ async fn cancel_loop(link: &Link, held: &HeldMap, owner: &str, beat: Beat, lost:
         };
         match subscribed {
             Ok(Some(mut cancels)) => {
-                extend_held(board, held, beat, lost).await;
+                extend_held(board, held, None, beat, lost).await;
                 while let Some(job) = cancels.next().await {
                     let keys: Vec<LeaseKey> = held
                         .lock()

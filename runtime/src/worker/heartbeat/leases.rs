@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 
 use crate::board::{AnyBoard, Board};
-use crate::worker::heartbeat::{HeldMap, LeaseKey, Link, Lost};
+use crate::worker::heartbeat::held::{HeldMap, Urgent};
+use crate::worker::heartbeat::{LeaseKey, Link, Lost};
 
 /// The horizon and the beat of a worker's leases.
 #[derive(Clone, Copy)]
@@ -34,28 +35,49 @@ impl Beat {
 }
 
 /// Extends every held lease, a round per beat: each round begins a beat
-/// after the one before began (a round lasts a beat at most).
-pub(super) async fn extend_loop(link: &Link, held: &HeldMap, beat: Beat, lost: &impl Fn(LeaseKey, Lost)) {
+/// after the one before began (a round lasts a beat at most); and the
+/// urgent ones as they come.
+pub(super) async fn extend_loop(
+    link: &Link,
+    (held, urgent): (&HeldMap, &Urgent),
+    beat: Beat,
+    lost: &impl Fn(LeaseKey, Lost),
+) {
+    let mut next = Instant::now();
     loop {
-        let next = Instant::now() + beat.every;
-        extend_held(link.board().await, held, beat, lost).await;
-        tokio::time::sleep_until(next.into()).await;
+        tokio::select! {
+            _ = tokio::time::sleep_until(next.into()) => {
+                next = Instant::now() + beat.every;
+                extend_held(link.board().await, held, None, beat, lost).await;
+            }
+            keys = urgent.next() => {
+                extend_held(link.board().await, held, Some(&keys), beat, lost).await;
+            }
+        }
     }
 }
 
-/// Extends every held lease once, all at once, each extend bounded by a
-/// beat; reports the leases refused as lost. A lease is confirmed as of
-/// when its extend was sent: the server set the new expiry after that.
+/// Extends every held lease (or those of `only`) once, all at once, each
+/// extend bounded by a beat; reports the leases refused as lost. A lease
+/// is confirmed as of when its extend was sent: the server set the new
+/// expiry after that.
 pub(super) async fn extend_held(
     board: Option<&AnyBoard>,
     held: &HeldMap,
+    only: Option<&[LeaseKey]>,
     beat: Beat,
     lost: &impl Fn(LeaseKey, Lost),
 ) {
     let Some(board) = board else { return };
     let snapshot: Vec<_> = held
         .lock()
-        .map(|h| h.iter().map(|(k, v)| (k.clone(), v.lease.clone())).collect())
+        .map(|h| match only {
+            None => h.iter().map(|(k, v)| (k.clone(), v.lease.clone())).collect(),
+            Some(keys) => keys
+                .iter()
+                .filter_map(|k| Some((k.clone(), h.get(k)?.lease.clone())))
+                .collect(),
+        })
         .unwrap_or_default();
     let extends = snapshot.iter().map(|(key, lease)| async move {
         let sent = Instant::now();

@@ -126,8 +126,12 @@ impl Worker {
             return;
         }
         tracing::debug!(jobs = handed.len(), "jobs handed over by their posts");
-        // (Their leases began earlier, by up to half a lease: a known gap.)
-        self.keep_ahead(handed, Instant::now());
+        if let Some(h) = &self.heartbeat {
+            for c in &handed {
+                h.hold_handed(&c.lease);
+            }
+        }
+        self.ahead.extend(handed);
         self.launch_ahead().await;
         let extra = self.ahead.split_off(self.prefetch().min(self.ahead.len()));
         for c in extra {
