@@ -18,11 +18,13 @@ use jobworker_examples::scripted::run_log::{RunLine, RunOutcome};
 use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::{shared_zookeeper, unique_queue, wait_for, wait_until};
 
-/// How many runs each job in `log` started, and how many ended `ok`.
+/// How many runs each job in `log` started, and how many ended `ok`
+/// (whole lines only: a worker may be writing the last one).
 fn tally(log: &Path) -> HashMap<String, (usize, usize)> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let mut out: HashMap<String, (usize, usize)> = HashMap::new();
-    for line in text.lines() {
+    let whole = text.split_inclusive('\n').filter(|l| l.ends_with('\n'));
+    for line in whole.map(str::trim_end) {
         match RunLine::parse(line) {
             Some(RunLine::Start { id, .. }) => out.entry(id).or_default().0 += 1,
             Some(RunLine::End {
