@@ -101,6 +101,25 @@ async fn a_job_handed_to_a_stopped_worker_runs_once_after_its_lease_runs_out() {
     sup.stop_cleanly(Duration::from_secs(30));
 }
 
+/// An idle worker runs the job a post hands it under the lease the post
+/// took (token 1): it does not give it back to claim it again (seen: the
+/// heartbeat counted a handed lease from half an expiry back, and the
+/// worker judged every hand-off too old to start).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_worker_runs_a_handed_job_under_the_posts_lease() {
+    let (_serial, board, q, key) = setup("e2e-handoff-run").await;
+    let mut sup = Supervisor::start(&q, &["--workers", "1"]);
+    for _ in 0..3 {
+        idle_worker(&sup, &board, &q).await;
+        let id = post(&board, &q, &script(Action::Ok, 0, &key), 5).await;
+        wait_state(&board, &q, &id, JobState::Completed, 30).await;
+        let info = board.show(&q, &id).await.unwrap();
+        assert_eq!((info.token, info.attempts), (1, 0), "{info:?}\n{}", sup.log());
+    }
+    assert!(!sup.log().contains("given back"), "{}", sup.log());
+    sup.stop_cleanly(Duration::from_secs(30));
+}
+
 /// A worker killed (kill -9) while registered leaves a registration with
 /// nobody listening: posts skip it, or hand it a lease that runs out. The
 /// worker started in its place runs every job, each once.

@@ -7,7 +7,9 @@
 //! connection dropped) hands the lease back in its error, to try again.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
+use std::time::Instant;
 
 use crate::error::Error;
 use crate::job::JobId;
@@ -19,13 +21,32 @@ use crate::job::JobId;
 /// [`Error::is_not_owner`]. A lease is not `Clone`: settle it once, with
 /// [`Board::consume`](crate::Board::consume),
 /// [`abandon`](crate::Board::abandon) or [`trash`](crate::Board::trash).
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Debug)]
 #[must_use = "a lease is settled with consume, abandon or trash; a dropped lease leaves its job claimed until the expiry passes"]
 pub struct Lease {
     queue: String,
     job: JobId,
     owner: String,
     token: u64,
+    /// A time of this process' clock the lease surely began after, when
+    /// the board knows one (a hand-off: the registering claim's sending).
+    began_after: Option<Instant>,
+}
+
+/// Two leases are the same claim: queue, job, owner and token.
+impl PartialEq for Lease {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.queue, &self.job, &self.owner, self.token)
+            == (&other.queue, &other.job, &other.owner, other.token)
+    }
+}
+
+impl Eq for Lease {}
+
+impl Hash for Lease {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (&self.queue, &self.job, &self.owner, self.token).hash(state);
+    }
 }
 
 impl Lease {
@@ -39,7 +60,22 @@ impl Lease {
             job,
             owner: owner.into(),
             token,
+            began_after: None,
         }
+    }
+
+    /// The lease, known to have begun after `at` (this process' clock).
+    pub(crate) fn began_after(self, at: Instant) -> Lease {
+        Lease {
+            began_after: Some(at),
+            ..self
+        }
+    }
+
+    /// A time of this process' clock the lease surely began after, when
+    /// known.
+    pub(crate) fn began(&self) -> Option<Instant> {
+        self.began_after
     }
 
     /// The queue the job is on.

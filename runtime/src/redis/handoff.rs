@@ -3,7 +3,7 @@
 //! ending a worker's registrations.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::job::{Abandon, Claimed};
@@ -11,11 +11,16 @@ use crate::redis::board::RedisBoard;
 use crate::redis::claim::LeaseFields;
 use crate::redis::keys::QueueKeys;
 
+/// The start of this process's clock for hand-offs.
+fn clock_start() -> Instant {
+    static START: OnceLock<Instant> = OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
 /// This process's clock for hand-offs, in ms: a claim that registers
 /// sends it, the hand-off echoes it (monotonic, shared by forked workers).
 pub(crate) fn clock_ms() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+    clock_start().elapsed().as_millis() as u64
 }
 
 /// One hand-off message: `'<token> <attempts> <max> <prio> <lease ms>
@@ -80,7 +85,9 @@ impl RedisBoard {
             return Ok(None);
         };
         if fresh {
-            return Ok(Some(job));
+            let registered = clock_start() + Duration::from_millis(m.tag);
+            let lease = job.lease.began_after(registered);
+            return Ok(Some(Claimed { lease, ..job }));
         }
         let id = job.lease.job().clone();
         match self.abandon(&job.lease, Abandon::Release).await {

@@ -1,11 +1,12 @@
 //! The heartbeat: a thread of its own, with its own runtime and one board
-//! connection, keeps the worker's claims alive. Five loops run side by
-//! side (four share that connection), each on its own clock, so a slow one
+//! connection, keeps the worker's claims alive. Six loops run side by
+//! side (five share that connection), each on its own clock, so a slow one
 //! does not hold up the others, and a busy or blocking handler cannot
 //! starve any of them:
 //!
 //! - extend: every held lease, each third of its horizon (the expiry; on
 //!   ZooKeeper at most the session timeout), all at once;
+//! - urgent: a lease handed over by a post, at once;
 //! - expiry: a lease the server has not confirmed for nearly its horizon
 //!   is lost, by this process' clock alone, however long an extend waits
 //!   (`heartbeat/leases.rs`);
@@ -35,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::job::{JobId, Lease};
 use crate::worker::watchdog::{replace_worker, LoopWatch};
 use held::{HeldMap, Urgent};
-use leases::{expiry_loop, extend_held, extend_loop, report_lost, Beat};
+use leases::{expiry_loop, extend_held, extend_loop, report_lost, urgent_loop, Beat};
 
 /// How often the watch looks at the loop's first step.
 const WATCH_TICK: Duration = Duration::from_millis(250);
@@ -182,7 +183,8 @@ fn beat_thread(
     rt.block_on(async {
         let beats = async {
             tokio::join!(
-                extend_loop(&link, (&held, &urgent), beat, &lost),
+                extend_loop(&link, &held, beat, &lost),
+                urgent_loop(&link, (&held, &urgent), beat, &lost),
                 expiry_loop(&held, beat, &lost),
                 presence_loop(&link, &held, info, beat.every),
                 cancel_loop(&link, &held, &owner, beat, &lost),

@@ -45,8 +45,8 @@ impl HandlerStop {
 
 pub(super) type HeldMap = Arc<Mutex<HashMap<LeaseKey, Held>>>;
 
-/// Leases to extend at once, not at the next beat (handed over: their
-/// time left is less sure than a claim's).
+/// Leases to extend at once, not at the next beat (handed over: they may
+/// have waited up to half a lease to be read).
 #[derive(Default)]
 pub(super) struct Urgent {
     keys: Mutex<Vec<LeaseKey>>,
@@ -94,14 +94,16 @@ impl Heartbeat {
         }
     }
 
-    /// Keeps a lease a post handed to this worker alive from now on. It
-    /// began at most half an expiry ago (older ones are given back, not
-    /// handed on), so it counts from then, and it is extended at once
-    /// rather than at the next beat.
+    /// Keeps a lease a post handed to this worker alive from now on, and
+    /// has it extended at once rather than at the next beat. It counts from
+    /// when the board says it began after (the registering claim's
+    /// sending), else from half an expiry ago (a hand-off read later is
+    /// given back, not handed on).
     pub(in crate::worker) fn hold_handed(&self, lease: &Lease) {
-        let since = Instant::now()
-            .checked_sub(self.expiry / 2)
-            .unwrap_or_else(Instant::now);
+        let since = lease.began().unwrap_or_else(|| {
+            let now = Instant::now();
+            now.checked_sub(self.expiry / 2).unwrap_or(now)
+        });
         self.hold(lease, since);
         self.urgent.push(key_of(lease));
     }

@@ -35,25 +35,26 @@ impl Beat {
 }
 
 /// Extends every held lease, a round per beat: each round begins a beat
-/// after the one before began (a round lasts a beat at most); and the
-/// urgent ones as they come.
-pub(super) async fn extend_loop(
+/// after the one before began (a round lasts a beat at most, once the
+/// board is connected).
+pub(super) async fn extend_loop(link: &Link, held: &HeldMap, beat: Beat, lost: &impl Fn(LeaseKey, Lost)) {
+    loop {
+        let next = Instant::now() + beat.every;
+        extend_held(link.board().await, held, None, beat, lost).await;
+        tokio::time::sleep_until(next.into()).await;
+    }
+}
+
+/// Extends the urgent leases as they come, beside the rounds.
+pub(super) async fn urgent_loop(
     link: &Link,
     (held, urgent): (&HeldMap, &Urgent),
     beat: Beat,
     lost: &impl Fn(LeaseKey, Lost),
 ) {
-    let mut next = Instant::now();
     loop {
-        tokio::select! {
-            _ = tokio::time::sleep_until(next.into()) => {
-                next = Instant::now() + beat.every;
-                extend_held(link.board().await, held, None, beat, lost).await;
-            }
-            keys = urgent.next() => {
-                extend_held(link.board().await, held, Some(&keys), beat, lost).await;
-            }
-        }
+        let keys = urgent.next().await;
+        extend_held(link.board().await, held, Some(&keys), beat, lost).await;
     }
 }
 

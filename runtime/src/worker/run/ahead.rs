@@ -72,7 +72,7 @@ impl Worker {
     }
 
     /// Starts jobs claimed ahead in the free slots; false when one could
-    /// not start (it was given back).
+    /// not start (it was given back, or its lease was lost already).
     pub(super) async fn launch_ahead(&mut self) -> bool {
         let mut all = true;
         while self.running.len() < self.cfg.concurrency && self.isolated.is_none() {
@@ -80,7 +80,7 @@ impl Worker {
                 break;
             };
             if !self.surely_held(&c) {
-                self.give_back(c, "claimed ahead, its lease not confirmed within half its expiry")
+                self.give_back(c, "claimed ahead, its lease not confirmed within half its term")
                     .await;
                 all = false;
                 continue;

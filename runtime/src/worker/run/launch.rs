@@ -20,16 +20,12 @@ use crate::worker::run::{Event, Worker};
 impl Worker {
     /// Starts the handler of a claimed job (its lease already heartbeated)
     /// in a free sandbox slot; false when it could not start (the job was
-    /// given back).
+    /// given back, or its lease was lost already).
     pub(super) async fn launch(&mut self, c: Claimed) -> bool {
         let key = key_of(&c.lease);
-        // From here the heartbeat can stop the handler itself; a lease it
-        // has called lost already is not started on (it runs out).
-        let cancel = CancelFlag::default();
-        if self.heartbeat.as_ref().is_some_and(|h| !h.stops(&key, &cancel)) {
-            tracing::warn!(job = %c.lease.job(), queue = %c.lease.queue(), "lease lost before its handler started; not started");
+        let Some(cancel) = self.stoppable(&c, &key) else {
             return false;
-        }
+        };
         let (slot, dir) = match self.take_slot(&key) {
             Ok(taken) => taken,
             Err(trouble) => {
@@ -41,24 +37,8 @@ impl Worker {
         };
         let entry = self.registry.get(&c.name).copied();
         let cx = JobContext::new(&c, dir, cancel.clone(), self.board.clone());
-        // The handler task reports its own outcome (no watcher task per job).
-        let events = self.events.clone();
-        let done = key.clone();
         let context = cx.clone();
-        // A handler that finished well, uninterrupted and with no next step
-        // to post, is marked done where it ends, not only when the loop
-        // reads its outcome: a loop frozen meanwhile never would, and the
-        // watchdog then consumes it instead of giving it back to run again.
-        let finisher = self.heartbeat.as_ref().map(|h| h.finisher());
-        let (ended, interrupted) = (cx.clone(), cancel.clone());
-        let reporter = Reporter::new(move |outcome| {
-            if let (Some(finisher), Outcome::Returned(Ok(()))) = (&finisher, &outcome) {
-                if !ended.has_next() {
-                    finisher(&done, &|| !interrupted.is_cancelled());
-                }
-            }
-            let _ = events.send(Event::Done(done, outcome));
-        });
+        let reporter = self.reporter(&key, &cx, &cancel);
         let timeout = entry.and_then(|e| e.timeout).or(self.cfg.default_timeout);
         let started = Instant::now();
         let abort = match entry.map(|e| e.run) {
@@ -107,6 +87,39 @@ impl Worker {
             },
         );
         true
+    }
+
+    /// A cancel flag for the handler about to start under `key`, which the
+    /// heartbeat can raise itself from now on; `None` (logged) when the
+    /// heartbeat has called the lease lost already: it is not started on,
+    /// and runs out.
+    fn stoppable(&self, c: &Claimed, key: &LeaseKey) -> Option<CancelFlag> {
+        let cancel = CancelFlag::default();
+        if self.heartbeat.as_ref().is_some_and(|h| !h.stops(key, &cancel)) {
+            tracing::warn!(job = %c.lease.job(), queue = %c.lease.queue(), "lease lost before its handler started; not started");
+            return None;
+        }
+        Some(cancel)
+    }
+
+    /// How the handler task of `key` reports its own outcome (no watcher
+    /// task per job). A handler that finished well, uninterrupted and with
+    /// no next step to post, is marked done where it ends, not only when
+    /// the loop reads its outcome: a loop frozen meanwhile never would, and
+    /// the watchdog then consumes it instead of giving it back to run again.
+    fn reporter(&self, key: &LeaseKey, cx: &JobContext, cancel: &CancelFlag) -> Reporter {
+        let events = self.events.clone();
+        let done = key.clone();
+        let finisher = self.heartbeat.as_ref().map(|h| h.finisher());
+        let (ended, interrupted) = (cx.clone(), cancel.clone());
+        Reporter::new(move |outcome| {
+            if let (Some(finisher), Outcome::Returned(Ok(()))) = (&finisher, &outcome) {
+                if !ended.has_next() {
+                    finisher(&done, &|| !interrupted.is_cancelled());
+                }
+            }
+            let _ = events.send(Event::Done(done, outcome));
+        })
     }
 
     /// Polls a handler's future once on this thread (its first step), in
