@@ -18,7 +18,8 @@ fn clock_start() -> Instant {
 }
 
 /// This process's clock for hand-offs, in ms: a claim that registers
-/// sends it, the hand-off echoes it (monotonic, shared by forked workers).
+/// sends it, the hand-off echoes it to the same process (monotonic; each
+/// process starts its own at its first use).
 pub(crate) fn clock_ms() -> u64 {
     clock_start().elapsed().as_millis() as u64
 }
@@ -37,9 +38,10 @@ struct Message<'a> {
 
 impl Message<'_> {
     /// Whether the lease surely has half its time left: it began after
-    /// the claim that registered was sent, `tag` by this clock.
+    /// the claim that registered was sent, `tag` by this clock (a tag
+    /// ahead of the clock is not this process's: not trusted).
     fn fresh(&self, now_ms: u64) -> bool {
-        now_ms.saturating_sub(self.tag) < self.lease_ms / 2
+        self.tag <= now_ms && now_ms - self.tag < self.lease_ms / 2
     }
 }
 
@@ -85,7 +87,7 @@ impl RedisBoard {
             return Ok(None);
         };
         if fresh {
-            let registered = clock_start() + Duration::from_millis(m.tag);
+            let registered = (clock_start() + Duration::from_millis(m.tag)).min(Instant::now());
             let lease = job.lease.began_after(registered);
             return Ok(Some(Claimed { lease, ..job }));
         }
@@ -125,6 +127,7 @@ mod tests {
         assert_eq!(m.posting, b"\x82posting\nwith newline");
         assert_eq!((m.lease_ms, m.tag), (30000, 1200));
         assert!(m.fresh(1200) && m.fresh(16199) && !m.fresh(16200) && !m.fresh(90000));
+        assert!(!m.fresh(1199), "a tag ahead of this clock is not trusted");
         let f = m.fields;
         assert_eq!(
             (f.token, f.attempts, f.max_attempts, f.priority, f.suspect),

@@ -61,6 +61,13 @@ impl Urgent {
         self.wake.notify_one();
     }
 
+    /// Puts back leases taken but not extended.
+    pub(super) fn put_back(&self, keys: Vec<LeaseKey>) {
+        if let Ok(mut held) = self.keys.lock() {
+            held.extend(keys);
+        }
+    }
+
     /// Waits for leases to extend at once, and takes them.
     pub(super) async fn next(&self) -> Vec<LeaseKey> {
         loop {

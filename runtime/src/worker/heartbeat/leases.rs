@@ -1,6 +1,7 @@
-//! The heartbeat's two lease loops: one extends every held lease each beat,
-//! the other calls a lease lost once the server has not confirmed it for
-//! nearly its horizon. They are apart so that an extend that hangs (a
+//! The heartbeat's lease loops: one extends every held lease each beat,
+//! one extends the leases handed over as they come, and one calls a lease
+//! lost once the server has not confirmed it for nearly its horizon. The
+//! last is apart from the others so that an extend that hangs (a
 //! frozen server answers nothing until its response timeout) delays no
 //! verdict: a handler must stop before its lease may have run out on the
 //! server, or another worker may run the job beside it.
@@ -54,7 +55,11 @@ pub(super) async fn urgent_loop(
 ) {
     loop {
         let keys = urgent.next().await;
-        extend_held(link.board().await, held, Some(&keys), beat, lost).await;
+        match link.board().await {
+            Some(board) => extend_held(Some(board), held, Some(&keys), beat, lost).await,
+            // Not connected yet (each try waits up to a beat): kept for the next.
+            None => urgent.put_back(keys),
+        }
     }
 }
 
