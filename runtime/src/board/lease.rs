@@ -30,6 +30,8 @@ pub struct Lease {
     token: u64,
     /// A time of this process' clock the lease surely began after, when
     /// the board knows one (a hand-off: the registering claim's sending).
+    /// Only a worker (the `cli` feature) reads it.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     began_after: Option<Instant>,
 }
 
@@ -74,6 +76,7 @@ impl Lease {
 
     /// A time of this process' clock the lease surely began after, when
     /// known.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn began(&self) -> Option<Instant> {
         self.began_after
     }
