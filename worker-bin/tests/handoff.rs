@@ -120,6 +120,40 @@ async fn an_idle_worker_runs_a_handed_job_under_the_posts_lease() {
     sup.stop_cleanly(Duration::from_secs(30));
 }
 
+/// A handed job that runs longer than its lease keeps the post's lease:
+/// one handed at once waits for the heartbeat's next round, one handed a
+/// while into the wait (its lease older than a third of the expiry) is
+/// extended at once. Either way it runs once, to the end.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handed_job_longer_than_its_lease_keeps_it() {
+    let (_serial, board, q, key) = setup("e2e-handoff-long").await;
+    let expiry = 6;
+    let args = ["--workers", "1", "--expiry", "6", "--interval", "60"];
+    let mut sup = Supervisor::start(&q, &args);
+    for wait in [0, expiry * 1000 * 2 / 5] {
+        idle_worker(&sup, &board, &q).await;
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let id = post(&board, &q, &script(Action::Sleep, expiry * 1000 * 4 / 3, &key), 5).await;
+        wait_state(&board, &q, &id, JobState::Completed, 60).await;
+        assert_eq!(
+            runs(&board, &key).await.get(id.as_str()),
+            Some(&1),
+            "{}",
+            sup.log()
+        );
+        let info = board.show(&q, &id).await.unwrap();
+        if wait == 0 {
+            assert_eq!((info.token, info.attempts), (1, 0), "{info:?}\n{}", sup.log());
+        }
+    }
+    assert!(
+        !sup.log().contains("could not extend it in time"),
+        "{}",
+        sup.log()
+    );
+    sup.stop_cleanly(Duration::from_secs(30));
+}
+
 /// A worker killed (kill -9) while registered leaves a registration with
 /// nobody listening: posts skip it, or hand it a lease that runs out. The
 /// worker started in its place runs every job, each once.

@@ -101,18 +101,22 @@ impl Heartbeat {
         }
     }
 
-    /// Keeps a lease a post handed to this worker alive from now on, and
-    /// has it extended at once rather than at the next beat. It counts from
-    /// when the board says it began after (the registering claim's
-    /// sending), else from half an expiry ago (a hand-off read later is
-    /// given back, not handed on).
+    /// Keeps a lease a post handed to this worker alive from now on. It
+    /// counts from when the board says it began after (the registering
+    /// claim's sending), else from half an expiry ago (a hand-off read
+    /// later is given back, not handed on). One begun a third of its
+    /// horizon ago or more is extended at once; a younger one waits for the
+    /// next round, a beat (a third of the horizon) at most, and is still
+    /// confirmed a sixth of its horizon before it is called lost.
     pub(in crate::worker) fn hold_handed(&self, lease: &Lease) {
-        let since = lease.began().unwrap_or_else(|| {
-            let now = Instant::now();
-            now.checked_sub(self.expiry / 2).unwrap_or(now)
-        });
+        let now = Instant::now();
+        let since = lease
+            .began()
+            .unwrap_or_else(|| now.checked_sub(self.expiry / 2).unwrap_or(now));
         self.hold(lease, since);
-        self.urgent.push(key_of(lease));
+        if now.saturating_duration_since(since) >= self.horizon / 3 {
+            self.urgent.push(key_of(lease));
+        }
     }
 
     /// Lets the heartbeat raise the cancel flag of the handler about to
