@@ -6,7 +6,8 @@
 //!
 //! - extend: every held lease, each third of its horizon (the expiry; on
 //!   ZooKeeper at most the session timeout), all at once;
-//! - urgent: a lease handed over by a post, at once;
+//! - urgent: a lease handed over by a post, a third of its horizon after
+//!   it began (at once when that is past);
 //! - expiry: a lease the server has not confirmed for nearly its horizon
 //!   is lost, by this process' clock alone, however long an extend waits
 //!   (`heartbeat/leases.rs`);

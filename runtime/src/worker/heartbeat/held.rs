@@ -26,6 +26,23 @@ pub(super) struct Held {
     pub finished: bool,
     /// How to stop its handler, once started.
     pub handler: Option<HandlerStop>,
+    /// When to extend it beside the rounds (a lease handed over, see
+    /// [`Heartbeat::hold_handed`]).
+    pub extend_at: Option<Instant>,
+}
+
+impl Held {
+    /// A lease just held, confirmed at `confirmed`, extended also at
+    /// `extend_at`.
+    fn new(lease: &Lease, confirmed: Instant, extend_at: Option<Instant>) -> Self {
+        Held {
+            lease: Arc::new(lease.extend_handle()),
+            confirmed,
+            finished: false,
+            handler: None,
+            extend_at,
+        }
+    }
 }
 
 /// What stops a running handler: its cancel flag, and its task's abort.
@@ -45,41 +62,71 @@ impl HandlerStop {
 
 pub(super) type HeldMap = Arc<Mutex<HashMap<LeaseKey, Held>>>;
 
-/// Leases to extend at once, not at the next beat (handed over: they may
-/// have waited up to half a lease to be read).
+/// Wakes the heartbeat's loop for the leases extended by a time of their
+/// own, beside the rounds: those handed over (they may have waited up to
+/// half a lease to be read).
 #[derive(Default)]
 pub(super) struct Urgent {
-    keys: Mutex<Vec<LeaseKey>>,
     wake: Notify,
+    /// When the loop looks at the held leases again by itself (`None`:
+    /// only once woken); written and read under the held map's lock.
+    looks_at: Mutex<Option<Instant>>,
 }
 
 impl Urgent {
-    fn push(&self, key: LeaseKey) {
-        if let Ok(mut keys) = self.keys.lock() {
-            keys.push(key);
-        }
-        self.wake.notify_one();
-    }
-
-    /// Puts back leases taken but not extended.
-    pub(super) fn put_back(&self, keys: Vec<LeaseKey>) {
-        if let Ok(mut held) = self.keys.lock() {
-            held.extend(keys);
-        }
-    }
-
-    /// Waits for leases to extend at once, and takes them.
-    pub(super) async fn next(&self) -> Vec<LeaseKey> {
+    /// Waits until leases of `held` are due for their own extend, and
+    /// takes them (their time is cleared).
+    pub(super) async fn next(&self, held: &HeldMap) -> Vec<LeaseKey> {
         loop {
-            let keys = self
-                .keys
-                .lock()
-                .map(|mut k| std::mem::take(&mut *k))
-                .unwrap_or_default();
-            if !keys.is_empty() {
-                return keys;
+            let now = Instant::now();
+            let mut due = Vec::new();
+            let mut next: Option<Instant> = None;
+            if let Ok(mut h) = held.lock() {
+                for (key, v) in h.iter_mut() {
+                    match v.extend_at {
+                        Some(at) if at <= now => {
+                            v.extend_at = None;
+                            due.push(key.clone());
+                        }
+                        Some(at) => next = Some(next.map_or(at, |n| n.min(at))),
+                        None => {}
+                    }
+                }
+                let looks_at = if due.is_empty() { next } else { Some(now) };
+                if let Ok(mut l) = self.looks_at.lock() {
+                    *l = looks_at;
+                }
             }
-            self.wake.notified().await;
+            if !due.is_empty() {
+                return due;
+            }
+            match next {
+                Some(at) => {
+                    tokio::select! {
+                        _ = self.wake.notified() => {}
+                        _ = tokio::time::sleep_until(at.into()) => {}
+                    }
+                }
+                None => self.wake.notified().await,
+            }
+        }
+    }
+
+    /// Whether the loop looks at the held leases by `at` without being
+    /// woken (asked under the held map's lock).
+    fn looks_by(&self, at: Instant) -> bool {
+        self.looks_at.lock().is_ok_and(|l| l.is_some_and(|t| t <= at))
+    }
+
+    /// Puts back leases taken but not extended, to extend at once.
+    pub(super) fn put_back(&self, held: &HeldMap, keys: &[LeaseKey]) {
+        let now = Instant::now();
+        if let Ok(mut h) = held.lock() {
+            for k in keys {
+                if let Some(v) = h.get_mut(k) {
+                    v.extend_at = Some(now);
+                }
+            }
         }
     }
 }
@@ -89,33 +136,32 @@ impl Heartbeat {
     /// at `sent`): the heartbeat takes a handle on it that only extends.
     pub(in crate::worker) fn hold(&self, lease: &Lease, sent: Instant) {
         if let Ok(mut held) = self.held.lock() {
-            held.insert(
-                key_of(lease),
-                Held {
-                    lease: Arc::new(lease.extend_handle()),
-                    confirmed: sent,
-                    finished: false,
-                    handler: None,
-                },
-            );
+            held.insert(key_of(lease), Held::new(lease, sent, None));
         }
     }
 
     /// Keeps a lease a post handed to this worker alive from now on. It
     /// counts from when the board says it began after (the registering
     /// claim's sending), else from half an expiry ago (a hand-off read
-    /// later is given back, not handed on). One begun a third of its
-    /// horizon ago or more is extended at once; a younger one waits for the
-    /// next round, a beat (a third of the horizon) at most, and is still
-    /// confirmed a sixth of its horizon before it is called lost.
+    /// later is given back, not handed on). Its first extend goes out a
+    /// third of its horizon after that (at once when that is past; not on
+    /// the way of a job just handed to an idle worker), as a claimed
+    /// lease's first round would: the rounds then extend it once more
+    /// before it could be called lost.
     pub(in crate::worker) fn hold_handed(&self, lease: &Lease) {
         let now = Instant::now();
         let since = lease
             .began()
             .unwrap_or_else(|| now.checked_sub(self.expiry / 2).unwrap_or(now));
-        self.hold(lease, since);
-        if now.saturating_duration_since(since) >= self.horizon / 3 {
-            self.urgent.push(key_of(lease));
+        let at = since + self.horizon / 3;
+        let Ok(mut held) = self.held.lock() else { return };
+        held.insert(key_of(lease), Held::new(lease, since, Some(at)));
+        // Waking the heartbeat's thread beside the handler's start costs
+        // the pickup: only when the loop would not look by then anyway.
+        let looks = self.urgent.looks_by(at);
+        drop(held);
+        if !looks {
+            self.urgent.wake.notify_one();
         }
     }
 
@@ -184,5 +230,50 @@ impl Heartbeat {
 fn mark(held: &HeldMap, key: &LeaseKey, done: impl FnOnce() -> bool) {
     if let Some(h) = held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
         h.finished = done();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::job::JobId;
+
+    fn hold(held: &HeldMap, job: &str, extend_at: Option<Instant>) -> LeaseKey {
+        let lease = Lease::new("q", JobId(job.into()), "me", 1);
+        let entry = Held::new(&lease, Instant::now(), extend_at);
+        held.lock().unwrap().insert(key_of(&lease), entry);
+        key_of(&lease)
+    }
+
+    #[tokio::test]
+    async fn a_lease_is_taken_once_when_its_own_extend_falls_due() {
+        let (held, urgent) = (HeldMap::default(), Urgent::default());
+        let now = Instant::now();
+        let later = now + Duration::from_secs(3600);
+        let due = hold(&held, "due", Some(now));
+        hold(&held, "later", Some(later));
+        hold(&held, "rounds only", None);
+        assert_eq!(urgent.next(&held).await, vec![due.clone()]);
+        let again = tokio::time::timeout(Duration::from_millis(50), urgent.next(&held));
+        assert!(again.await.is_err(), "taken once; the later one is not due");
+        // Asleep until the later one: a lease due after it needs no wake.
+        assert!(urgent.looks_by(later) && !urgent.looks_by(now));
+        urgent.put_back(&held, std::slice::from_ref(&due));
+        assert_eq!(urgent.next(&held).await, vec![due]);
+    }
+
+    #[tokio::test]
+    async fn a_lease_held_while_waiting_wakes_the_wait() {
+        let (held, urgent) = (HeldMap::default(), Arc::new(Urgent::default()));
+        let wait = tokio::spawn({
+            let (held, urgent) = (held.clone(), urgent.clone());
+            async move { urgent.next(&held).await }
+        });
+        tokio::task::yield_now().await;
+        let key = hold(&held, "handed", Some(Instant::now()));
+        urgent.wake.notify_one();
+        assert_eq!(wait.await.unwrap(), vec![key]);
     }
 }

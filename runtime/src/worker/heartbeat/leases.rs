@@ -1,10 +1,10 @@
 //! The heartbeat's lease loops: one extends every held lease each beat,
-//! one extends the leases handed over as they come, and one calls a lease
-//! lost once the server has not confirmed it for nearly its horizon. The
-//! last is apart from the others so that an extend that hangs (a
-//! frozen server answers nothing until its response timeout) delays no
-//! verdict: a handler must stop before its lease may have run out on the
-//! server, or another worker may run the job beside it.
+//! one extends the leases handed over when each falls due, and one calls
+//! a lease lost once the server has not confirmed it for nearly its
+//! horizon. The last is apart from the others so that an extend that
+//! hangs (a frozen server answers nothing until its response timeout)
+//! delays no verdict: a handler must stop before its lease may have run
+//! out on the server, or another worker may run the job beside it.
 
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,7 @@ pub(super) async fn extend_loop(link: &Link, held: &HeldMap, beat: Beat, lost: &
     }
 }
 
-/// Extends the urgent leases as they come, beside the rounds.
+/// Extends the urgent leases as they fall due, beside the rounds.
 pub(super) async fn urgent_loop(
     link: &Link,
     (held, urgent): (&HeldMap, &Urgent),
@@ -54,11 +54,11 @@ pub(super) async fn urgent_loop(
     lost: &impl Fn(LeaseKey, Lost),
 ) {
     loop {
-        let keys = urgent.next().await;
+        let keys = urgent.next(held).await;
         match link.board().await {
             Some(board) => extend_held(Some(board), held, Some(&keys), beat, lost).await,
             // Not connected yet (each try waits up to a beat): kept for the next.
-            None => urgent.put_back(keys),
+            None => urgent.put_back(held, &keys),
         }
     }
 }
