@@ -120,10 +120,9 @@ async fn an_idle_worker_runs_a_handed_job_under_the_posts_lease() {
     sup.stop_cleanly(Duration::from_secs(30));
 }
 
-/// A handed job that runs longer than its lease keeps the post's lease:
-/// one handed at once waits for the heartbeat's next round, one handed a
-/// while into the wait (its lease older than a third of the expiry) is
-/// extended at once. Either way it runs once, to the end.
+/// A handed job that runs longer than its lease keeps the post's lease,
+/// handed at once or a while into the worker's wait (its lease older at
+/// the start): it runs once, to the end.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_handed_job_longer_than_its_lease_keeps_it() {
     let (_serial, board, q, key) = setup("e2e-handoff-long").await;

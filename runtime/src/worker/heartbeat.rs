@@ -7,7 +7,8 @@
 //! - extend: every held lease, each third of its horizon (the expiry; on
 //!   ZooKeeper at most the session timeout), all at once;
 //! - urgent: a lease handed over by a post, a third of its horizon after
-//!   it began (at once when that is past);
+//!   it began (or as soon as the loop is free, when that is past), unless
+//!   a round extended it first;
 //! - expiry: a lease the server has not confirmed for nearly its horizon
 //!   is lost, by this process' clock alone, however long an extend waits
 //!   (`heartbeat/leases.rs`);
@@ -55,7 +56,7 @@ pub(crate) fn key_of(lease: &Lease) -> LeaseKey {
 /// The running heartbeat thread.
 pub(crate) struct Heartbeat {
     held: HeldMap,
-    /// The leases to extend at once.
+    /// Wakes the loop that extends handed leases by a time of their own.
     urgent: Arc<Urgent>,
     /// The lease each claim asks for.
     expiry: Duration,

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
@@ -63,24 +63,27 @@ impl HandlerStop {
 pub(super) type HeldMap = Arc<Mutex<HashMap<LeaseKey, Held>>>;
 
 /// Wakes the heartbeat's loop for the leases extended by a time of their
-/// own, beside the rounds: those handed over (they may have waited up to
-/// half a lease to be read).
+/// own, beside the rounds: those handed over, whose first round may come
+/// too late for a second one before the verdict.
 #[derive(Default)]
 pub(super) struct Urgent {
     wake: Notify,
     /// When the loop looks at the held leases again by itself (`None`:
-    /// only once woken); written and read under the held map's lock.
+    /// not known yet); written and read under the held map's lock.
     looks_at: Mutex<Option<Instant>>,
 }
 
 impl Urgent {
     /// Waits until leases of `held` are due for their own extend, and
-    /// takes them (their time is cleared).
-    pub(super) async fn next(&self, held: &HeldMap) -> Vec<LeaseKey> {
+    /// takes them (their time is cleared). With none to come, it looks
+    /// again every `idle` by itself, so that a lease handed over next,
+    /// due later than that, needs no wake (a wake-up of this thread
+    /// beside the handler's start costs the pickup).
+    pub(super) async fn next(&self, held: &HeldMap, idle: Duration) -> Vec<LeaseKey> {
         loop {
             let now = Instant::now();
             let mut due = Vec::new();
-            let mut next: Option<Instant> = None;
+            let mut next = now + idle;
             if let Ok(mut h) = held.lock() {
                 for (key, v) in h.iter_mut() {
                     match v.extend_at {
@@ -88,26 +91,20 @@ impl Urgent {
                             v.extend_at = None;
                             due.push(key.clone());
                         }
-                        Some(at) => next = Some(next.map_or(at, |n| n.min(at))),
+                        Some(at) => next = next.min(at),
                         None => {}
                     }
                 }
-                let looks_at = if due.is_empty() { next } else { Some(now) };
                 if let Ok(mut l) = self.looks_at.lock() {
-                    *l = looks_at;
+                    *l = Some(if due.is_empty() { next } else { now });
                 }
             }
             if !due.is_empty() {
                 return due;
             }
-            match next {
-                Some(at) => {
-                    tokio::select! {
-                        _ = self.wake.notified() => {}
-                        _ = tokio::time::sleep_until(at.into()) => {}
-                    }
-                }
-                None => self.wake.notified().await,
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep_until(next.into()) => {}
             }
         }
     }
@@ -143,11 +140,12 @@ impl Heartbeat {
     /// Keeps a lease a post handed to this worker alive from now on. It
     /// counts from when the board says it began after (the registering
     /// claim's sending), else from half an expiry ago (a hand-off read
-    /// later is given back, not handed on). Its first extend goes out a
-    /// third of its horizon after that (at once when that is past; not on
-    /// the way of a job just handed to an idle worker), as a claimed
-    /// lease's first round would: the rounds then extend it once more
-    /// before it could be called lost.
+    /// later is given back, not handed on). Unless a round extends it
+    /// first, its own extend goes out a third of its horizon after that
+    /// (or as soon as the heartbeat is free, when that is past), as a
+    /// claimed lease's first round would: the rounds then extend it once
+    /// more before it could be called lost. Nothing is sent beside the
+    /// start of a job just handed to an idle worker.
     pub(in crate::worker) fn hold_handed(&self, lease: &Lease) {
         let now = Instant::now();
         let since = lease
@@ -235,8 +233,6 @@ fn mark(held: &HeldMap, key: &LeaseKey, done: impl FnOnce() -> bool) {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
     use crate::job::JobId;
 
@@ -247,6 +243,8 @@ mod tests {
         key_of(&lease)
     }
 
+    const IDLE: Duration = Duration::from_secs(60);
+
     #[tokio::test]
     async fn a_lease_is_taken_once_when_its_own_extend_falls_due() {
         let (held, urgent) = (HeldMap::default(), Urgent::default());
@@ -255,13 +253,25 @@ mod tests {
         let due = hold(&held, "due", Some(now));
         hold(&held, "later", Some(later));
         hold(&held, "rounds only", None);
-        assert_eq!(urgent.next(&held).await, vec![due.clone()]);
-        let again = tokio::time::timeout(Duration::from_millis(50), urgent.next(&held));
+        assert_eq!(urgent.next(&held, IDLE).await, vec![due.clone()]);
+        let again = tokio::time::timeout(Duration::from_millis(50), urgent.next(&held, IDLE));
         assert!(again.await.is_err(), "taken once; the later one is not due");
         // Asleep until the later one: a lease due after it needs no wake.
         assert!(urgent.looks_by(later) && !urgent.looks_by(now));
         urgent.put_back(&held, std::slice::from_ref(&due));
-        assert_eq!(urgent.next(&held).await, vec![due]);
+        assert_eq!(urgent.next(&held, IDLE).await, vec![due]);
+    }
+
+    #[tokio::test]
+    async fn with_none_to_come_the_loop_looks_again_by_itself() {
+        let (held, urgent) = (HeldMap::default(), Urgent::default());
+        hold(&held, "rounds only", None);
+        assert!(!urgent.looks_by(Instant::now() + IDLE * 2), "not known yet");
+        let wait = tokio::time::timeout(Duration::from_millis(50), urgent.next(&held, IDLE));
+        assert!(wait.await.is_err());
+        // A lease handed over now, due after the idle look, needs no wake.
+        let now = Instant::now();
+        assert!(urgent.looks_by(now + IDLE) && !urgent.looks_by(now));
     }
 
     #[tokio::test]
@@ -269,7 +279,7 @@ mod tests {
         let (held, urgent) = (HeldMap::default(), Arc::new(Urgent::default()));
         let wait = tokio::spawn({
             let (held, urgent) = (held.clone(), urgent.clone());
-            async move { urgent.next(&held).await }
+            async move { urgent.next(&held, IDLE).await }
         });
         tokio::task::yield_now().await;
         let key = hold(&held, "handed", Some(Instant::now()));

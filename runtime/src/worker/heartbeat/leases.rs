@@ -54,7 +54,7 @@ pub(super) async fn urgent_loop(
     lost: &impl Fn(LeaseKey, Lost),
 ) {
     loop {
-        let keys = urgent.next(held).await;
+        let keys = urgent.next(held, beat.every / 2).await;
         match link.board().await {
             Some(board) => extend_held(Some(board), held, Some(&keys), beat, lost).await,
             // Not connected yet (each try waits up to a beat): kept for the next.
@@ -95,6 +95,8 @@ pub(super) async fn extend_held(
             Ok(Ok(())) => {
                 if let Some(entry) = held.lock().ok().as_mut().and_then(|h| h.get_mut(key)) {
                     entry.confirmed = entry.confirmed.max(sent);
+                    // Extended: the rounds keep it from here, as a claim.
+                    entry.extend_at = None;
                 }
             }
             Ok(Err(e)) if e.is_lease_over() => report_lost(held, key, Lost::of(&e), lost),
