@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use jobworker::redis::RedisBoard;
-use jobworker::{Board, JobState};
+use jobworker::{Board, JobId, JobInfo, JobState};
 use jobworker_examples::scripted::Action;
 use jobworker_tests::wait_until;
 use redis::AsyncCommands;
@@ -53,6 +53,20 @@ async fn idle_worker(sup: &Supervisor, board: &RedisBoard, q: &str) -> i32 {
     worker_pid(&registered(board, q).await[0].0)
 }
 
+/// Waits (up to `secs`) for job `id` to complete, asserts that it ran
+/// once, and returns what the board shows of it.
+async fn completed_once(
+    sup: &Supervisor,
+    board: &RedisBoard,
+    (q, key): (&str, &str),
+    id: &JobId,
+    secs: u64,
+) -> JobInfo {
+    wait_state(board, q, id, JobState::Completed, secs).await;
+    assert_eq!(runs(board, key).await.get(id.as_str()), Some(&1), "{}", sup.log());
+    board.show(q, id).await.unwrap()
+}
+
 /// True once process `pid` is stopped (state T in /proc).
 fn stopped(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -87,16 +101,9 @@ async fn a_job_handed_to_a_stopped_worker_runs_once_after_its_lease_runs_out() {
     // Well past the 1 s lease, by the server's clock.
     tokio::time::sleep(Duration::from_millis(2500)).await;
     signal(pid, libc::SIGCONT);
-    wait_state(&board, &q, &id, JobState::Completed, 30).await;
-    assert_eq!(
-        runs(&board, &key).await.get(id.as_str()),
-        Some(&1),
-        "{}",
-        sup.log()
-    );
+    let info = completed_once(&sup, &board, (&q, &key), &id, 30).await;
     // Two leases: the stale hand-off's (which counted an attempt when it
     // ran out) and the claim that ran the job.
-    let info = board.show(&q, &id).await.unwrap();
     assert_eq!((info.token, info.attempts), (2, 1), "{info:?}");
     sup.stop_cleanly(Duration::from_secs(30));
 }
@@ -133,14 +140,7 @@ async fn a_handed_job_longer_than_its_lease_keeps_it() {
         idle_worker(&sup, &board, &q).await;
         tokio::time::sleep(Duration::from_millis(wait)).await;
         let id = post(&board, &q, &script(Action::Sleep, expiry * 1000 * 4 / 3, &key), 5).await;
-        wait_state(&board, &q, &id, JobState::Completed, 60).await;
-        assert_eq!(
-            runs(&board, &key).await.get(id.as_str()),
-            Some(&1),
-            "{}",
-            sup.log()
-        );
-        let info = board.show(&q, &id).await.unwrap();
+        let info = completed_once(&sup, &board, (&q, &key), &id, 60).await;
         if wait == 0 {
             assert_eq!((info.token, info.attempts), (1, 0), "{info:?}\n{}", sup.log());
         }
@@ -195,9 +195,7 @@ async fn a_quieted_worker_is_handed_nothing() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(state(&board, &q, &id).await, JobState::Ready, "{}", sup.log());
     signal(pid, libc::SIGCONT);
-    wait_state(&board, &q, &id, JobState::Completed, 30).await;
-    assert_eq!(runs(&board, &key).await.get(id.as_str()), Some(&1));
-    let info = board.show(&q, &id).await.unwrap();
+    let info = completed_once(&sup, &board, (&q, &key), &id, 30).await;
     assert_eq!(
         (info.token, info.attempts),
         (1, 0),
