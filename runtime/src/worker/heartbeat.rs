@@ -26,6 +26,7 @@
 mod held;
 mod leases;
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -125,6 +126,11 @@ impl Lost {
     }
 }
 
+/// The least time a failed connection attempt takes (or the patience,
+/// when shorter): a server that refuses at once is not asked again at
+/// once, by a loop that retries as soon as the link answers.
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
 /// The heartbeat's one board connection, made on first use and shared by
 /// its loops; a failed attempt is tried again by the next caller.
 struct Link {
@@ -132,18 +138,34 @@ struct Link {
     board: OnceCell<AnyBoard>,
     /// How long one connection attempt may take.
     patience: Duration,
+    /// The attempts that failed.
+    failures: AtomicU32,
 }
 
 impl Link {
+    fn new(spec: BoardSpec, patience: Duration) -> Link {
+        Link {
+            spec,
+            board: OnceCell::new(),
+            patience,
+            failures: AtomicU32::new(0),
+        }
+    }
+
+    /// The connection, made now if need be; `None` when that fails (after
+    /// at least [`RETRY_PAUSE`]).
     async fn board(&self) -> Option<&AnyBoard> {
         let backend = self.spec.backend();
         let connect = || async {
+            let began = Instant::now();
             let why = match tokio::time::timeout(self.patience, self.spec.connect()).await {
                 Ok(Ok(b)) => return Ok(b),
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => "timed out".to_owned(),
             };
-            tracing::warn!(error = %why, "heartbeat cannot reach {backend}; retrying");
+            let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::warn!(error = %why, failures, "heartbeat cannot reach {backend}; retrying");
+            tokio::time::sleep_until((began + RETRY_PAUSE.min(self.patience)).into()).await;
             Err(())
         };
         self.board.get_or_try_init(connect).await.ok()
@@ -177,11 +199,7 @@ fn beat_thread(
     };
     let owner = info.owner.clone();
     let queues = info.queues.clone();
-    let link = Link {
-        spec,
-        board: OnceCell::new(),
-        patience: beat.every,
-    };
+    let link = Link::new(spec, beat.every);
     rt.block_on(async {
         let beats = async {
             tokio::join!(

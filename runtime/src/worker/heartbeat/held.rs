@@ -34,7 +34,7 @@ pub(super) struct Held {
 impl Held {
     /// A lease just held, confirmed at `confirmed`, extended also at
     /// `extend_at`.
-    fn new(lease: &Lease, confirmed: Instant, extend_at: Option<Instant>) -> Self {
+    pub(super) fn new(lease: &Lease, confirmed: Instant, extend_at: Option<Instant>) -> Self {
         Held {
             lease: Arc::new(lease.extend_handle()),
             confirmed,

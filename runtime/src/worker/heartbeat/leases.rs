@@ -57,7 +57,8 @@ pub(super) async fn urgent_loop(
         let keys = urgent.next(held, beat.every / 2).await;
         match link.board().await {
             Some(board) => extend_held(Some(board), held, Some(&keys), beat, lost).await,
-            // Not connected yet (each try waits up to a beat): kept for the next.
+            // Not connected yet (a failed try takes from a pause to a
+            // beat): kept for the next.
             None => urgent.put_back(held, &keys),
         }
     }
@@ -147,5 +148,50 @@ pub(super) fn report_lost(held: &HeldMap, key: &LeaseKey, why: Lost, lost: &impl
         if let Some(handler) = entry.handler {
             handler.stop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::board::BoardSpec;
+    use crate::job::{JobId, Lease};
+    use crate::redis::RedisOptions;
+    use crate::worker::heartbeat::held::Held;
+    use crate::worker::heartbeat::{key_of, RETRY_PAUSE};
+
+    /// A server that refuses every connection at once: the urgent loop,
+    /// with a handed lease due, asks again after a pause, not at once
+    /// (it did, as fast as the refusals came, logging each).
+    #[tokio::test]
+    async fn a_refused_connection_is_not_asked_again_at_once() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let spec = BoardSpec::Redis(RedisOptions::new(format!("redis://127.0.0.1:{port}/")));
+        let link = Link::new(spec, Duration::from_secs(20));
+        let (held, urgent) = (HeldMap::default(), Urgent::default());
+        let lease = Lease::new("q", JobId("handed".into()), "me", 1);
+        let now = Instant::now();
+        held.lock()
+            .unwrap()
+            .insert(key_of(&lease), Held::new(&lease, now, Some(now)));
+        let beat = Beat {
+            expiry: Duration::from_secs(60),
+            horizon: Duration::from_secs(60),
+            every: Duration::from_secs(20),
+        };
+        let run = Duration::from_secs(1);
+        let spin = urgent_loop(&link, (&held, &urgent), beat, &|_, _| {});
+        assert!(tokio::time::timeout(run, spin).await.is_err(), "the loop runs on");
+        let failures = link.failures.load(Ordering::Relaxed);
+        let most = (run.as_millis() / RETRY_PAUSE.as_millis()) as u32 + 1;
+        assert!(
+            (1..=most).contains(&failures),
+            "{failures} refused tries in {run:?}"
+        );
     }
 }
