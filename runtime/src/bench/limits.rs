@@ -131,6 +131,34 @@ pub(crate) async fn drop_queue(board: &RedisBoard, queue: &str) -> Result<()> {
     }
 }
 
+/// A trivial script (`return 1`), loaded on the board's server.
+pub(crate) struct Trivial<'b> {
+    board: &'b RedisBoard,
+    script: redis::Script,
+}
+
+impl<'b> Trivial<'b> {
+    /// Loads the script on `board`'s server.
+    pub(crate) async fn load(board: &'b RedisBoard) -> Result<Trivial<'b>> {
+        let script = redis::Script::new("return 1");
+        script
+            .prepare_invoke()
+            .load_async(&mut board.connection())
+            .await?;
+        Ok(Trivial { board, script })
+    }
+
+    /// How long `n` calls take, one round trip each.
+    pub(crate) async fn time(&self, n: usize) -> Result<Duration> {
+        let mut con = self.board.connection();
+        let start = Instant::now();
+        for _ in 0..n {
+            self.script.prepare_invoke().invoke_async::<i64>(&mut con).await?;
+        }
+        Ok(start.elapsed())
+    }
+}
+
 async fn rate_of(n: usize, start: Instant) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
@@ -138,18 +166,13 @@ async fn rate_of(n: usize, start: Instant) -> f64 {
 /// Measures Redis' limit: trivial EVALSHA one by one and pipelined, the
 /// claim script, and the server time of a full post + claim + consume.
 pub(crate) async fn redis_limits(board: &RedisBoard) -> Result<Limits> {
-    let trivial = redis::Script::new("return 1");
-    let mut con = board.connection();
-    trivial.prepare_invoke().load_async(&mut con).await?;
+    let trivial = Trivial::load(board).await?;
     let n = 5000;
-    let start = Instant::now();
-    for _ in 0..n {
-        trivial.prepare_invoke().invoke_async::<i64>(&mut con).await?;
-    }
-    let trivial_one_per_s = rate_of(n, start).await;
+    let trivial_one_per_s = n as f64 / trivial.time(n).await?.as_secs_f64();
+    let mut con = board.connection();
     let mut pipe = redis::pipe();
     for _ in 0..100 {
-        pipe.invoke_script(&trivial.prepare_invoke());
+        pipe.invoke_script(&trivial.script.prepare_invoke());
     }
     let start = Instant::now();
     for _ in 0..(n / 100) {
