@@ -126,11 +126,6 @@ impl Lost {
     }
 }
 
-/// The least time a failed connection attempt takes (or the patience,
-/// when shorter): a server that refuses at once is not asked again at
-/// once, by a loop that retries as soon as the link answers.
-const RETRY_PAUSE: Duration = Duration::from_millis(200);
-
 /// The heartbeat's one board connection, made on first use and shared by
 /// its loops; a failed attempt is tried again by the next caller.
 struct Link {
@@ -152,12 +147,11 @@ impl Link {
         }
     }
 
-    /// The connection, made now if need be; `None` when that fails (after
-    /// at least [`RETRY_PAUSE`]).
+    /// The connection, made now if need be; `None` when that fails (at
+    /// once, when the server refuses it).
     async fn board(&self) -> Option<&AnyBoard> {
         let backend = self.spec.backend();
         let connect = || async {
-            let began = Instant::now();
             let why = match tokio::time::timeout(self.patience, self.spec.connect()).await {
                 Ok(Ok(b)) => return Ok(b),
                 Ok(Err(e)) => e.to_string(),
@@ -165,7 +159,6 @@ impl Link {
             };
             let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
             tracing::warn!(error = %why, failures, "heartbeat cannot reach {backend}; retrying");
-            tokio::time::sleep_until((began + RETRY_PAUSE.min(self.patience)).into()).await;
             Err(())
         };
         self.board.get_or_try_init(connect).await.ok()

@@ -46,6 +46,10 @@ pub(super) async fn extend_loop(link: &Link, held: &HeldMap, beat: Beat, lost: &
     }
 }
 
+/// How long the urgent loop waits after a failed connection attempt (or a
+/// beat, when shorter) before it tries again.
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
 /// Extends the urgent leases as they fall due, beside the rounds.
 pub(super) async fn urgent_loop(
     link: &Link,
@@ -57,9 +61,12 @@ pub(super) async fn urgent_loop(
         let keys = urgent.next(held, beat.every / 2).await;
         match link.board().await {
             Some(board) => extend_held(Some(board), held, Some(&keys), beat, lost).await,
-            // Not connected yet (a failed try takes from a pause to a
-            // beat): kept for the next.
-            None => urgent.put_back(held, &keys),
+            // Not connected yet: kept for the next try, after a pause (a
+            // refused connection fails at once; the other loops wait a beat).
+            None => {
+                tokio::time::sleep(RETRY_PAUSE.min(beat.every)).await;
+                urgent.put_back(held, &keys);
+            }
         }
     }
 }
@@ -160,7 +167,7 @@ mod tests {
     use crate::job::{JobId, Lease};
     use crate::redis::RedisOptions;
     use crate::worker::heartbeat::held::Held;
-    use crate::worker::heartbeat::{key_of, RETRY_PAUSE};
+    use crate::worker::heartbeat::key_of;
 
     /// A server that refuses every connection at once: the urgent loop,
     /// with a handed lease due, asks again after a pause, not at once
