@@ -85,6 +85,9 @@ async fn enqueue_concurrent(
 /// costs the server), the most one-by-one posts a second could reach.
 async fn enqueue_one(board: &RedisBoard, q: &str, n: usize, f: &mut Figures) -> Result<()> {
     const BLOCK: usize = 500;
+    if n == 0 {
+        return Ok(());
+    }
     let trivial = limits::Trivial::load(board).await?;
     let (mut posting, mut calling) = (Duration::ZERO, Duration::ZERO);
     for block in (0..n).step_by(BLOCK) {
@@ -97,7 +100,7 @@ async fn enqueue_one(board: &RedisBoard, q: &str, n: usize, f: &mut Figures) -> 
         calling += trivial.time(size).await?;
     }
     f.enqueue_one_per_s = n as f64 / posting.as_secs_f64();
-    f.enqueue_one_floor_per_s = n as f64 / calling.as_secs_f64();
+    f.enqueue_one_round_trip_per_s = n as f64 / calling.as_secs_f64();
     Ok(())
 }
 

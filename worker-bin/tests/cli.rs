@@ -229,7 +229,7 @@ fn the_bench_runs_its_jobs_with_a_handler_only_its_workers_register() {
     assert!(figures["drain_per_s"].as_f64().unwrap() > 0.0, "{figures}");
     assert!(figures["pickup_ms"]["p50"].as_f64().is_some(), "{figures}");
     // The one-by-one posts, and a trivial call timed between them.
-    for rate in ["enqueue_one_per_s", "enqueue_one_floor_per_s"] {
+    for rate in ["enqueue_one_per_s", "enqueue_one_round_trip_per_s"] {
         assert!(figures[rate].as_f64().unwrap() > 0.0, "{rate}: {figures}");
     }
 }
