@@ -27,6 +27,11 @@ impl PartialEq<&JobId> for JobId {
 
 impl JobId {
     /// A fresh random id in taskflow's form (uuid4, 36 lowercase chars).
+    /// Each takes the system's randomness (one `getrandom` call, about a
+    /// microsecond of a post): a generator seeded once per process would
+    /// be copied into every worker the supervisor forks, which would then
+    /// make the same ids, and a post finds a generated id already on the
+    /// board as its own earlier sending.
     pub fn random() -> Self {
         JobId(uuid::Uuid::new_v4().to_string())
     }
