@@ -5,37 +5,74 @@ use crate::board::Recovered;
 use crate::supervisor::run::{Supervisor, RECOVERY_RETRY};
 
 impl Supervisor {
-    /// Gives back every lease of the dead workers at once; what cannot be
-    /// done now (the board unreachable) stays pending, tried again after
-    /// [`RECOVERY_RETRY`];
-    /// failing that, the leases end at their deadline (on ZooKeeper also
-    /// with the dead worker's session).
+    /// Gives back every lease of the dead workers at once, one worker
+    /// after another until a recovery fails: that one and the rest stay
+    /// pending, tried again after [`RECOVERY_RETRY`] (the supervisor is
+    /// single-threaded, and a server that does not answer costs each call
+    /// its response timeout); failing that, the leases end at their
+    /// deadline (on ZooKeeper also with the dead worker's session).
     pub(super) fn recover_pending(&mut self) {
-        let mut failed = Vec::new();
-        for (owner, reason) in std::mem::take(&mut self.pending) {
-            let mut ok = true;
-            for queue in &self.cfg.worker.queues.clone() {
-                match self.board().recover_owner(queue, &owner, &reason) {
-                    Ok(None) => {
-                        self.handoff.push((owner.clone(), reason.clone()));
-                        break;
-                    }
-                    Ok(Some(Recovered { back: 0, trashed: 0 })) => {}
-                    Ok(Some(Recovered { back, trashed })) => {
-                        self.metrics.recovered(back, trashed);
-                        tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
-                    }
-                    Err(e) => {
-                        tracing::error!(queue = %queue, owner, error = %e, "cannot recover leases yet; retrying");
-                        ok = false;
-                    }
-                }
-            }
-            if !ok {
-                failed.push((owner, reason));
-            }
-        }
+        let pending = std::mem::take(&mut self.pending);
+        let failed = in_turn(pending, |(owner, reason)| self.recover_owner(owner, reason));
         self.retry_recovery = (!failed.is_empty()).then(|| std::time::Instant::now() + RECOVERY_RETRY);
         self.pending = failed;
+    }
+
+    /// Gives back the leases of one dead worker in each queue; false when
+    /// a call failed (the rest of its queues are left for the next try).
+    fn recover_owner(&mut self, owner: &str, reason: &str) -> bool {
+        for queue in &self.cfg.worker.queues.clone() {
+            match self.board().recover_owner(queue, owner, reason) {
+                Ok(None) => {
+                    self.handoff.push((owner.to_owned(), reason.to_owned()));
+                    break;
+                }
+                Ok(Some(Recovered { back: 0, trashed: 0 })) => {}
+                Ok(Some(Recovered { back, trashed })) => {
+                    self.metrics.recovered(back, trashed);
+                    tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
+                }
+                Err(e) => {
+                    tracing::error!(queue = %queue, owner, error = %e, "cannot recover leases yet; retrying");
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Runs `recover` on `pending` in order until it fails; returns what is
+/// left: the ones not tried, then the one that failed (last, so that one
+/// that keeps failing does not hold up the others).
+fn in_turn<T>(pending: Vec<T>, mut recover: impl FnMut(&T) -> bool) -> Vec<T> {
+    let mut left = pending.into_iter();
+    let failed = left.by_ref().find(|p| !recover(p));
+    left.chain(failed).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_turn;
+
+    #[test]
+    fn recoveries_stop_at_the_first_failure_and_leave_it_last() {
+        let mut tried = Vec::new();
+        let left = in_turn(vec![1, 2, 3, 4], |&p| {
+            tried.push(p);
+            p != 2
+        });
+        assert_eq!(tried, [1, 2]);
+        assert_eq!(left, [3, 4, 2]);
+        assert!(in_turn(left, |_| true).is_empty());
+    }
+
+    #[test]
+    fn one_that_keeps_failing_does_not_hold_up_the_others() {
+        let mut pending = vec!["stuck", "a", "b"];
+        for _ in 0..3 {
+            pending = in_turn(pending, |&p| p != "stuck");
+        }
+        assert_eq!(pending, ["stuck"]);
     }
 }
