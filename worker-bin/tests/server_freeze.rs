@@ -9,6 +9,8 @@
 //! its first run went on). The two tests run side by side, each on a
 //! server of its own: what they check does not hang on timing (the
 //! handlers stop during the freeze, the second runs come after it).
+//! And workers killed during a freeze: their jobs come back as soon as
+//! the server answers, not when their leases run out.
 
 mod common;
 
@@ -104,4 +106,64 @@ async fn a_frozen_zookeeper_server_runs_no_job_twice_at_once() {
         .await
         .unwrap();
     drain_through_a_freeze(&board, &["--zookeeper", &connect], server.pid()).await;
+}
+
+/// A freeze longer than a supervisor's call waits (2 s, then once more on
+/// a new connection): its recoveries fail while the server is frozen.
+const KILL_FREEZE: Duration = Duration::from_secs(10);
+
+/// Workers SIGKILLed while the Redis server is frozen: the supervisor's
+/// recoveries of their leases fail and stay pending, and once the server
+/// answers they give the jobs back, long before their leases (10 minutes)
+/// run out; the second runs succeed.
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_of_workers_killed_during_a_freeze_come_back_once_the_server_answers() {
+    let server = private_redis();
+    let url = server.url();
+    let board = RedisBoard::connect(&url).await.unwrap();
+    let q = unique_queue("freeze-kill");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut script = logged(Action::Sleep, 600_000, &log);
+    script.until_attempt = 1;
+    let ids = post(&board, &q, NewJob::new("scripted").args(&script).unwrap(), 3).await;
+    let args = ["--workers", "3", "--concurrency", "1", "--expiry", "600"];
+    let mut sup = Supervisor::start_on(&["--redis", &url], &q, &args, None);
+    let mut runs = Runs::new(&log);
+    wait_until(
+        sup.and_log("the three jobs to run"),
+        Duration::from_secs(120),
+        || {
+            runs.poll().unwrap();
+            let open = runs.open_runs().count();
+            async move { open == 3 }
+        },
+    )
+    .await;
+    // SAFETY: plain signals to the test's own server and workers.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGSTOP) };
+    for pid in sup.worker_pids() {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    std::thread::sleep(KILL_FREEZE);
+    unsafe { libc::kill(server.pid() as i32, libc::SIGCONT) };
+    wait_until(
+        sup.and_log("every job to run again"),
+        Duration::from_secs(120),
+        || {
+            runs.poll().unwrap();
+            let done = runs.ok_jobs();
+            async move { done == 3 }
+        },
+    )
+    .await;
+    sup.stop_cleanly(Duration::from_secs(60));
+    let out = outcome(&ids, runs.all(), &unrecorded(&sup.log()));
+    assert_eq!(
+        (out.never_ran, out.ran_again, out.concurrent),
+        (0, 0, 0),
+        "{out:?}"
+    );
+    // What the test is about happened: a recovery failed during the freeze.
+    assert!(sup.log().contains("cannot recover leases yet"), "{}", sup.log());
 }
