@@ -6,11 +6,11 @@
 //! its lease can have run out on the server, or the job runs twice at once
 //! once the server wakes (seen on Redis: the worker's extend loop waited
 //! on its hung extends, and the same worker claimed the job again while
-//! its first run went on). The two tests run side by side, each on a
-//! server of its own: what they check does not hang on timing (the
-//! handlers stop during the freeze, the second runs come after it).
-//! And workers killed during a freeze: their jobs come back as soon as
-//! the server answers, not when their leases run out.
+//! its first run went on). And workers killed during a freeze: their
+//! jobs come back as soon as the server answers, not when their leases
+//! run out. The tests run side by side, each on a server of its own: what
+//! they check does not hang on timing (the handlers stop during the
+//! freeze, the second runs come after it).
 
 mod common;
 
