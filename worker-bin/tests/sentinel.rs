@@ -12,7 +12,7 @@ mod common;
 use std::time::Duration;
 
 use common::cli::Cli;
-use common::runs::{outcome, unrecorded, Outcome};
+use common::runs::{outcome, unrecorded, wait_for_runs, Outcome};
 use common::*;
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{JobState, NewJob};
@@ -59,14 +59,12 @@ async fn drain_through_a_failover(durability: Option<&str>) -> Outcome {
     }
     let mut sup = Supervisor::start_on(&["--redis", &url], &q, &args, None);
     let mut runs = Runs::new(&log);
-    wait_until(
-        sup.and_log("a quarter of the jobs to run"),
+    wait_for_runs(
+        &sup,
+        "a quarter of the jobs to run",
         Duration::from_secs(120),
-        || {
-            runs.poll().unwrap();
-            let done = runs.ok_jobs();
-            async move { done >= JOBS / 4 }
-        },
+        &mut runs,
+        |r| r.ok_jobs() >= JOBS / 4,
     )
     .await;
     eprintln!(

@@ -17,14 +17,14 @@ mod common;
 use std::time::Duration;
 
 use common::cli::private_redis;
-use common::runs::{logged, outcome, unrecorded};
+use common::runs::{logged, outcome, unrecorded, wait_for_runs};
 use common::*;
 use jobworker::redis::RedisBoard;
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, NewJob};
 use jobworker_examples::scripted::Action;
 use jobworker_tests::chaos::runs::Runs;
-use jobworker_tests::{unique_queue, wait_until, ZooKeeperServer};
+use jobworker_tests::{unique_queue, ZooKeeperServer};
 
 const SHORT: usize = 2000;
 const LONG: usize = 8;
@@ -58,25 +58,22 @@ async fn drain_through_a_freeze(board: &impl Board, flags: &[&str], pid: u32) {
     let args = ["--workers", "2", "--concurrency", "8", "--expiry", EXPIRY_S];
     let mut sup = Supervisor::start_on(flags, &q, &args, None);
     let mut runs = Runs::new(&log);
-    wait_until(
-        sup.and_log("the long jobs and a quarter of the rest to run"),
-        Duration::from_secs(120),
-        || {
-            runs.poll().unwrap();
-            let (done, open) = (runs.ok_jobs(), runs.open_runs().count());
-            async move { done >= SHORT / 4 && open >= LONG }
-        },
-    )
+    let what = "the long jobs and a quarter of the rest to run";
+    wait_for_runs(&sup, what, Duration::from_secs(120), &mut runs, |r| {
+        r.ok_jobs() >= SHORT / 4 && r.open_runs().count() >= LONG
+    })
     .await;
     // SAFETY: plain signals to the test's own server.
     unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
     std::thread::sleep(FREEZE);
     unsafe { libc::kill(pid as i32, libc::SIGCONT) };
-    wait_until(sup.and_log("every job to run"), Duration::from_secs(180), || {
-        runs.poll().unwrap();
-        let done = runs.ok_jobs();
-        async move { done == LONG + SHORT }
-    })
+    wait_for_runs(
+        &sup,
+        "every job to run",
+        Duration::from_secs(180),
+        &mut runs,
+        |r| r.ok_jobs() == LONG + SHORT,
+    )
     .await;
     sup.stop_cleanly(Duration::from_secs(60));
     runs.poll().unwrap();
@@ -130,14 +127,12 @@ async fn jobs_of_workers_killed_during_a_freeze_come_back_once_the_server_answer
     let args = ["--workers", "3", "--concurrency", "1", "--expiry", "600"];
     let mut sup = Supervisor::start_on(&["--redis", &url], &q, &args, None);
     let mut runs = Runs::new(&log);
-    wait_until(
-        sup.and_log("the three jobs to run"),
+    wait_for_runs(
+        &sup,
+        "the three jobs to run",
         Duration::from_secs(120),
-        || {
-            runs.poll().unwrap();
-            let open = runs.open_runs().count();
-            async move { open == 3 }
-        },
+        &mut runs,
+        |r| r.open_runs().count() == 3,
     )
     .await;
     // SAFETY: plain signals to the test's own server and workers.
@@ -147,14 +142,12 @@ async fn jobs_of_workers_killed_during_a_freeze_come_back_once_the_server_answer
     }
     std::thread::sleep(KILL_FREEZE);
     unsafe { libc::kill(server.pid() as i32, libc::SIGCONT) };
-    wait_until(
-        sup.and_log("every job to run again"),
+    wait_for_runs(
+        &sup,
+        "every job to run again",
         Duration::from_secs(120),
-        || {
-            runs.poll().unwrap();
-            let done = runs.ok_jobs();
-            async move { done == 3 }
-        },
+        &mut runs,
+        |r| r.ok_jobs() == 3,
     )
     .await;
     sup.stop_cleanly(Duration::from_secs(60));

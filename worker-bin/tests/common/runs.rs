@@ -3,11 +3,15 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::time::Duration;
 
 use jobworker::JobId;
 use jobworker_examples::scripted::run_log::RunOutcome;
 use jobworker_examples::scripted::{Action, Script};
-use jobworker_tests::chaos::runs::Run;
+use jobworker_tests::chaos::runs::{Run, Runs};
+use jobworker_tests::wait_until;
+
+use super::Supervisor;
 
 /// A scripted job's arguments: `action` for `millis`, each run logged to
 /// `log` (a run log, which works on any board).
@@ -80,4 +84,21 @@ pub fn outcome(ids: &[JobId], runs: &[Run], unrecorded: &HashSet<String>) -> Out
         out.concurrent += usize::from(overlap);
     }
     out
+}
+
+/// Waits up to `limit` for `what`: until `done` holds of the run log,
+/// read as it grows (on failure, with the supervisor's log).
+pub async fn wait_for_runs(
+    sup: &Supervisor,
+    what: &str,
+    limit: Duration,
+    runs: &mut Runs,
+    done: impl Fn(&Runs) -> bool,
+) {
+    wait_until(sup.and_log(what), limit, || {
+        runs.poll().unwrap();
+        let met = done(runs);
+        async move { met }
+    })
+    .await;
 }
