@@ -8,7 +8,9 @@
 //! on its hung extends, and the same worker claimed the job again while
 //! its first run went on). And workers killed during a freeze: their
 //! jobs come back as soon as the server answers, not when their leases
-//! run out. The tests run side by side, each on a server of its own: what
+//! run out. And a supervisor stopped during a freeze: it exits soon after
+//! its grace, and its workers' jobs run again once their leases run out.
+//! The tests run side by side, each on a server of its own: what
 //! they check does not hang on timing (the handlers stop during the
 //! freeze, the second runs come after it).
 
@@ -159,4 +161,85 @@ async fn jobs_of_workers_killed_during_a_freeze_come_back_once_the_server_answer
     );
     // What the test is about happened: a recovery failed during the freeze.
     assert!(sup.log().contains("cannot recover leases yet"), "{}", sup.log());
+}
+
+/// The supervisor's grace in the stop test (`--grace`, seconds); it kills
+/// the workers 5 s after it.
+const GRACE_S: &str = "1";
+
+/// A supervisor stopped (SIGTERM) while the Redis server is frozen: its
+/// workers cannot give their jobs back and are killed after the grace; the
+/// supervisor tries to give back their leases once, not once per worker
+/// (each try waits out its calls' timeouts, 4–6 s, and so did each
+/// worker's entry removal: the stop took 40 s with four workers), leaves
+/// the rest to the leases' expiry and exits (12 s). Once the
+/// server answers, a new supervisor runs every job again when its lease
+/// has run out: none is lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
+    const WORKERS: usize = 4;
+    let server = private_redis();
+    let url = server.url();
+    let board = RedisBoard::connect(&url).await.unwrap();
+    let q = unique_queue("freeze-stop");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut script = logged(Action::Sleep, 600_000, &log);
+    script.until_attempt = 1;
+    let job = NewJob::new("scripted").args(&script).unwrap();
+    let ids = post(&board, &q, job, WORKERS).await;
+    let workers = WORKERS.to_string();
+    let args = [
+        "--workers",
+        &workers,
+        "--concurrency",
+        "1",
+        "--expiry",
+        "10",
+        "--grace",
+        GRACE_S,
+    ];
+    let mut sup = Supervisor::start_on(&["--redis", &url], &q, &args, None);
+    let mut runs = Runs::new(&log);
+    wait_for_runs(
+        &sup,
+        "every job to run",
+        Duration::from_secs(120),
+        &mut runs,
+        |r| r.open_runs().count() == WORKERS,
+    )
+    .await;
+    // SAFETY: a plain signal to the test's own server.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGSTOP) };
+    let stopping = std::time::Instant::now();
+    sup.signal(libc::SIGTERM);
+    // The grace, the kill 5 s later, one recovery's timeouts (up to 6 s),
+    // and room for a slow machine.
+    let status = sup.wait_exit(Duration::from_secs(60));
+    let took = stopping.elapsed();
+    unsafe { libc::kill(server.pid() as i32, libc::SIGCONT) };
+    eprintln!("stopping took {took:?}");
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    assert!(
+        took < Duration::from_secs(25),
+        "stopping took {took:?}:\n{}",
+        sup.log()
+    );
+    let mut again = Supervisor::start_on(&["--redis", &url], &q, &args, None);
+    wait_for_runs(
+        &again,
+        "every job to run again",
+        Duration::from_secs(120),
+        &mut runs,
+        |r| r.ok_jobs() == WORKERS,
+    )
+    .await;
+    again.stop_cleanly(Duration::from_secs(60));
+    let unrecorded = unrecorded(&format!("{}{}", sup.log(), again.log()));
+    let out = outcome(&ids, runs.all(), &unrecorded);
+    assert_eq!(
+        (out.never_ran, out.ran_again, out.concurrent),
+        (0, 0, 0),
+        "{out:?}"
+    );
 }

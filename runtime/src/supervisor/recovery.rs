@@ -18,6 +18,18 @@ impl Supervisor {
         self.pending = failed;
     }
 
+    /// At the supervisor's exit, says which dead workers' leases it could
+    /// not give back: their jobs run again once their leases run out.
+    pub(super) fn leave_pending(&self) {
+        for (owner, reason) in &self.pending {
+            tracing::warn!(
+                owner,
+                reason,
+                "the board did not answer; the leases of this worker are left to run out"
+            );
+        }
+    }
+
     /// Gives back the leases of one dead worker in each queue; false when
     /// a call failed (the rest of its queues are left for the next try).
     fn recover_owner(&mut self, owner: &str, reason: &str) -> bool {

@@ -151,7 +151,8 @@ impl Supervisor {
         if let Some(relay) = self.relay.as_mut() {
             relay.drain();
         }
-        if self.progress.is_some() {
+        self.leave_pending();
+        if self.progress.is_some() && self.pending.is_empty() {
             match self.counts() {
                 Ok(c) => self.progress.iter().for_each(|p| p.summary(&c)),
                 Err(e) => tracing::warn!(error = %e, "cannot read the final counts"),
