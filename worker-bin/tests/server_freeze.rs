@@ -9,8 +9,9 @@
 //! its first run went on). And workers killed during a freeze: their
 //! jobs come back as soon as the server answers, not when their leases
 //! run out. And a supervisor stopped during a freeze: it exits soon after
-//! its grace, and its workers' jobs run again once their leases run out.
-//! The tests run side by side, each on a server of its own: what
+//! its grace, and its workers' jobs run again once their leases run out;
+//! stopped while the server restarts: it gives back the killed worker's
+//! lease once the server is back, before its stop's deadline. The tests run side by side, each on a server of its own: what
 //! they check does not hang on timing (the handlers stop during the
 //! freeze, the second runs come after it).
 
@@ -21,6 +22,7 @@ use std::time::Duration;
 use common::cli::private_redis;
 use common::runs::{logged, outcome, unrecorded, wait_for_runs};
 use common::*;
+use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::RedisBoard;
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, NewJob};
@@ -233,6 +235,67 @@ async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
         &mut runs,
         |r| r.ok_jobs() == WORKERS,
     )
+    .await;
+    again.stop_cleanly(Duration::from_secs(60));
+    let unrecorded = unrecorded(&format!("{}{}", sup.log(), again.log()));
+    let out = outcome(&ids, runs.all(), &unrecorded);
+    assert_eq!(
+        (out.never_ran, out.ran_again, out.concurrent),
+        (0, 0, 0),
+        "{out:?}"
+    );
+}
+
+/// A supervisor stopped while the Redis server restarts (down, refusing
+/// connections): its worker, whose handler never yields, is killed after
+/// the grace, and the supervisor's recovery of its lease fails at once;
+/// it keeps trying until its stop's deadline (the kill + 5 s), so the
+/// server back meanwhile gets the job back at once, not when its lease
+/// (10 minutes) runs out: a new supervisor runs it again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_supervisor_stopped_while_the_server_restarts_gives_the_lease_back_once_it_answers() {
+    let mut server = RedisServer::start(ServerOptions {
+        appendonly: true,
+        ..ServerOptions::default()
+    })
+    .expect("start a private redis-server");
+    let url = server.url();
+    let q = unique_queue("restart-stop");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut script = logged(Action::Spin, 600_000, &log);
+    script.until_attempt = 1;
+    let job = NewJob::new("scripted").args(&script).unwrap();
+    let ids = post(&RedisBoard::connect(&url).await.unwrap(), &q, job, 1).await;
+    let args = [
+        "--workers",
+        "1",
+        "--concurrency",
+        "1",
+        "--expiry",
+        "600",
+        "--grace",
+        GRACE_S,
+    ];
+    let mut sup = Supervisor::start_on(&["--redis", &url], &q, &args, None);
+    let mut runs = Runs::new(&log);
+    wait_for_runs(&sup, "the job to run", Duration::from_secs(120), &mut runs, |r| {
+        r.open_runs().count() == 1
+    })
+    .await;
+    server.stop().unwrap();
+    sup.signal(libc::SIGTERM);
+    // Back after the kill (grace + 5 s = 6 s) or a little before it:
+    // either way before the stop's deadline (11 s).
+    std::thread::sleep(Duration::from_millis(6500));
+    server.restart().unwrap();
+    let status = sup.wait_exit(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    let mut again = Supervisor::start_on(&["--redis", &url], &q, &args, None);
+    let what = "the job to run again, long before its lease runs out";
+    wait_for_runs(&again, what, Duration::from_secs(60), &mut runs, |r| {
+        r.ok_jobs() == 1
+    })
     .await;
     again.stop_cleanly(Duration::from_secs(60));
     let unrecorded = unrecorded(&format!("{}{}", sup.log(), again.log()));

@@ -64,23 +64,17 @@ impl Supervisor {
         slot.started = None;
         // Whatever the handler started in the worker's process group goes too.
         let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
-        // A recovery pending means the board did not answer the last try:
-        // another call now would wait out its timeouts too (4–6 s against
-        // a frozen server, on the supervisor's one thread), so this one
-        // waits its turn, and the worker's entry is left to go stale
-        // (pruned when read).
-        let answered = self.pending.is_empty();
         if recovers(asked, &status) {
             self.pending
                 .push((owner.clone(), format!("worker {owner} {how}")));
-            if answered {
+            // While the board is down, a call now would wait out its
+            // timeouts too (4–6 s against a frozen server, on the
+            // supervisor's one thread): the retry already due tries it.
+            if !self.board_down {
                 self.recover_pending();
             }
-        }
-        if self.pending.is_empty() {
-            if let Err(e) = self.board.remove_worker(&owner) {
-                tracing::debug!(error = %e, "cannot remove the worker entry");
-            }
+        } else if !self.board_down {
+            self.remove_entry(&owner);
         }
         let now = Instant::now();
         let slot = &mut self.slots[pos];

@@ -13,7 +13,17 @@ impl Supervisor {
     /// deadline (on ZooKeeper also with the dead worker's session).
     pub(super) fn recover_pending(&mut self) {
         let pending = std::mem::take(&mut self.pending);
-        let failed = in_turn(pending, |(owner, reason)| self.recover_owner(owner, reason));
+        let mut down = false;
+        let failed = in_turn(pending, |(owner, reason)| {
+            match self.recover_owner(owner, reason) {
+                Ok(()) => true,
+                Err(e) => {
+                    down = e.is_unavailable();
+                    false
+                }
+            }
+        });
+        self.board_down = down;
         self.retry_recovery = (!failed.is_empty()).then(|| std::time::Instant::now() + RECOVERY_RETRY);
         self.pending = failed;
     }
@@ -21,23 +31,20 @@ impl Supervisor {
     /// At the supervisor's exit, says which dead workers' leases it could
     /// not give back: their jobs run again once their leases run out.
     pub(super) fn leave_pending(&self) {
-        for (owner, reason) in &self.pending {
-            tracing::warn!(
-                owner,
-                reason,
-                "the board did not answer; the leases of this worker are left to run out"
-            );
+        for (owner, reason) in self.pending.iter().chain(&self.handoff) {
+            tracing::warn!(owner, reason, "leases not given back; they are left to run out");
         }
     }
 
-    /// Gives back the leases of one dead worker in each queue; false when
-    /// a call failed (the rest of its queues are left for the next try).
-    fn recover_owner(&mut self, owner: &str, reason: &str) -> bool {
+    /// Gives back the leases of one dead worker in each queue, then
+    /// removes its entry; the error of the call that failed (the rest of
+    /// its queues are left for the next try).
+    fn recover_owner(&mut self, owner: &str, reason: &str) -> crate::Result<()> {
         for queue in &self.cfg.worker.queues.clone() {
             match self.board().recover_owner(queue, owner, reason) {
                 Ok(None) => {
                     self.handoff.push((owner.to_owned(), reason.to_owned()));
-                    break;
+                    return Ok(());
                 }
                 Ok(Some(Recovered { back: 0, trashed: 0 })) => {}
                 Ok(Some(Recovered { back, trashed })) => {
@@ -46,11 +53,20 @@ impl Supervisor {
                 }
                 Err(e) => {
                     tracing::error!(queue = %queue, owner, error = %e, "cannot recover leases yet; retrying");
-                    return false;
+                    return Err(e);
                 }
             }
         }
-        true
+        self.remove_entry(owner);
+        Ok(())
+    }
+
+    /// Removes a worker's entry from the registry (one left behind goes
+    /// stale at its beat's end, and is pruned when read).
+    pub(super) fn remove_entry(&mut self, owner: &str) {
+        if let Err(e) = self.board.remove_worker(owner) {
+            tracing::debug!(error = %e, "cannot remove the worker entry");
+        }
     }
 }
 

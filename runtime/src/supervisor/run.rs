@@ -49,6 +49,9 @@ pub(super) struct Supervisor {
     /// `retry_recovery`.
     pub(super) pending: Vec<(String, String)>,
     pub(super) retry_recovery: Option<Instant>,
+    /// The last recovery tried failed with the board unavailable: exits
+    /// leave theirs to the retry and keep their entries.
+    pub(super) board_down: bool,
     /// Recoveries the supervisor cannot make itself, handed to the next
     /// worker it forks (see `BlockingBoard::recover_owner`).
     pub(super) handoff: Vec<(String, String)>,
@@ -97,6 +100,7 @@ pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32
         next_progress: Instant::now() + PROGRESS_EVERY,
         pending: Vec::new(),
         retry_recovery: None,
+        board_down: false,
         handoff: Vec::new(),
         any_started: false,
         relay: None,
@@ -133,7 +137,7 @@ impl Supervisor {
             if let Some(relay) = self.relay.as_mut() {
                 relay.drain();
             }
-            if self.shutdown.is_some() && self.slots.iter().all(|s| s.pid.is_none()) {
+            if self.stopped() {
                 break;
             }
             let now = Instant::now();
@@ -152,7 +156,7 @@ impl Supervisor {
             relay.drain();
         }
         self.leave_pending();
-        if self.progress.is_some() && self.pending.is_empty() {
+        if self.progress.is_some() && !self.board_down {
             match self.counts() {
                 Ok(c) => self.progress.iter().for_each(|p| p.summary(&c)),
                 Err(e) => tracing::warn!(error = %e, "cannot read the final counts"),
@@ -162,6 +166,16 @@ impl Supervisor {
         Ok(self.exit_code)
     }
 
+    /// Whether the stop is over: every worker has exited, and every dead
+    /// one's leases were given back, or the stop's deadline has passed
+    /// (the board is given until then to answer again).
+    fn stopped(&self) -> bool {
+        let Some(deadline) = self.shutdown else {
+            return false;
+        };
+        self.slots.iter().all(|s| s.pid.is_none()) && (self.pending.is_empty() || Instant::now() >= deadline)
+    }
+
     /// Does what is due at `now`: recoveries to retry, the kill after the
     /// grace, respawns, the progress redraw.
     fn on_deadlines(&mut self, now: Instant) {
@@ -169,7 +183,7 @@ impl Supervisor {
             self.recover_pending();
         }
         match self.shutdown {
-            Some(deadline) if now >= deadline => {
+            Some(deadline) if now >= deadline && self.slots.iter().any(|s| s.pid.is_some()) => {
                 tracing::warn!("workers did not stop within the grace; killing them");
                 self.signal_children(Signal::SIGKILL);
                 self.shutdown = Some(now + SHUTDOWN_MARGIN);
