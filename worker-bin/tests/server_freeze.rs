@@ -246,14 +246,13 @@ async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
     );
 }
 
-/// A supervisor stopped while the Redis server restarts (down, refusing
-/// connections): its worker, whose handler never yields, is killed after
-/// the grace, and the supervisor's recovery of its lease fails at once;
-/// it keeps trying until its stop's deadline (the kill + 5 s), so the
-/// server back meanwhile gets the job back at once, not when its lease
-/// (10 minutes) runs out: a new supervisor runs it again.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_supervisor_stopped_while_the_server_restarts_gives_the_lease_back_once_it_answers() {
+/// Stops a supervisor (SIGTERM, `--grace grace`) while its Redis server
+/// restarts: the server stops (refusing connections) as the stop begins
+/// and is back `back` later, with its data (AOF). The one job, whose
+/// handler does `action` for `millis` on its first attempt, must run
+/// again and succeed under a new supervisor long before its lease (10
+/// minutes) runs out: it was given back once the server answered.
+async fn stop_while_the_server_restarts(action: Action, millis: u64, grace: &str, back: Duration) {
     let mut server = RedisServer::start(ServerOptions {
         appendonly: true,
         ..ServerOptions::default()
@@ -263,7 +262,7 @@ async fn a_supervisor_stopped_while_the_server_restarts_gives_the_lease_back_onc
     let q = unique_queue("restart-stop");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.log");
-    let mut script = logged(Action::Spin, 600_000, &log);
+    let mut script = logged(action, millis, &log);
     script.until_attempt = 1;
     let job = NewJob::new("scripted").args(&script).unwrap();
     let ids = post(&RedisBoard::connect(&url).await.unwrap(), &q, job, 1).await;
@@ -275,7 +274,7 @@ async fn a_supervisor_stopped_while_the_server_restarts_gives_the_lease_back_onc
         "--expiry",
         "600",
         "--grace",
-        GRACE_S,
+        grace,
     ];
     let mut sup = Supervisor::start_on(&["--redis", &url], &q, &args, None);
     let mut runs = Runs::new(&log);
@@ -285,9 +284,7 @@ async fn a_supervisor_stopped_while_the_server_restarts_gives_the_lease_back_onc
     .await;
     server.stop().unwrap();
     sup.signal(libc::SIGTERM);
-    // Back after the kill (grace + 5 s = 6 s) or a little before it:
-    // either way before the stop's deadline (11 s).
-    std::thread::sleep(Duration::from_millis(6500));
+    std::thread::sleep(back);
     server.restart().unwrap();
     let status = sup.wait_exit(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{}", sup.log());
@@ -305,4 +302,22 @@ async fn a_supervisor_stopped_while_the_server_restarts_gives_the_lease_back_onc
         (0, 0, 0),
         "{out:?}"
     );
+}
+
+/// The worker's handler never yields: the worker is killed 5 s after the
+/// grace, and the supervisor's recovery of its lease fails at once; it
+/// tries again until its stop's deadline (the kill + 5 s). The server is
+/// back after the kill or a little before it: either way before the
+/// deadline (11 s).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_supervisor_stopped_while_the_server_restarts_gives_the_lease_back_once_it_answers() {
+    stop_while_the_server_restarts(Action::Spin, 600_000, GRACE_S, Duration::from_millis(6500)).await;
+}
+
+/// The worker stops its handler at the grace's end (3 s) and gives its
+/// job back itself (not counted: the second run sleeps its 10 s too): its
+/// call waits for the server, back after 3.5 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_stopped_while_the_server_restarts_gives_its_job_back_once_it_answers() {
+    stop_while_the_server_restarts(Action::Sleep, 10_000, "3", Duration::from_millis(3500)).await;
 }

@@ -13,9 +13,11 @@ impl Supervisor {
     /// deadline (on ZooKeeper also with the dead worker's session).
     pub(super) fn recover_pending(&mut self) {
         let pending = std::mem::take(&mut self.pending);
+        // While the board stays down, its failures are logged once.
+        let loud = !self.board_down;
         let mut down = false;
         let failed = in_turn(pending, |(owner, reason)| {
-            match self.recover_owner(owner, reason) {
+            match self.recover_owner(owner, reason, loud) {
                 Ok(()) => true,
                 Err(e) => {
                     down = e.is_unavailable();
@@ -38,8 +40,9 @@ impl Supervisor {
 
     /// Gives back the leases of one dead worker in each queue, then
     /// removes its entry; the error of the call that failed (the rest of
-    /// its queues are left for the next try).
-    fn recover_owner(&mut self, owner: &str, reason: &str) -> crate::Result<()> {
+    /// its queues are left for the next try), logged as an error when
+    /// `loud`, else at debug level.
+    fn recover_owner(&mut self, owner: &str, reason: &str, loud: bool) -> crate::Result<()> {
         for queue in &self.cfg.worker.queues.clone() {
             match self.board().recover_owner(queue, owner, reason) {
                 Ok(None) => {
@@ -51,8 +54,12 @@ impl Supervisor {
                     self.metrics.recovered(back, trashed);
                     tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
                 }
-                Err(e) => {
+                Err(e) if loud => {
                     tracing::error!(queue = %queue, owner, error = %e, "cannot recover leases yet; retrying");
+                    return Err(e);
+                }
+                Err(e) => {
+                    tracing::debug!(queue = %queue, owner, error = %e, "cannot recover leases yet; retrying");
                     return Err(e);
                 }
             }
