@@ -69,7 +69,7 @@ impl Supervisor {
                 .push((owner.clone(), format!("worker {owner} {how}")));
             // While the board is down, a call now would wait out its
             // timeouts too (4–6 s against a frozen server, on the
-            // supervisor's one thread): the retry already due tries it.
+            // supervisor's one thread): the retry scheduled tries it.
             if !self.board_down {
                 self.recover_pending();
             }

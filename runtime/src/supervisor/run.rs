@@ -45,8 +45,8 @@ pub(super) struct Supervisor {
     progress: Option<Progress>,
     /// When progress (and `--until-drained`) next reads the queues.
     next_progress: Instant,
-    /// Recoveries that failed (the board unreachable), retried at
-    /// `retry_recovery`.
+    /// Recoveries not done yet (failed, or left to the retry while the
+    /// board is down), tried at `retry_recovery`.
     pub(super) pending: Vec<(String, String)>,
     pub(super) retry_recovery: Option<Instant>,
     /// The last recovery tried failed with the board unavailable: exits
