@@ -137,12 +137,12 @@ impl Supervisor {
             if let Some(relay) = self.relay.as_mut() {
                 relay.drain();
             }
-            if self.stopped() {
-                break;
-            }
             let now = Instant::now();
             self.serve_metrics(now);
             self.on_deadlines(now);
+            if self.stopped() {
+                break;
+            }
             let deadline = self.next_deadline();
             let log = self.relay.as_ref().map(|r| r.read_end().as_fd());
             let http = self.http.iter().flat_map(MetricsHttp::fds);

@@ -203,6 +203,12 @@ pub async fn post(board: &RedisBoard, q: &str, s: &Script, max_attempts: u32) ->
     post_to(board, q, "scripted", s, max_attempts).await
 }
 
+/// Posts `n` copies of `job` in one call; their ids.
+pub async fn post_copies(board: &impl Board, q: &str, job: NewJob, n: usize) -> Vec<JobId> {
+    let posted = board.post_many(q, &vec![job; n]).await.unwrap();
+    posted.into_iter().map(Result::unwrap).collect()
+}
+
 /// Posts a job of the scripted handler named `handler` (`scripted` or
 /// `scripted-on-loop`).
 pub async fn post_to(board: &RedisBoard, q: &str, handler: &str, s: &Script, max_attempts: u32) -> JobId {

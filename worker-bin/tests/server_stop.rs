@@ -1,0 +1,261 @@
+//! A supervisor stopped (SIGTERM) while its Redis server does not take
+//! what it is asked: frozen (SIGSTOP), restarting (refusing connections)
+//! or taking no writes (a master turned replica, as in a failover). The
+//! real `jobworker` supervisor and workers, each test on a server of its
+//! own. The stop must end soon after its grace, and every job must run
+//! again under a new supervisor long before its lease (10 minutes) runs
+//! out, or, with the server frozen throughout, once it has: whatever the
+//! stopped supervisor could not give back is left to run out, never lost.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cli::private_redis;
+use common::runs::{logged, outcome, unrecorded, wait_for_runs};
+use common::*;
+use jobworker::embedded::{RedisServer, ServerOptions};
+use jobworker::redis::RedisBoard;
+use jobworker::{JobId, NewJob};
+use jobworker_examples::scripted::Action;
+use jobworker_tests::chaos::runs::Runs;
+use jobworker_tests::{unique_queue, wait_for_blocking};
+
+/// The supervisor's grace in the stop test (`--grace`, seconds); it kills
+/// the workers 5 s after it.
+const GRACE_S: &str = "1";
+
+/// A supervisor stopped (SIGTERM) while the Redis server is frozen: its
+/// workers cannot give their jobs back and are killed after the grace; the
+/// supervisor tries to give back their leases one call at a time until
+/// its stop's deadline, not once per worker (each try waits out its
+/// calls' timeouts, 4–6 s, and so did each worker's entry removal: the
+/// stop took 40 s with four workers), leaves the rest to the leases'
+/// expiry and exits (12 s). Once the server answers, a new supervisor
+/// runs every job again when its lease has run out: none is lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
+    const WORKERS: usize = 4;
+    let server = private_redis();
+    let url = server.url();
+    let board = RedisBoard::connect(&url).await.unwrap();
+    let q = unique_queue("freeze-stop");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut script = logged(Action::Sleep, 600_000, &log);
+    script.until_attempt = 1;
+    let job = NewJob::new("scripted").args(&script).unwrap();
+    let ids = post_copies(&board, &q, job, WORKERS).await;
+    let workers = WORKERS.to_string();
+    let args = [
+        "--workers",
+        &workers,
+        "--concurrency",
+        "1",
+        "--expiry",
+        "10",
+        "--grace",
+        GRACE_S,
+    ];
+    let mut sup = Supervisor::start_on(&["--redis", &url], &q, &args, None);
+    let mut runs = Runs::new(&log);
+    wait_for_runs(
+        &sup,
+        "every job to run",
+        Duration::from_secs(120),
+        &mut runs,
+        |r| r.open_runs().count() == WORKERS,
+    )
+    .await;
+    // SAFETY: a plain signal to the test's own server.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGSTOP) };
+    let stopping = std::time::Instant::now();
+    sup.signal(libc::SIGTERM);
+    // The grace, the kill 5 s later, one recovery's timeouts (up to 6 s),
+    // and room for a slow machine.
+    let status = sup.wait_exit(Duration::from_secs(60));
+    let took = stopping.elapsed();
+    unsafe { libc::kill(server.pid() as i32, libc::SIGCONT) };
+    eprintln!("stopping took {took:?}");
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    assert!(
+        took < Duration::from_secs(25),
+        "stopping took {took:?}:\n{}",
+        sup.log()
+    );
+    let mut again = Supervisor::start_on(&["--redis", &url], &q, &args, None);
+    wait_for_runs(
+        &again,
+        "every job to run again",
+        Duration::from_secs(120),
+        &mut runs,
+        |r| r.ok_jobs() == WORKERS,
+    )
+    .await;
+    again.stop_cleanly(Duration::from_secs(60));
+    let unrecorded = unrecorded(&format!("{}{}", sup.log(), again.log()));
+    let out = outcome(&ids, runs.all(), &unrecorded);
+    assert_eq!(
+        (out.never_ran, out.ran_again, out.concurrent),
+        (0, 0, 0),
+        "{out:?}"
+    );
+}
+
+/// One job on a server of the test's own, run by a supervisor with one
+/// worker, `--expiry 600` and a given `--grace`.
+struct OneJob {
+    url: String,
+    q: String,
+    ids: Vec<JobId>,
+    args: Vec<String>,
+    runs: Runs,
+    _dir: tempfile::TempDir,
+}
+
+impl OneJob {
+    /// Posts a job whose handler does `action` for `millis` on its first
+    /// attempt (then succeeds), and starts a supervisor; returns once the
+    /// job runs.
+    async fn running(url: &str, action: Action, millis: u64, grace: &str) -> (OneJob, Supervisor) {
+        let q = unique_queue("stop");
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("runs.log");
+        let mut script = logged(action, millis, &log);
+        script.until_attempt = 1;
+        let job = NewJob::new("scripted").args(&script).unwrap();
+        let ids = post_copies(&RedisBoard::connect(url).await.unwrap(), &q, job, 1).await;
+        let args = [
+            "--workers",
+            "1",
+            "--concurrency",
+            "1",
+            "--expiry",
+            "600",
+            "--grace",
+            grace,
+        ];
+        let mut job = OneJob {
+            url: url.to_owned(),
+            q,
+            ids,
+            args: args.map(str::to_owned).to_vec(),
+            runs: Runs::new(&log),
+            _dir: dir,
+        };
+        let sup = job.supervisor();
+        wait_for_runs(
+            &sup,
+            "the job to run",
+            Duration::from_secs(120),
+            &mut job.runs,
+            |r| r.open_runs().count() == 1,
+        )
+        .await;
+        (job, sup)
+    }
+
+    fn supervisor(&self) -> Supervisor {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        Supervisor::start_on(&["--redis", &self.url], &self.q, &args, None)
+    }
+
+    /// `stopped` must exit 0, and a new supervisor must run the job again
+    /// to success long before its lease (10 minutes) runs out, never two
+    /// runs at once.
+    async fn runs_again(mut self, stopped: &mut Supervisor) {
+        let status = stopped.wait_exit(Duration::from_secs(60));
+        assert_eq!(status.code(), Some(0), "{}", stopped.log());
+        let mut again = self.supervisor();
+        let what = "the job to run again, long before its lease runs out";
+        wait_for_runs(&again, what, Duration::from_secs(60), &mut self.runs, |r| {
+            r.ok_jobs() == 1
+        })
+        .await;
+        again.stop_cleanly(Duration::from_secs(60));
+        let unrecorded = unrecorded(&format!("{}{}", stopped.log(), again.log()));
+        let out = outcome(&self.ids, self.runs.all(), &unrecorded);
+        assert_eq!(
+            (out.never_ran, out.ran_again, out.concurrent),
+            (0, 0, 0),
+            "{out:?}"
+        );
+    }
+}
+
+/// Waits until the supervisor's worker has exited (or was killed).
+fn wait_for_no_worker(sup: &Supervisor) {
+    wait_for_blocking("the worker to exit", Duration::from_secs(60), || {
+        sup.worker_pids().is_empty().then_some(())
+    });
+}
+
+/// Stops a supervisor (SIGTERM, `--grace grace`) while its Redis server
+/// restarts: the server stops (refusing connections) as the stop begins
+/// and is back, with its data (AOF), `back` later (`None`: once the
+/// supervisor has killed the worker). The job, whose handler does
+/// `action` for `millis` on its first attempt, must have been given back
+/// once the server answered.
+async fn stop_while_the_server_restarts(action: Action, millis: u64, grace: &str, back: Option<Duration>) {
+    let mut server = RedisServer::start(ServerOptions {
+        appendonly: true,
+        ..ServerOptions::default()
+    })
+    .expect("start a private redis-server");
+    let (job, mut sup) = OneJob::running(&server.url(), action, millis, grace).await;
+    server.stop().unwrap();
+    sup.signal(libc::SIGTERM);
+    match back {
+        Some(back) => std::thread::sleep(back),
+        None => wait_for_no_worker(&sup),
+    }
+    server.restart().unwrap();
+    job.runs_again(&mut sup).await;
+}
+
+/// The worker's handler never yields: the worker is killed 5 s after the
+/// grace, and the supervisor's recovery of its lease fails at once; it
+/// tries again until its stop's deadline (the kill + 5 s). The server is
+/// back right after the kill, before that deadline.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_supervisor_stopped_while_the_server_restarts_gives_the_lease_back_once_it_answers() {
+    stop_while_the_server_restarts(Action::Spin, 600_000, GRACE_S, None).await;
+}
+
+/// The worker stops its handler at the grace's end (3 s) and gives its
+/// job back itself (not counted: the second run sleeps its 10 s too): its
+/// call waits for the server, back after 3.5 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_stopped_while_the_server_restarts_gives_its_job_back_once_it_answers() {
+    stop_while_the_server_restarts(Action::Sleep, 10_000, "3", Some(Duration::from_millis(3500))).await;
+}
+
+/// A supervisor stopped while the Redis server takes no writes (a master
+/// turned replica, as in a failover): the worker cannot give its job back
+/// (refused at once) and exits with a status that says so (it exited 0,
+/// and the lease waited its 10 minutes); the supervisor gives the lease
+/// back once the server takes writes again, before its stop's deadline
+/// (the grace + 5 s).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_that_cannot_give_its_job_back_leaves_it_to_the_supervisor() {
+    let server = private_redis();
+    let (job, mut sup) = OneJob::running(&server.url(), Action::Sleep, 600_000, GRACE_S).await;
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut admin = client.get_multiplexed_async_connection().await.unwrap();
+    // A replica of a master nobody runs: it keeps its data and takes no writes.
+    let replica: redis::RedisResult<()> = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(1)
+        .query_async(&mut admin)
+        .await;
+    replica.unwrap();
+    sup.signal(libc::SIGTERM);
+    wait_for_no_worker(&sup);
+    let master: redis::RedisResult<()> = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query_async(&mut admin)
+        .await;
+    master.unwrap();
+    job.runs_again(&mut sup).await;
+}
