@@ -13,14 +13,10 @@ use crate::supervisor::respawn::Ending;
 use crate::supervisor::run::Supervisor;
 use crate::supervisor::slot::{recovers, AfterExit};
 use crate::supervisor::started::StartedReader;
-use crate::worker::EXIT_UNSETTLED;
 
 /// Text for how a child ended.
 fn describe(status: &WaitStatus) -> String {
     match status {
-        WaitStatus::Exited(_, EXIT_UNSETTLED) => {
-            format!("exited with status {EXIT_UNSETTLED} (leases it could not give back)")
-        }
         WaitStatus::Exited(_, code) => format!("exited with status {code}"),
         WaitStatus::Signaled(_, sig, _) => format!("killed by signal {} ({sig:?})", *sig as i32),
         other => format!("{other:?}"),

@@ -38,10 +38,6 @@ pub(crate) const EXIT_STUCK: i32 = 70;
 /// unreachable, sandbox taken): the supervisor backs off, and gives up only
 /// while no worker has ever started.
 pub(crate) const EXIT_CANNOT_START: i32 = 78;
-/// Exit code of a worker process that stopped without giving back or
-/// consuming every lease it held (the board did not answer): the
-/// supervisor gives them back itself (EX_TEMPFAIL).
-pub(crate) const EXIT_UNSETTLED: i32 = 75;
 /// How long an interrupted handler has to stop before it counts as stuck.
 const STUCK_GRACE: Duration = Duration::from_secs(2);
 /// Pause after a failed claim (server unreachable) before the next try.
@@ -54,9 +50,6 @@ pub(crate) enum WorkerExit {
     Clean,
     /// A handler would not stop; the process must be replaced.
     Stuck,
-    /// Stopped, but some of its leases are neither given back nor
-    /// consumed: the board did not answer.
-    Unsettled,
 }
 
 impl WorkerExit {
@@ -65,7 +58,6 @@ impl WorkerExit {
         match self {
             WorkerExit::Clean => 0,
             WorkerExit::Stuck => EXIT_STUCK,
-            WorkerExit::Unsettled => EXIT_UNSETTLED,
         }
     }
 }
@@ -198,9 +190,6 @@ struct Worker {
     events: UnboundedSender<Event>,
     inbox: Option<UnboundedReceiver<Event>>,
     mode: Mode,
-    /// A lease could not be given back or consumed, the board unavailable:
-    /// a clean stop then exits with [`EXIT_UNSETTLED`].
-    unsettled: bool,
 }
 
 impl Worker {
@@ -257,7 +246,6 @@ impl Worker {
             run_time: None,
             isolated: None,
             woke_at_once: false,
-            unsettled: false,
             fruitless_claims: 0,
             done: Vec::new(),
             events,
@@ -332,10 +320,6 @@ impl Worker {
         if let Some(m) = self.maintenance.take() {
             m.stop().await;
         }
-        let exit = match exit {
-            WorkerExit::Clean if self.unsettled => WorkerExit::Unsettled,
-            exit => exit,
-        };
         tracing::info!(owner = %self.cfg.owner, ?exit, "worker stopped");
         Ok(exit)
     }

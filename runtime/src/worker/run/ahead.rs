@@ -147,7 +147,6 @@ impl Worker {
         match self.board.withdraw(&queues, &self.cfg.owner).await {
             Ok(handed) => self.ahead.extend(handed),
             Err(e) => {
-                self.unsettled |= e.is_unavailable();
                 tracing::warn!(error = %e, "cannot end the hand-off registrations; their leases expire")
             }
         }
@@ -163,10 +162,7 @@ impl Worker {
         let id = c.lease.job().clone();
         match self.board.abandon(c.lease, Abandon::Release).await {
             Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
-            Err(e) => {
-                self.unsettled |= e.is_unavailable();
-                tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back")
-            }
+            Err(e) => tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back"),
         }
     }
 }

@@ -139,9 +139,6 @@ impl Worker {
         let (leases, finished): (Vec<Lease>, Vec<Finished>) =
             std::mem::take(&mut self.done).into_iter().unzip();
         let results = self.board.consume_many(leases).await;
-        self.unsettled |= results
-            .iter()
-            .any(|r| r.as_ref().is_err_and(|u| u.is_unavailable()));
         self.log_consumed(finished, results, false);
     }
 
@@ -156,10 +153,7 @@ impl Worker {
             let id = job.lease.job().clone();
             match self.board.abandon(job.lease, Abandon::Release).await {
                 Ok(_) => tracing::info!(job = %id, why, "job given back"),
-                Err(e) => {
-                    self.unsettled |= e.is_unavailable();
-                    tracing::warn!(job = %id, error = %e, "cannot give the job back")
-                }
+                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give the job back"),
             }
         }
     }
