@@ -18,7 +18,7 @@ mod common;
 use std::time::Duration;
 
 use common::cli::private_redis;
-use common::runs::{logged, outcome, unrecorded, wait_for_runs};
+use common::runs::{logged, outcome, unrecorded, wait_for_runs, FirstRuns};
 use common::*;
 use jobworker::redis::RedisBoard;
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
@@ -112,25 +112,9 @@ const KILL_FREEZE: Duration = Duration::from_secs(10);
 #[tokio::test(flavor = "multi_thread")]
 async fn jobs_of_workers_killed_during_a_freeze_come_back_once_the_server_answers() {
     let server = private_redis();
-    let url = server.url();
-    let board = RedisBoard::connect(&url).await.unwrap();
-    let q = unique_queue("freeze-kill");
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("runs.log");
-    let mut script = logged(Action::Sleep, 600_000, &log);
-    script.until_attempt = 1;
-    let ids = post_copies(&board, &q, NewJob::new("scripted").args(&script).unwrap(), 3).await;
     let args = ["--workers", "3", "--concurrency", "1", "--expiry", "600"];
-    let mut sup = Supervisor::start_on(&["--redis", &url], &q, &args, None);
-    let mut runs = Runs::new(&log);
-    wait_for_runs(
-        &sup,
-        "the three jobs to run",
-        Duration::from_secs(120),
-        &mut runs,
-        |r| r.open_runs().count() == 3,
-    )
-    .await;
+    let long = (Action::Sleep, 600_000);
+    let (mut jobs, mut sup) = FirstRuns::running(&server.url(), "freeze-kill", long, 3, &args).await;
     // SAFETY: plain signals to the test's own server and workers.
     unsafe { libc::kill(server.pid() as i32, libc::SIGSTOP) };
     for pid in sup.worker_pids() {
@@ -142,12 +126,12 @@ async fn jobs_of_workers_killed_during_a_freeze_come_back_once_the_server_answer
         &sup,
         "every job to run again",
         Duration::from_secs(120),
-        &mut runs,
+        &mut jobs.runs,
         |r| r.ok_jobs() == 3,
     )
     .await;
     sup.stop_cleanly(Duration::from_secs(60));
-    let out = outcome(&ids, runs.all(), &unrecorded(&sup.log()));
+    let out = outcome(&jobs.ids, jobs.runs.all(), &unrecorded(&sup.log()));
     assert_eq!(
         (out.never_ran, out.ran_again, out.concurrent),
         (0, 0, 0),

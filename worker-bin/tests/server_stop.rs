@@ -11,14 +11,11 @@ mod common;
 use std::time::Duration;
 
 use common::cli::private_redis;
-use common::runs::{logged, outcome, unrecorded, wait_for_runs};
+use common::runs::FirstRuns;
 use common::*;
 use jobworker::embedded::{RedisServer, ServerOptions};
-use jobworker::redis::RedisBoard;
-use jobworker::{JobId, NewJob};
 use jobworker_examples::scripted::Action;
-use jobworker_tests::chaos::runs::Runs;
-use jobworker_tests::{unique_queue, wait_for_blocking};
+use jobworker_tests::wait_for_blocking;
 
 /// The supervisor's grace in the stop tests (`--grace`, seconds); it
 /// kills the workers 5 s after it.
@@ -38,15 +35,6 @@ const LONG_LEASE_S: &str = "600";
 async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
     const WORKERS: usize = 4;
     let server = private_redis();
-    let url = server.url();
-    let board = RedisBoard::connect(&url).await.unwrap();
-    let q = unique_queue("freeze-stop");
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("runs.log");
-    let mut script = logged(Action::Sleep, 600_000, &log);
-    script.until_attempt = 1;
-    let job = NewJob::new("scripted").args(&script).unwrap();
-    let ids = post_copies(&board, &q, job, WORKERS).await;
     let workers = WORKERS.to_string();
     let args = [
         "--workers",
@@ -58,16 +46,8 @@ async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
         "--grace",
         GRACE_S,
     ];
-    let mut sup = Supervisor::start_on(&["--redis", &url], &q, &args, None);
-    let mut runs = Runs::new(&log);
-    wait_for_runs(
-        &sup,
-        "every job to run",
-        Duration::from_secs(120),
-        &mut runs,
-        |r| r.open_runs().count() == WORKERS,
-    )
-    .await;
+    let long = (Action::Sleep, 600_000);
+    let (jobs, mut sup) = FirstRuns::running(&server.url(), "freeze-stop", long, WORKERS, &args).await;
     // SAFETY: a plain signal to the test's own server.
     unsafe { libc::kill(server.pid() as i32, libc::SIGSTOP) };
     let stopping = std::time::Instant::now();
@@ -84,109 +64,37 @@ async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
         "stopping took {took:?}:\n{}",
         sup.log()
     );
-    let mut again = Supervisor::start_on(&["--redis", &url], &q, &args, None);
-    wait_for_runs(
-        &again,
-        "every job to run again",
-        Duration::from_secs(120),
-        &mut runs,
-        |r| r.ok_jobs() == WORKERS,
-    )
-    .await;
-    again.stop_cleanly(Duration::from_secs(60));
-    let unrecorded = unrecorded(&format!("{}{}", sup.log(), again.log()));
-    let out = outcome(&ids, runs.all(), &unrecorded);
-    assert_eq!(
-        (out.never_ran, out.ran_again, out.concurrent),
-        (0, 0, 0),
-        "{out:?}"
-    );
+    jobs.run_again(&sup, Duration::from_secs(120)).await;
 }
 
-/// One job on a server of the test's own, run by a supervisor with one
-/// worker and a given `--expiry` and `--grace`.
-struct OneJob {
-    url: String,
-    q: String,
-    ids: Vec<JobId>,
-    args: Vec<String>,
-    runs: Runs,
-    _dir: tempfile::TempDir,
+/// One job on a server of the test's own, doing `action` for `millis` on
+/// its first attempt, run by a supervisor with one worker and the given
+/// `--expiry` and `--grace`; returns once it runs.
+async fn one_job(
+    url: &str,
+    (action, millis): (Action, u64),
+    expiry: &str,
+    grace: &str,
+) -> (FirstRuns, Supervisor) {
+    let args = [
+        "--workers",
+        "1",
+        "--concurrency",
+        "1",
+        "--expiry",
+        expiry,
+        "--grace",
+        grace,
+    ];
+    FirstRuns::running(url, "stop", (action, millis), 1, &args).await
 }
 
-impl OneJob {
-    /// Posts a job whose handler does `action` for `millis` on its first
-    /// attempt (then succeeds), and starts a supervisor; returns once the
-    /// job runs.
-    async fn running(
-        url: &str,
-        action: Action,
-        millis: u64,
-        expiry: &str,
-        grace: &str,
-    ) -> (OneJob, Supervisor) {
-        let q = unique_queue("stop");
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("runs.log");
-        let mut script = logged(action, millis, &log);
-        script.until_attempt = 1;
-        let job = NewJob::new("scripted").args(&script).unwrap();
-        let ids = post_copies(&RedisBoard::connect(url).await.unwrap(), &q, job, 1).await;
-        let args = [
-            "--workers",
-            "1",
-            "--concurrency",
-            "1",
-            "--expiry",
-            expiry,
-            "--grace",
-            grace,
-        ];
-        let mut job = OneJob {
-            url: url.to_owned(),
-            q,
-            ids,
-            args: args.map(str::to_owned).to_vec(),
-            runs: Runs::new(&log),
-            _dir: dir,
-        };
-        let sup = job.supervisor();
-        wait_for_runs(
-            &sup,
-            "the job to run",
-            Duration::from_secs(120),
-            &mut job.runs,
-            |r| r.open_runs().count() == 1,
-        )
-        .await;
-        (job, sup)
-    }
-
-    fn supervisor(&self) -> Supervisor {
-        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
-        Supervisor::start_on(&["--redis", &self.url], &self.q, &args, None)
-    }
-
-    /// `stopped` must exit 0, and a new supervisor must run the job again
-    /// to success within a minute, never two runs at once.
-    async fn runs_again(mut self, stopped: &mut Supervisor) {
-        let status = stopped.wait_exit(Duration::from_secs(60));
-        assert_eq!(status.code(), Some(0), "{}", stopped.log());
-        let mut again = self.supervisor();
-        let what = "the job to run again";
-        wait_for_runs(&again, what, Duration::from_secs(60), &mut self.runs, |r| {
-            r.ok_jobs() == 1
-        })
-        .await;
-        again.stop_cleanly(Duration::from_secs(60));
-        let unrecorded = unrecorded(&format!("{}{}", stopped.log(), again.log()));
-        let out = outcome(&self.ids, self.runs.all(), &unrecorded);
-        assert_eq!(
-            (out.never_ran, out.ran_again, out.concurrent),
-            (0, 0, 0),
-            "{out:?}"
-        );
-    }
+/// `stopped` must exit 0, and a new supervisor must run the job again to
+/// success within a minute, never two runs at once.
+async fn exits_then_runs_again(job: FirstRuns, stopped: &mut Supervisor) {
+    let status = stopped.wait_exit(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", stopped.log());
+    job.run_again(stopped, Duration::from_secs(60)).await;
 }
 
 /// Waits until the supervisor's worker has exited (or was killed).
@@ -209,7 +117,7 @@ async fn stop_while_the_server_restarts(action: Action, millis: u64, grace: &str
         ..ServerOptions::default()
     })
     .expect("start a private redis-server");
-    let (job, mut sup) = OneJob::running(&server.url(), action, millis, LONG_LEASE_S, grace).await;
+    let (job, mut sup) = one_job(&server.url(), (action, millis), LONG_LEASE_S, grace).await;
     server.stop().unwrap();
     sup.signal(libc::SIGTERM);
     match back {
@@ -217,7 +125,7 @@ async fn stop_while_the_server_restarts(action: Action, millis: u64, grace: &str
         None => wait_for_no_worker(&sup),
     }
     server.restart().unwrap();
-    job.runs_again(&mut sup).await;
+    exits_then_runs_again(job, &mut sup).await;
 }
 
 /// The worker's handler never yields: the worker is killed 5 s after the
@@ -244,7 +152,7 @@ async fn a_worker_stopped_while_the_server_restarts_gives_its_job_back_once_it_a
 #[tokio::test(flavor = "multi_thread")]
 async fn a_job_its_worker_cannot_give_back_at_a_stop_runs_again_after_its_lease() {
     let server = private_redis();
-    let (job, mut sup) = OneJob::running(&server.url(), Action::Sleep, 600_000, "10", GRACE_S).await;
+    let (job, mut sup) = one_job(&server.url(), (Action::Sleep, 600_000), "10", GRACE_S).await;
     let client = redis::Client::open(server.url()).unwrap();
     let mut admin = client.get_multiplexed_async_connection().await.unwrap();
     // A replica of a master nobody runs: it keeps its data and takes no writes.
@@ -262,5 +170,5 @@ async fn a_job_its_worker_cannot_give_back_at_a_stop_runs_again_after_its_lease(
         .query_async(&mut admin)
         .await;
     master.unwrap();
-    job.runs_again(&mut sup).await;
+    exits_then_runs_again(job, &mut sup).await;
 }

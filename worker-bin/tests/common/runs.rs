@@ -1,17 +1,19 @@
 //! What a drain did to each job, from the scripted handler's run log (kept
-//! outside Redis): jobs that never ran, ran again, or ran twice at once.
+//! outside Redis): jobs that never ran, ran again, or ran twice at once;
+//! and jobs whose first runs a test interrupts ([`FirstRuns`]).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-use jobworker::JobId;
+use jobworker::redis::RedisBoard;
+use jobworker::{JobId, NewJob};
 use jobworker_examples::scripted::run_log::RunOutcome;
 use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::chaos::runs::{Run, Runs};
-use jobworker_tests::wait_until;
+use jobworker_tests::{unique_queue, wait_until};
 
-use super::Supervisor;
+use super::{post_copies, Supervisor};
 
 /// A scripted job's arguments: `action` for `millis`, each run logged to
 /// `log` (a run log, which works on any board).
@@ -101,4 +103,81 @@ pub async fn wait_for_runs(
         async move { met }
     })
     .await;
+}
+
+/// Jobs of the scripted handler on a fresh queue of the Redis at `url`,
+/// each doing an action on its first attempt and succeeding on the next
+/// (every run logged), and the flags of the supervisors that run them.
+pub struct FirstRuns {
+    url: String,
+    q: String,
+    pub ids: Vec<JobId>,
+    args: Vec<String>,
+    pub runs: Runs,
+    _dir: tempfile::TempDir,
+}
+
+impl FirstRuns {
+    /// Posts `n` jobs doing `action` for `millis` on their first attempt
+    /// to a queue named after `prefix`, starts a supervisor with `args`,
+    /// and returns once all `n` run.
+    pub async fn running(
+        url: &str,
+        prefix: &str,
+        (action, millis): (Action, u64),
+        n: usize,
+        args: &[&str],
+    ) -> (FirstRuns, Supervisor) {
+        let q = unique_queue(prefix);
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("runs.log");
+        let mut script = logged(action, millis, &log);
+        script.until_attempt = 1;
+        let job = NewJob::new("scripted").args(&script).unwrap();
+        let ids = post_copies(&RedisBoard::connect(url).await.unwrap(), &q, job, n).await;
+        let mut jobs = FirstRuns {
+            url: url.to_owned(),
+            q,
+            ids,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            runs: Runs::new(&log),
+            _dir: dir,
+        };
+        let sup = jobs.supervisor();
+        wait_for_runs(
+            &sup,
+            "every job to run",
+            Duration::from_secs(120),
+            &mut jobs.runs,
+            |r| r.open_runs().count() == n,
+        )
+        .await;
+        (jobs, sup)
+    }
+
+    /// A new supervisor on their queue, with the same flags.
+    pub fn supervisor(&self) -> Supervisor {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        Supervisor::start_on(&["--redis", &self.url], &self.q, &args, None)
+    }
+
+    /// A new supervisor must run every job again to success within
+    /// `limit`, never two runs at once (the runs of `stopped`, the one
+    /// before it, included).
+    pub async fn run_again(mut self, stopped: &Supervisor, limit: Duration) {
+        let mut again = self.supervisor();
+        let n = self.ids.len();
+        wait_for_runs(&again, "every job to run again", limit, &mut self.runs, |r| {
+            r.ok_jobs() == n
+        })
+        .await;
+        again.stop_cleanly(Duration::from_secs(60));
+        let unrecorded = unrecorded(&format!("{}{}", stopped.log(), again.log()));
+        let out = outcome(&self.ids, self.runs.all(), &unrecorded);
+        assert_eq!(
+            (out.never_ran, out.ran_again, out.concurrent),
+            (0, 0, 0),
+            "{out:?}"
+        );
+    }
 }
