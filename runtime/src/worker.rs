@@ -14,7 +14,7 @@ mod watchdog;
 
 pub(crate) use config::WorkerConfig;
 
-pub(crate) use run::{run_worker, EXIT_CANNOT_START, EXIT_STUCK};
+pub(crate) use run::{run_worker, WorkerExit, EXIT_CANNOT_START, EXIT_STUCK, EXIT_UNSETTLED};
 
 /// This host's name (`localhost` when it cannot be read), as workers
 /// record it in their owner strings and registry entries.

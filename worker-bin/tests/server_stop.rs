@@ -14,6 +14,7 @@ use common::cli::private_redis;
 use common::runs::FirstRuns;
 use common::*;
 use jobworker::embedded::{RedisServer, ServerOptions};
+use jobworker::JobState;
 use jobworker_examples::scripted::Action;
 use jobworker_tests::wait_for_blocking;
 
@@ -146,29 +147,83 @@ async fn a_worker_stopped_while_the_server_restarts_gives_its_job_back_once_it_a
 }
 
 /// A supervisor stopped while the Redis server takes no writes (a master
-/// turned replica, as in a failover): the worker cannot give its job back
-/// (refused at once) and exits 0, so nobody gives the lease back; the job
-/// is not lost: it runs again once its lease (10 s here) has run out.
+/// turned replica, as in a failover): the worker's give-back is refused at
+/// once (its handler stopped at the grace's end) and it exits with status
+/// 75; the supervisor gives the job back itself once the server takes
+/// writes again (right after the worker's exit, before the stop's
+/// deadline), counting nothing: the job runs again at once, well before
+/// its lease would run out, its attempts not used (the second run sleeps
+/// its 10 s too).
 #[tokio::test(flavor = "multi_thread")]
-async fn a_job_its_worker_cannot_give_back_at_a_stop_runs_again_after_its_lease() {
+async fn a_job_its_worker_cannot_give_back_at_a_stop_is_given_back_by_the_supervisor() {
     let server = private_redis();
-    let (job, mut sup) = one_job(&server.url(), (Action::Sleep, 600_000), "10", GRACE_S).await;
-    let client = redis::Client::open(server.url()).unwrap();
+    let (job, mut sup) = one_job(&server.url(), (Action::Sleep, 10_000), LONG_LEASE_S, "3").await;
+    let mut admin = read_only(&server.url()).await;
+    sup.signal(libc::SIGTERM);
+    wait_for_no_worker(&sup);
+    take_writes(&mut admin).await;
+    let status = sup.wait_exit(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    let shown = job.shown().await;
+    assert_eq!(
+        (shown[0].state, shown[0].owner.as_deref(), shown[0].attempts),
+        (JobState::Ready, None, 0),
+        "{:?}\n{}",
+        shown[0],
+        sup.log()
+    );
+    job.run_again(&sup, Duration::from_secs(60)).await;
+}
+
+/// `jobworker --workers 0` (no supervisor) stopped while the server takes
+/// no writes: nobody can give the job back, so the worker says so and
+/// exits 0 (not the forked worker's 75); the job runs again once its lease
+/// (10 s here) has run out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_alone_that_cannot_give_its_job_back_exits_0_and_the_job_runs_after_its_lease() {
+    let server = private_redis();
+    let args = [
+        "--workers",
+        "0",
+        "--concurrency",
+        "1",
+        "--expiry",
+        "10",
+        "--grace",
+        GRACE_S,
+    ];
+    let (job, mut alone) =
+        FirstRuns::running(&server.url(), "alone", (Action::Sleep, 600_000), 1, &args).await;
+    let mut admin = read_only(&server.url()).await;
+    alone.signal(libc::SIGTERM);
+    let status = alone.wait_exit(Duration::from_secs(60));
+    take_writes(&mut admin).await;
+    assert_eq!(status.code(), Some(0), "{}", alone.log());
+    assert!(alone.log().contains("leases not given back"), "{}", alone.log());
+    job.run_again(&alone, Duration::from_secs(60)).await;
+}
+
+/// Makes the server at `url` a replica of a master nobody runs: it keeps
+/// its data and takes no writes (as an old master in a failover). Returns
+/// the connection that did it.
+async fn read_only(url: &str) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(url).unwrap();
     let mut admin = client.get_multiplexed_async_connection().await.unwrap();
-    // A replica of a master nobody runs: it keeps its data and takes no writes.
     let replica: redis::RedisResult<()> = redis::cmd("REPLICAOF")
         .arg("127.0.0.1")
         .arg(1)
         .query_async(&mut admin)
         .await;
     replica.unwrap();
-    sup.signal(libc::SIGTERM);
-    wait_for_no_worker(&sup);
+    admin
+}
+
+/// Makes the server a master again: it takes writes.
+async fn take_writes(admin: &mut redis::aio::MultiplexedConnection) {
     let master: redis::RedisResult<()> = redis::cmd("REPLICAOF")
         .arg("NO")
         .arg("ONE")
-        .query_async(&mut admin)
+        .query_async(admin)
         .await;
     master.unwrap();
-    exits_then_runs_again(job, &mut sup).await;
 }

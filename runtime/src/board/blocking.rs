@@ -116,6 +116,19 @@ impl BlockingBoard {
         }
     }
 
+    /// Gives back the leases `owner` held in `queue` counting nothing: a
+    /// worker that stopped when asked but could not give them back itself.
+    /// Returns how many went back. On ZooKeeper there is nothing to do: a
+    /// worker's claims end with its session, which the server ends at
+    /// most its timeout after the worker's exit.
+    pub(crate) fn release_owner(&mut self, queue: &str, owner: &str) -> Result<usize> {
+        match self {
+            BlockingBoard::Redis(b) => b.release_owner(queue, owner),
+            #[cfg(feature = "zookeeper")]
+            BlockingBoard::ZooKeeper(..) => Ok(0),
+        }
+    }
+
     /// How many jobs `queues` hold together.
     pub(crate) fn counts(&mut self, queues: &[String]) -> Result<QueueCounts> {
         match self {

@@ -20,7 +20,9 @@ pub const POISON_CRASHES: u32 = 3;
 pub(crate) enum GiveBack<'r> {
     /// A dead worker's: the crash (`reason`) and an attempt are counted.
     Crash(&'r str),
-    /// What a worker never started ([`Board::release_unread`](crate::Board::release_unread)):
+    /// What a worker never started ([`Board::release_unread`](crate::Board::release_unread)),
+    /// or what one that stopped when asked could not give back itself
+    /// (the supervisor's [`SyncBoard::release_owner`](crate::redis::SyncBoard)):
     /// nothing is counted.
     Release,
 }

@@ -151,13 +151,26 @@ impl SyncBoard {
     /// counting an attempt and a crash on each job; returns (back to ready,
     /// trashed).
     pub fn recover_owner(&mut self, queue: &str, owner: &str, reason: &str) -> Result<Recovered> {
+        self.give_back(queue, owner, GiveBack::Crash(reason))
+    }
+
+    /// Gives back every lease `owner` holds in `queue` counting nothing (a
+    /// worker that stopped when asked but could not give them back
+    /// itself); returns how many went back.
+    #[cfg(feature = "cli")]
+    pub(crate) fn release_owner(&mut self, queue: &str, owner: &str) -> Result<usize> {
+        Ok(self.give_back(queue, owner, GiveBack::Release)?.back)
+    }
+
+    /// Gives back every lease `owner` holds in `queue` as `how` says.
+    fn give_back(&mut self, queue: &str, owner: &str, how: GiveBack<'_>) -> Result<Recovered> {
         let keys = self.opts.keys(queue)?;
         let mut leases = OwnerLeases::new(&keys, owner);
         while let Some(find) = leases.next_call() {
             leases.read(self.retrying(|con| find.invoke_blocking(con))?)?;
         }
         let mut total = Recovered::default();
-        for call in leases.give_back(GiveBack::Crash(reason)) {
+        for call in leases.give_back(how) {
             add_recovered(&mut total, self.retrying(|con| call.invoke_blocking(con))?)?;
         }
         Ok(total)

@@ -9,9 +9,10 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use crate::supervisor::config::EXIT_WORKERS_CANNOT_START;
+use crate::supervisor::recovery::Left;
 use crate::supervisor::respawn::Ending;
 use crate::supervisor::run::Supervisor;
-use crate::supervisor::slot::{recovers, AfterExit};
+use crate::supervisor::slot::{recovers, AfterExit, GiveBack};
 use crate::supervisor::started::StartedReader;
 
 /// Text for how a child ended.
@@ -64,9 +65,13 @@ impl Supervisor {
         slot.started = None;
         // Whatever the handler started in the worker's process group goes too.
         let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
-        if recovers(asked, &status) {
-            self.pending
-                .push((owner.clone(), format!("worker {owner} {how}")));
+        let give_back = recovers(asked, &status);
+        if give_back != GiveBack::Nothing {
+            self.pending.push(Left {
+                owner: owner.clone(),
+                reason: format!("worker {owner} {how}"),
+                give_back,
+            });
             // While the board is down, a call now would wait out its
             // timeouts too (4–6 s against a frozen server, on the
             // supervisor's one thread): the retry scheduled tries it.

@@ -1,11 +1,24 @@
 //! Giving back a dead worker's leases at once (or handing that to the next
-//! worker forked, where the supervisor cannot reach the board itself).
+//! worker forked, where the supervisor cannot reach the board itself), and
+//! those a stopped worker could not give back itself.
 
 use crate::board::Recovered;
 use crate::supervisor::run::{Supervisor, RECOVERY_RETRY};
+use crate::supervisor::slot::GiveBack;
+
+/// A worker gone with leases the supervisor gives back.
+pub(super) struct Left {
+    /// Its owner string.
+    pub(super) owner: String,
+    /// How it ended (the crash counted, for [`GiveBack::Crash`]).
+    pub(super) reason: String,
+    /// How its leases go back: [`GiveBack::Crash`] or
+    /// [`GiveBack::Release`].
+    pub(super) give_back: GiveBack,
+}
 
 impl Supervisor {
-    /// Gives back every lease of the dead workers at once, one worker
+    /// Gives back every lease of the workers gone at once, one worker
     /// after another until a recovery fails: that one and the rest stay
     /// pending, tried again after [`RECOVERY_RETRY`] (the supervisor is
     /// single-threaded, and a server that does not answer costs each call
@@ -16,13 +29,11 @@ impl Supervisor {
         // While the board stays down, its failures are logged once.
         let loud = !self.board_down;
         let mut down = false;
-        let failed = in_turn(pending, |(owner, reason)| {
-            match self.recover_owner(owner, reason, loud) {
-                Ok(()) => true,
-                Err(e) => {
-                    down = e.is_unavailable();
-                    false
-                }
+        let failed = in_turn(pending, |left| match self.recover_owner(left, loud) {
+            Ok(()) => true,
+            Err(e) => {
+                down = e.is_unavailable();
+                false
             }
         });
         self.board_down = down;
@@ -30,29 +41,36 @@ impl Supervisor {
         self.pending = failed;
     }
 
-    /// At the supervisor's exit, says which dead workers' leases it could
-    /// not give back: their jobs run again once their leases run out.
+    /// At the supervisor's exit, says which workers' leases it could not
+    /// give back: their jobs run again once their leases run out.
     pub(super) fn leave_pending(&self) {
-        for (owner, reason) in self.pending.iter().chain(&self.handoff) {
+        let handed = self.handoff.iter().map(|(owner, reason)| (owner, reason));
+        for (owner, reason) in self.pending.iter().map(|l| (&l.owner, &l.reason)).chain(handed) {
             tracing::warn!(owner, reason, "leases not given back; they are left to run out");
         }
     }
 
-    /// Gives back the leases of one dead worker in each queue, then
-    /// removes its entry; the error of the call that failed (the rest of
-    /// its queues are left for the next try), logged as an error when
-    /// `loud`, else at debug level.
-    fn recover_owner(&mut self, owner: &str, reason: &str, loud: bool) -> crate::Result<()> {
+    /// Gives back the leases of one worker that is gone in each queue, as
+    /// `left` says, then removes its entry; the error of the call that
+    /// failed (the rest of its queues are left for the next try), logged
+    /// as an error when `loud`, else at debug level.
+    fn recover_owner(&mut self, left: &Left, loud: bool) -> crate::Result<()> {
+        let owner = left.owner.as_str();
         for queue in &self.cfg.worker.queues.clone() {
-            match self.board().recover_owner(queue, owner, reason) {
-                Ok(None) => {
-                    self.handoff.push((owner.to_owned(), reason.to_owned()));
+            let done = match left.give_back {
+                GiveBack::Release => self.board().release_owner(queue, owner).map(|back| {
+                    if back > 0 {
+                        tracing::warn!(queue = %queue, owner, back, "gave back the leases a stopped worker could not");
+                    }
+                    true
+                }),
+                _ => self.recover_crashed(queue, owner, &left.reason),
+            };
+            match done {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.handoff.push((left.owner.clone(), left.reason.clone()));
                     return Ok(());
-                }
-                Ok(Some(Recovered { back: 0, trashed: 0 })) => {}
-                Ok(Some(Recovered { back, trashed })) => {
-                    self.metrics.recovered(back, trashed);
-                    tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker")
                 }
                 Err(e) if loud => {
                     tracing::error!(queue = %queue, owner, error = %e, "cannot recover leases yet; retrying");
@@ -66,6 +84,21 @@ impl Supervisor {
         }
         self.remove_entry(owner);
         Ok(())
+    }
+
+    /// Gives back a dead worker's leases in `queue`, the crash counted;
+    /// false when the supervisor cannot and the next worker forked must
+    /// (a ZooKeeper board without an agent).
+    fn recover_crashed(&mut self, queue: &str, owner: &str, reason: &str) -> crate::Result<bool> {
+        match self.board().recover_owner(queue, owner, reason)? {
+            None => Ok(false),
+            Some(Recovered { back: 0, trashed: 0 }) => Ok(true),
+            Some(Recovered { back, trashed }) => {
+                self.metrics.recovered(back, trashed);
+                tracing::warn!(queue = %queue, owner, back, trashed, "recovered the leases of a dead worker");
+                Ok(true)
+            }
+        }
     }
 
     /// Removes a worker's entry from the registry (one left behind goes

@@ -19,6 +19,7 @@ use crate::supervisor::in_flight::InFlight;
 use crate::supervisor::metrics::Metrics;
 use crate::supervisor::metrics_http::MetricsHttp;
 use crate::supervisor::progress::Progress;
+use crate::supervisor::recovery::Left;
 use crate::supervisor::relay::Relay;
 use crate::supervisor::slot::{next_respawn, Slot};
 use crate::supervisor::wait::Wakeups;
@@ -47,7 +48,7 @@ pub(super) struct Supervisor {
     next_progress: Instant,
     /// Recoveries not done yet (failed, or left to the retry while the
     /// board is down), tried at `retry_recovery`.
-    pub(super) pending: Vec<(String, String)>,
+    pub(super) pending: Vec<Left>,
     pub(super) retry_recovery: Option<Instant>,
     /// The last recovery tried failed with the board unavailable: exits
     /// leave theirs to the retry and keep their entries.

@@ -10,6 +10,7 @@ use nix::unistd::Pid;
 
 use crate::supervisor::respawn::{Ending, Streak};
 use crate::supervisor::started::StartedReader;
+use crate::worker::EXIT_UNSETTLED;
 
 /// One worker slot.
 pub(super) struct Slot {
@@ -113,12 +114,29 @@ impl Slot {
     }
 }
 
-/// Whether a dead worker's leases are given back at once: always, unless
-/// it was asked to stop and exited cleanly (it settled or gave back its
-/// jobs itself).
-pub(super) fn recovers(asked: Asked, status: &WaitStatus) -> bool {
-    let clean = matches!(status, WaitStatus::Exited(_, 0));
-    asked == Asked::Nothing || !clean
+/// What the supervisor gives back of a worker that exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum GiveBack {
+    /// Nothing: it was asked to stop and settled or gave back its jobs
+    /// itself.
+    Nothing,
+    /// Its leases, the crash counted on their jobs: it crashed, was
+    /// killed, or ended without being asked.
+    Crash,
+    /// Its leases, counting nothing: it stopped when asked but the board
+    /// did not take some of its give-backs ([`EXIT_UNSETTLED`]).
+    Release,
+}
+
+/// What to give back of a worker that exited with `status` after being
+/// asked `asked`.
+pub(super) fn recovers(asked: Asked, status: &WaitStatus) -> GiveBack {
+    match status {
+        _ if asked == Asked::Nothing => GiveBack::Crash,
+        WaitStatus::Exited(_, 0) => GiveBack::Nothing,
+        WaitStatus::Exited(_, EXIT_UNSETTLED) => GiveBack::Release,
+        _ => GiveBack::Crash,
+    }
 }
 
 /// The earliest respawn among `slots` (none while every slot has its
@@ -232,12 +250,23 @@ mod tests {
     #[test]
     fn leases_are_given_back_unless_an_asked_worker_exited_cleanly() {
         let clean = WaitStatus::Exited(PID, 0);
-        assert!(recovers(Asked::Nothing, &clean), "an exit 0 mid-job is a crash");
-        assert!(recovers(Asked::Nothing, &crash()));
+        let unsettled = WaitStatus::Exited(PID, EXIT_UNSETTLED);
+        assert_eq!(
+            recovers(Asked::Nothing, &clean),
+            GiveBack::Crash,
+            "an exit 0 mid-job is a crash"
+        );
+        assert_eq!(recovers(Asked::Nothing, &unsettled), GiveBack::Crash);
+        assert_eq!(recovers(Asked::Nothing, &crash()), GiveBack::Crash);
         for asked in [Asked::Stop, Asked::Retire, Asked::Restart] {
-            assert!(!recovers(asked, &clean), "{asked:?}");
-            assert!(recovers(asked, &crash()), "{asked:?}");
-            assert!(recovers(asked, &WaitStatus::Exited(PID, 1)), "{asked:?}");
+            assert_eq!(recovers(asked, &clean), GiveBack::Nothing, "{asked:?}");
+            assert_eq!(recovers(asked, &unsettled), GiveBack::Release, "{asked:?}");
+            assert_eq!(recovers(asked, &crash()), GiveBack::Crash, "{asked:?}");
+            assert_eq!(
+                recovers(asked, &WaitStatus::Exited(PID, 1)),
+                GiveBack::Crash,
+                "{asked:?}"
+            );
         }
     }
 

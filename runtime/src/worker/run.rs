@@ -38,6 +38,11 @@ pub(crate) const EXIT_STUCK: i32 = 70;
 /// unreachable, sandbox taken): the supervisor backs off, and gives up only
 /// while no worker has ever started.
 pub(crate) const EXIT_CANNOT_START: i32 = 78;
+/// Exit code of a worker process that stopped when asked but could not
+/// settle or give back some lease (the board did not answer): the
+/// supervisor gives its leases back itself, counting nothing
+/// (EX_TEMPFAIL).
+pub(crate) const EXIT_UNSETTLED: i32 = 75;
 /// How long an interrupted handler has to stop before it counts as stuck.
 const STUCK_GRACE: Duration = Duration::from_secs(2);
 /// Pause after a failed claim (server unreachable) before the next try.
@@ -50,6 +55,9 @@ pub(crate) enum WorkerExit {
     Clean,
     /// A handler would not stop; the process must be replaced.
     Stuck,
+    /// Stopped as `Clean`, but some lease was neither settled nor given
+    /// back: the board did not answer.
+    Unsettled,
 }
 
 impl WorkerExit {
@@ -58,6 +66,7 @@ impl WorkerExit {
         match self {
             WorkerExit::Clean => 0,
             WorkerExit::Stuck => EXIT_STUCK,
+            WorkerExit::Unsettled => EXIT_UNSETTLED,
         }
     }
 }
@@ -190,6 +199,10 @@ struct Worker {
     events: UnboundedSender<Event>,
     inbox: Option<UnboundedReceiver<Event>>,
     mode: Mode,
+    /// Some lease could not be settled or given back, the board
+    /// unavailable (since the worker started): a clean stop then exits
+    /// with [`EXIT_UNSETTLED`].
+    unsettled: bool,
 }
 
 impl Worker {
@@ -246,6 +259,7 @@ impl Worker {
             run_time: None,
             isolated: None,
             woke_at_once: false,
+            unsettled: false,
             fruitless_claims: 0,
             done: Vec::new(),
             events,
@@ -320,6 +334,10 @@ impl Worker {
         if let Some(m) = self.maintenance.take() {
             m.stop().await;
         }
+        let exit = match exit {
+            WorkerExit::Clean if self.unsettled => WorkerExit::Unsettled,
+            exit => exit,
+        };
         tracing::info!(owner = %self.cfg.owner, ?exit, "worker stopped");
         Ok(exit)
     }

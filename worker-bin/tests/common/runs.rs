@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use jobworker::redis::RedisBoard;
-use jobworker::{JobId, NewJob};
+use jobworker::{Board, JobId, JobInfo, NewJob};
 use jobworker_examples::scripted::run_log::RunOutcome;
 use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::chaos::runs::{Run, Runs};
@@ -153,6 +153,16 @@ impl FirstRuns {
         )
         .await;
         (jobs, sup)
+    }
+
+    /// What the board shows of each job.
+    pub async fn shown(&self) -> Vec<JobInfo> {
+        let board = RedisBoard::connect(&self.url).await.unwrap();
+        let mut shown = Vec::new();
+        for id in &self.ids {
+            shown.push(board.show(&self.q, id).await.unwrap());
+        }
+        shown
     }
 
     /// A new supervisor on their queue, with the same flags.

@@ -15,7 +15,7 @@ use crate::cli::workdir::OwnWorkdir;
 use crate::error::{Error, Result};
 use crate::handler::Registry;
 use crate::supervisor::{supervise, SupervisorConfig};
-use crate::worker::{run_worker, WorkerConfig};
+use crate::worker::{run_worker, WorkerConfig, WorkerExit};
 
 /// `run`: the supervisor and its workers.
 #[derive(Debug, Clone, Args)]
@@ -160,7 +160,14 @@ pub(crate) fn run(board: &BoardArgs, a: &RunArgs) -> Result<i32> {
             until_drained: a.until_drained,
             ..worker
         };
-        return Ok(run_worker(spec, worker, registry, || {})?.code());
+        return Ok(match run_worker(spec, worker, registry, || {})? {
+            // No supervisor gives them back: they are left to run out.
+            WorkerExit::Unsettled => {
+                tracing::warn!("leases not given back (the board did not answer); their jobs run again when they run out");
+                0
+            }
+            exit => exit.code(),
+        });
     }
     let cfg = SupervisorConfig {
         workers,

@@ -147,6 +147,7 @@ impl Worker {
         match self.board.withdraw(&queues, &self.cfg.owner).await {
             Ok(handed) => self.ahead.extend(handed),
             Err(e) => {
+                self.note_unsettled(&e);
                 tracing::warn!(error = %e, "cannot end the hand-off registrations; their leases expire")
             }
         }
@@ -162,7 +163,10 @@ impl Worker {
         let id = c.lease.job().clone();
         match self.board.abandon(c.lease, Abandon::Release).await {
             Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
-            Err(e) => tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back"),
+            Err(e) => {
+                self.note_unsettled(&e);
+                tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back")
+            }
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::board::{Board, SettleResult};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::job::{Abandon, JobState, Lease};
 use crate::worker::heartbeat::LeaseKey;
 use crate::worker::job::{settle, Finished, Interrupt, Outcome, Running, Settle};
@@ -47,6 +47,9 @@ impl Worker {
             }
             self.stop_extending(&finished.key);
             let result = self.settle_other(lease, settled, delay).await;
+            if let Err(e) = &result {
+                self.note_unsettled(e);
+            }
             log::settled(&finished, result);
         }
     }
@@ -139,6 +142,9 @@ impl Worker {
         let (leases, finished): (Vec<Lease>, Vec<Finished>) =
             std::mem::take(&mut self.done).into_iter().unzip();
         let results = self.board.consume_many(leases).await;
+        for unsettled in results.iter().filter_map(|r| r.as_ref().err()) {
+            self.note_unsettled(unsettled.error());
+        }
         self.log_consumed(finished, results, false);
     }
 
@@ -153,9 +159,19 @@ impl Worker {
             let id = job.lease.job().clone();
             match self.board.abandon(job.lease, Abandon::Release).await {
                 Ok(_) => tracing::info!(job = %id, why, "job given back"),
-                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give the job back"),
+                Err(e) => {
+                    self.note_unsettled(&e);
+                    tracing::warn!(job = %id, error = %e, "cannot give the job back")
+                }
             }
         }
+    }
+
+    /// Notes a lease this worker could not settle or give back because the
+    /// board did not answer (`e`): its stop then says so
+    /// ([`WorkerExit::Unsettled`](crate::worker::WorkerExit::Unsettled)), and the supervisor gives the lease back.
+    pub(super) fn note_unsettled(&mut self, e: &Error) {
+        self.unsettled |= e.is_unavailable();
     }
 
     /// The heartbeat stops extending the lease of `key`.
