@@ -26,7 +26,8 @@
 --        trashed as a poison pill. When it held several, none can be
 --        blamed: each becomes a suspect, handed out alone to an idle
 --        worker by claim.lua. 'release' (jobs handed to the worker that
---        it never started): nothing is counted, and the history says
+--        it never started, and the leases a worker asked to stop could
+--        not give back itself): nothing is counted, and the history says
 --        abandoned, as for an abandon. Then back to ready (or the trash
 --        once attempts run out); PUBLISH notify; the owner's claim record
 --        is dropped.

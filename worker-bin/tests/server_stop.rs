@@ -68,6 +68,35 @@ async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
     jobs.run_again(&sup, Duration::from_secs(120)).await;
 }
 
+/// A supervisor stopped (SIGTERM, `--grace 1`) while the Redis server is
+/// frozen: its worker's stop calls cannot end, so the worker gives up on
+/// them 2 s after the grace and exits with status 75 before the
+/// supervisor's kill (5 s after the grace), and the job, thawed then, is
+/// given back counting nothing or left to its lease (10 s), never
+/// recovered as a crash's (a worker killed mid-stop had the crash counted
+/// on its job: three such stops trash a job as a poison pill).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_stopped_during_a_freeze_gives_up_on_the_board_before_its_kill_and_no_crash_is_counted() {
+    let server = private_redis();
+    let (job, mut sup) = one_job(&server.url(), (Action::Sleep, 10_000), "10", GRACE_S).await;
+    // SAFETY: a plain signal to the test's own server.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGSTOP) };
+    sup.signal(libc::SIGTERM);
+    wait_for_no_worker(&sup);
+    unsafe { libc::kill(server.pid() as i32, libc::SIGCONT) };
+    let status = sup.wait_exit(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", sup.log());
+    let shown = job.shown().await;
+    let crashed = |s: &Option<String>| s.as_deref().is_some_and(|s| s.contains("crash"));
+    assert!(
+        !crashed(&shown[0].reason) && !crashed(&shown[0].group),
+        "{:?}\n{}",
+        shown[0],
+        sup.log()
+    );
+    job.run_again(&sup, Duration::from_secs(60)).await;
+}
+
 /// One job on a server of the test's own, doing `action` for `millis` on
 /// its first attempt, run by a supervisor with one worker and the given
 /// `--expiry` and `--grace`; returns once it runs.
@@ -108,7 +137,7 @@ fn wait_for_no_worker(sup: &Supervisor) {
 /// Stops a supervisor (SIGTERM, `--grace grace`) while its Redis server
 /// restarts: the server stops (refusing connections) as the stop begins
 /// and is back, with its data (AOF), `back` later (`None`: once the
-/// supervisor has killed the worker). The job, whose handler does
+/// worker has exited). The job, whose handler does
 /// `action` for `millis` on its first attempt, must have been given back
 /// once the server answered: its lease would hold it past the test's
 /// wait.
@@ -129,13 +158,15 @@ async fn stop_while_the_server_restarts(action: Action, millis: u64, grace: &str
     exits_then_runs_again(job, &mut sup).await;
 }
 
-/// The worker's handler never yields: the worker is killed 5 s after the
-/// grace, and the supervisor's recovery of its lease fails at once; it
-/// tries again until its stop's deadline (the kill + 5 s). The server is
-/// back right after the kill, before that deadline.
+/// The worker's handler never yields (for 15 s): the worker gives it up
+/// at the grace's end (its process ends it), its give-back is refused at
+/// once and it exits with status 75; the supervisor gives the job back
+/// (not counted: the second run spins its 15 s too) once the server is
+/// back, right after the worker's exit: it tries until the stop's
+/// deadline, the grace + 5 s (3 s after the exit).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_supervisor_stopped_while_the_server_restarts_gives_the_lease_back_once_it_answers() {
-    stop_while_the_server_restarts(Action::Spin, 600_000, GRACE_S, None).await;
+    stop_while_the_server_restarts(Action::Spin, 15_000, GRACE_S, None).await;
 }
 
 /// The worker stops its handler at the grace's end (3 s) and gives its

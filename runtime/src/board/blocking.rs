@@ -116,11 +116,17 @@ impl BlockingBoard {
         }
     }
 
+    /// Whether [`release_owner`](Self::release_owner) has anything to do:
+    /// on ZooKeeper a worker's claims end with its session, which the
+    /// server ends at most its timeout after the worker's exit.
+    pub(crate) fn releases_owners(&self) -> bool {
+        matches!(self, BlockingBoard::Redis(_))
+    }
+
     /// Gives back the leases `owner` held in `queue` counting nothing: a
     /// worker that stopped when asked but could not give them back itself.
-    /// Returns how many went back. On ZooKeeper there is nothing to do: a
-    /// worker's claims end with its session, which the server ends at
-    /// most its timeout after the worker's exit.
+    /// Returns how many went back (none on ZooKeeper: see
+    /// [`releases_owners`](Self::releases_owners)).
     pub(crate) fn release_owner(&mut self, queue: &str, owner: &str) -> Result<usize> {
         match self {
             BlockingBoard::Redis(b) => b.release_owner(queue, owner),

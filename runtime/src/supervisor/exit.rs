@@ -8,11 +8,11 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use crate::supervisor::config::EXIT_WORKERS_CANNOT_START;
+use crate::supervisor::config::{EXIT_WORKERS_CANNOT_START, SHUTDOWN_MARGIN};
 use crate::supervisor::recovery::Left;
 use crate::supervisor::respawn::Ending;
 use crate::supervisor::run::Supervisor;
-use crate::supervisor::slot::{recovers, AfterExit, GiveBack};
+use crate::supervisor::slot::{leases_left, AfterExit, Leases};
 use crate::supervisor::started::StartedReader;
 
 /// Text for how a child ended.
@@ -65,12 +65,20 @@ impl Supervisor {
         slot.started = None;
         // Whatever the handler started in the worker's process group goes too.
         let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
-        let give_back = recovers(asked, &status);
-        if give_back != GiveBack::Nothing {
+        let leases = match leases_left(asked, &status) {
+            // On ZooKeeper they end with the worker's session.
+            Leases::Unsettled if !self.board.releases_owners() => Leases::Settled,
+            leases => leases,
+        };
+        if leases == Leases::Settled {
+            if !self.board_down {
+                self.remove_entry(&owner);
+            }
+        } else {
             self.pending.push(Left {
                 owner: owner.clone(),
                 reason: format!("worker {owner} {how}"),
-                give_back,
+                leases,
             });
             // While the board is down, a call now would wait out its
             // timeouts too (4–6 s against a frozen server, on the
@@ -78,8 +86,6 @@ impl Supervisor {
             if !self.board_down {
                 self.recover_pending();
             }
-        } else if !self.board_down {
-            self.remove_entry(&owner);
         }
         let now = Instant::now();
         let slot = &mut self.slots[pos];
@@ -108,6 +114,13 @@ impl Supervisor {
                     }
                 }
                 self.give_up_if_workers_cannot_start();
+            }
+        }
+        // With every worker gone, a stop gives the board at most a margin
+        // more to take back what they left.
+        if let Some(deadline) = self.shutdown {
+            if self.slots.iter().all(|s| s.pid.is_none()) {
+                self.shutdown = Some(deadline.min(Instant::now() + SHUTDOWN_MARGIN));
             }
         }
     }

@@ -30,7 +30,7 @@ pub(super) struct Metrics {
     alive: Gauge,
     /// Jobs the workers run now (from `in_flight.rs`).
     in_flight: Gauge,
-    /// Dead workers whose leases could not be given back yet.
+    /// Workers gone whose leases could not be given back yet.
     pending: Gauge,
     /// Workers forked to replace one that exited.
     respawns: Counter,
@@ -108,7 +108,7 @@ impl Metrics {
         );
         r.register(
             "recoveries_pending",
-            "Dead workers whose leases could not be given back yet (the board unreachable)",
+            "Workers gone whose leases could not be given back yet (the board unreachable)",
             self.pending.clone(),
         );
         let help = "When the supervisor started (Unix time)";

@@ -4,17 +4,16 @@
 
 use crate::board::Recovered;
 use crate::supervisor::run::{Supervisor, RECOVERY_RETRY};
-use crate::supervisor::slot::GiveBack;
+use crate::supervisor::slot::Leases;
 
 /// A worker gone with leases the supervisor gives back.
 pub(super) struct Left {
     /// Its owner string.
     pub(super) owner: String,
-    /// How it ended (the crash counted, for [`GiveBack::Crash`]).
+    /// How it ended (the crash counted, for [`Leases::Crashed`]).
     pub(super) reason: String,
-    /// How its leases go back: [`GiveBack::Crash`] or
-    /// [`GiveBack::Release`].
-    pub(super) give_back: GiveBack,
+    /// What it left: [`Leases::Crashed`] or [`Leases::Unsettled`].
+    pub(super) leases: Leases,
 }
 
 impl Supervisor {
@@ -44,8 +43,10 @@ impl Supervisor {
     /// At the supervisor's exit, says which workers' leases it could not
     /// give back: their jobs run again once their leases run out.
     pub(super) fn leave_pending(&self) {
-        let handed = self.handoff.iter().map(|(owner, reason)| (owner, reason));
-        for (owner, reason) in self.pending.iter().map(|l| (&l.owner, &l.reason)).chain(handed) {
+        for Left { owner, reason, .. } in &self.pending {
+            tracing::warn!(owner, reason, "leases not given back; they are left to run out");
+        }
+        for (owner, reason) in &self.handoff {
             tracing::warn!(owner, reason, "leases not given back; they are left to run out");
         }
     }
@@ -57,13 +58,8 @@ impl Supervisor {
     fn recover_owner(&mut self, left: &Left, loud: bool) -> crate::Result<()> {
         let owner = left.owner.as_str();
         for queue in &self.cfg.worker.queues.clone() {
-            let done = match left.give_back {
-                GiveBack::Release => self.board().release_owner(queue, owner).map(|back| {
-                    if back > 0 {
-                        tracing::warn!(queue = %queue, owner, back, "gave back the leases a stopped worker could not");
-                    }
-                    true
-                }),
+            let done = match left.leases {
+                Leases::Unsettled => self.release_unsettled(queue, owner),
                 _ => self.recover_crashed(queue, owner, &left.reason),
             };
             match done {
@@ -84,6 +80,17 @@ impl Supervisor {
         }
         self.remove_entry(owner);
         Ok(())
+    }
+
+    /// Gives back, counting nothing, the leases in `queue` of a worker
+    /// asked to stop that could not give them back itself; true (the
+    /// supervisor always can).
+    fn release_unsettled(&mut self, queue: &str, owner: &str) -> crate::Result<bool> {
+        let back = self.board().release_owner(queue, owner)?;
+        if back > 0 {
+            tracing::warn!(queue = %queue, owner, back, "gave back the leases a stopped worker could not");
+        }
+        Ok(true)
     }
 
     /// Gives back a dead worker's leases in `queue`, the crash counted;

@@ -114,28 +114,29 @@ impl Slot {
     }
 }
 
-/// What the supervisor gives back of a worker that exited.
+/// What a worker that exited left of its leases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum GiveBack {
+pub(super) enum Leases {
     /// Nothing: it was asked to stop and settled or gave back its jobs
     /// itself.
-    Nothing,
-    /// Its leases, the crash counted on their jobs: it crashed, was
-    /// killed, or ended without being asked.
-    Crash,
-    /// Its leases, counting nothing: it stopped when asked but the board
-    /// did not take some of its give-backs ([`EXIT_UNSETTLED`]).
-    Release,
+    Settled,
+    /// All it held: it crashed, was killed, or ended without being asked.
+    /// They go back with the crash counted on their jobs.
+    Crashed,
+    /// Some: it stopped when asked, but the board did not take some of
+    /// its give-backs or consumes ([`EXIT_UNSETTLED`]). They go back
+    /// counting nothing.
+    Unsettled,
 }
 
-/// What to give back of a worker that exited with `status` after being
-/// asked `asked`.
-pub(super) fn recovers(asked: Asked, status: &WaitStatus) -> GiveBack {
+/// What a worker that exited with `status`, having been asked `asked`,
+/// left of its leases.
+pub(super) fn leases_left(asked: Asked, status: &WaitStatus) -> Leases {
     match status {
-        _ if asked == Asked::Nothing => GiveBack::Crash,
-        WaitStatus::Exited(_, 0) => GiveBack::Nothing,
-        WaitStatus::Exited(_, EXIT_UNSETTLED) => GiveBack::Release,
-        _ => GiveBack::Crash,
+        _ if asked == Asked::Nothing => Leases::Crashed,
+        WaitStatus::Exited(_, 0) => Leases::Settled,
+        WaitStatus::Exited(_, EXIT_UNSETTLED) => Leases::Unsettled,
+        _ => Leases::Crashed,
     }
 }
 
@@ -252,19 +253,19 @@ mod tests {
         let clean = WaitStatus::Exited(PID, 0);
         let unsettled = WaitStatus::Exited(PID, EXIT_UNSETTLED);
         assert_eq!(
-            recovers(Asked::Nothing, &clean),
-            GiveBack::Crash,
+            leases_left(Asked::Nothing, &clean),
+            Leases::Crashed,
             "an exit 0 mid-job is a crash"
         );
-        assert_eq!(recovers(Asked::Nothing, &unsettled), GiveBack::Crash);
-        assert_eq!(recovers(Asked::Nothing, &crash()), GiveBack::Crash);
+        assert_eq!(leases_left(Asked::Nothing, &unsettled), Leases::Crashed);
+        assert_eq!(leases_left(Asked::Nothing, &crash()), Leases::Crashed);
         for asked in [Asked::Stop, Asked::Retire, Asked::Restart] {
-            assert_eq!(recovers(asked, &clean), GiveBack::Nothing, "{asked:?}");
-            assert_eq!(recovers(asked, &unsettled), GiveBack::Release, "{asked:?}");
-            assert_eq!(recovers(asked, &crash()), GiveBack::Crash, "{asked:?}");
+            assert_eq!(leases_left(asked, &clean), Leases::Settled, "{asked:?}");
+            assert_eq!(leases_left(asked, &unsettled), Leases::Unsettled, "{asked:?}");
+            assert_eq!(leases_left(asked, &crash()), Leases::Crashed, "{asked:?}");
             assert_eq!(
-                recovers(asked, &WaitStatus::Exited(PID, 1)),
-                GiveBack::Crash,
+                leases_left(asked, &WaitStatus::Exited(PID, 1)),
+                Leases::Crashed,
                 "{asked:?}"
             );
         }

@@ -41,6 +41,10 @@ use crate::worker::watchdog::{replace_worker, LoopWatch};
 use held::{HeldMap, Urgent};
 use leases::{expiry_loop, extend_held, extend_loop, report_lost, urgent_loop, Beat};
 
+/// How long the heartbeat's stop waits for the board to remove the
+/// worker's entry.
+const REMOVE_PATIENCE: Duration = Duration::from_millis(500);
+
 /// How often the watch looks at the loop's first step.
 const WATCH_TICK: Duration = Duration::from_millis(250);
 
@@ -208,8 +212,9 @@ fn beat_thread(
             _ = beats => {}
             _ = stopped.wait_for(|stop| *stop) => {}
         }
+        // A board that does not answer leaves the entry to go stale.
         if let Some(b) = link.board.get() {
-            let _ = b.remove_worker(&owner).await;
+            let _ = tokio::time::timeout(REMOVE_PATIENCE, b.remove_worker(&owner)).await;
         }
     });
 }

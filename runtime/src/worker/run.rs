@@ -6,6 +6,7 @@ mod claim;
 mod interrupt;
 mod launch;
 mod settle;
+mod stop;
 mod wake;
 
 use wake::Wake;
@@ -200,9 +201,14 @@ struct Worker {
     inbox: Option<UnboundedReceiver<Event>>,
     mode: Mode,
     /// Some lease could not be settled or given back, the board
-    /// unavailable (since the worker started): a clean stop then exits
-    /// with [`EXIT_UNSETTLED`].
+    /// unavailable (since the worker started), or the stop's calls ran
+    /// past its deadline: a clean stop then exits with [`EXIT_UNSETTLED`].
     unsettled: bool,
+    /// When the stop's board calls must be over (see `stop.rs`); `None`
+    /// until a stop signal.
+    stop_by: tokio::sync::watch::Sender<Option<Instant>>,
+    /// The stop's board calls ran past that deadline.
+    overdue: bool,
 }
 
 impl Worker {
@@ -260,6 +266,8 @@ impl Worker {
             isolated: None,
             woke_at_once: false,
             unsettled: false,
+            stop_by: tokio::sync::watch::channel(None).0,
+            overdue: false,
             fruitless_claims: 0,
             done: Vec::new(),
             events,
@@ -273,9 +281,31 @@ impl Worker {
             .inbox
             .take()
             .ok_or_else(|| Error::invalid("worker loop started twice"))?;
+        let exit = self.serve_until_stopped(&mut signals, &mut inbox).await;
+        if let Some(h) = self.heartbeat.take() {
+            h.stop();
+        }
+        match self.maintenance.take() {
+            // Its pass and resignation would wait for the board too: its
+            // leadership expires instead.
+            Some(m) if self.overdue => drop(m),
+            Some(m) => m.stop().await,
+            None => {}
+        }
+        let exit = match exit {
+            WorkerExit::Clean if self.unsettled => WorkerExit::Unsettled,
+            exit => exit,
+        };
+        tracing::info!(owner = %self.cfg.owner, ?exit, "worker stopped");
+        Ok(exit)
+    }
+
+    /// Claims, runs and settles jobs until the worker is drained or
+    /// stopped (see `stop.rs` for what follows).
+    async fn serve(&mut self, signals: &mut Signals, inbox: &mut UnboundedReceiver<Event>) -> WorkerExit {
         let queues: Vec<String> = self.cfg.queues.clone();
         let mut pause = false;
-        let exit = loop {
+        loop {
             if matches!(self.mode, Mode::Draining(_)) && self.running.is_empty() {
                 break WorkerExit::Clean;
             }
@@ -301,19 +331,17 @@ impl Worker {
             if let Some(report) = self.cfg.in_flight.as_mut() {
                 report.report(self.running.len());
             }
-            let wake = self
-                .wait(&mut signals, &mut inbox, &queues, want_work, claim_failed)
-                .await;
+            let wake = self.wait(signals, inbox, &queues, want_work, claim_failed).await;
             self.woke_at_once = matches!(wake, Wake::Work(_, true));
             match wake {
                 Wake::Signal(s) => {
-                    if let Some(exit) = self.on_signal(s, &mut inbox).await {
+                    if let Some(exit) = self.on_signal(s, inbox).await {
                         break exit;
                     }
                 }
-                Wake::Event(first) => self.on_events(first, &mut inbox).await,
+                Wake::Event(first) => self.on_events(first, inbox).await,
                 Wake::Timer => {
-                    if let Some(exit) = self.on_timer(&mut inbox).await {
+                    if let Some(exit) = self.on_timer(inbox).await {
                         break exit;
                     }
                 }
@@ -323,23 +351,7 @@ impl Worker {
                     pause = true;
                 }
             }
-        };
-        // Jobs that finished since the last claim are consumed before exit,
-        // and jobs claimed ahead given back.
-        self.flush_consumes().await;
-        self.give_back_ahead("stopped").await;
-        if let Some(h) = self.heartbeat.take() {
-            h.stop();
         }
-        if let Some(m) = self.maintenance.take() {
-            m.stop().await;
-        }
-        let exit = match exit {
-            WorkerExit::Clean if self.unsettled => WorkerExit::Unsettled,
-            exit => exit,
-        };
-        tracing::info!(owner = %self.cfg.owner, ?exit, "worker stopped");
-        Ok(exit)
     }
 
     /// True when none of `queues` holds a job (ready, scheduled or claimed);

@@ -10,6 +10,7 @@ use crate::board::Board;
 use crate::job::Abandon;
 use crate::worker::heartbeat::{LeaseKey, Lost};
 use crate::worker::job::{Interrupt, Running};
+use crate::worker::run::stop::STOP_CALLS;
 use crate::worker::run::{Event, Mode, Sig, Worker, WorkerExit, STUCK_GRACE};
 
 impl Worker {
@@ -131,14 +132,17 @@ impl Worker {
     ) -> Option<WorkerExit> {
         match (s, self.mode) {
             (Sig::Drain, Mode::Draining(_)) | (Sig::StopNow, _) => {
+                self.end_stop_calls_by(Instant::now() + STOP_CALLS);
                 self.read_outcomes(inbox).await;
                 self.release_all("stopped").await;
                 Some(WorkerExit::Clean)
             }
             (Sig::Drain, _) => {
                 tracing::info!(in_flight = self.running.len(), grace = ?self.cfg.grace, "draining");
+                let until = Instant::now() + self.cfg.grace;
+                self.end_stop_calls_by(until + STOP_CALLS);
+                self.mode = Mode::Draining(until);
                 self.give_back_ahead("draining").await;
-                self.mode = Mode::Draining(Instant::now() + self.cfg.grace);
                 None
             }
             (Sig::Quiet, Mode::Run) => {

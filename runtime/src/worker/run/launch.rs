@@ -31,7 +31,9 @@ impl Worker {
             Err(trouble) => {
                 tracing::error!(job = %c.lease.job(), "{trouble}; giving the job back");
                 self.stop_extending(&key);
-                let _ = self.board.abandon(c.lease, Abandon::Release).await;
+                if let Err(e) = self.board.abandon(c.lease, Abandon::Release).await {
+                    self.note_unsettled(&e);
+                }
                 return false;
             }
         };

@@ -46,8 +46,12 @@ impl Worker {
                 continue;
             }
             self.stop_extending(&finished.key);
+            // A retry or trash the board refused is left to the lease's
+            // expiry, which counts the attempt; not to the supervisor,
+            // whose release would count nothing.
+            let give_back = matches!(settled, Settle::Release);
             let result = self.settle_other(lease, settled, delay).await;
-            if let Err(e) = &result {
+            if let (true, Err(e)) = (give_back, &result) {
                 self.note_unsettled(e);
             }
             log::settled(&finished, result);
@@ -148,14 +152,16 @@ impl Worker {
         self.log_consumed(finished, results, false);
     }
 
-    /// Gives every in-flight job back at once (not counted) and stops their
-    /// handlers.
+    /// Stops the handlers of every in-flight job and gives the jobs back at
+    /// once (not counted).
     pub(super) async fn release_all(&mut self, why: &str) {
-        self.give_back_ahead(why).await;
-        let jobs: Vec<(LeaseKey, Running)> = self.running.drain().collect();
-        for (key, mut job) in jobs {
+        let mut jobs: Vec<(LeaseKey, Running)> = self.running.drain().collect();
+        for (key, job) in &mut jobs {
             job.interrupt(Interrupt::Released, STUCK_GRACE);
-            self.stop_extending(&key);
+            self.stop_extending(key);
+        }
+        self.give_back_ahead(why).await;
+        for (_, job) in jobs {
             let id = job.lease.job().clone();
             match self.board.abandon(job.lease, Abandon::Release).await {
                 Ok(_) => tracing::info!(job = %id, why, "job given back"),
@@ -167,9 +173,10 @@ impl Worker {
         }
     }
 
-    /// Notes a lease this worker could not settle or give back because the
-    /// board did not answer (`e`): its stop then says so
-    /// ([`WorkerExit::Unsettled`](crate::worker::WorkerExit::Unsettled)), and the supervisor gives the lease back.
+    /// Notes a lease this worker could not consume or give back because
+    /// the board did not answer (`e`): its stop then says so
+    /// ([`WorkerExit::Unsettled`](crate::worker::WorkerExit::Unsettled)),
+    /// and the supervisor gives the lease back.
     pub(super) fn note_unsettled(&mut self, e: &Error) {
         self.unsettled |= e.is_unavailable();
     }
