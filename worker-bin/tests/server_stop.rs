@@ -25,13 +25,14 @@ const GRACE_S: &str = "1";
 const LONG_LEASE_S: &str = "600";
 
 /// A supervisor stopped (SIGTERM) while the Redis server is frozen: its
-/// workers cannot give their jobs back and are killed after the grace; the
-/// supervisor tries to give back their leases one call at a time until
-/// its stop's deadline, not once per worker (each try waits out its
-/// calls' timeouts, 4–6 s, and so did each worker's entry removal: the
-/// stop took 40 s with four workers), leaves the rest to the leases'
-/// expiry and exits (12 s). Once the server answers, a new supervisor
-/// runs every job again when its lease has run out: none is lost.
+/// workers cannot give their jobs back, give up 2 s after the grace and
+/// exit; the supervisor tries to give back their leases one call at a
+/// time until its stop's deadline, not once per worker (each try waits
+/// out its calls' timeouts, 4–6 s: the stop took 40 s with four workers
+/// killed and recovered one after another), leaves the rest to the
+/// leases' expiry and exits (8–11 s). Once the server answers, a new
+/// supervisor runs every job again when its lease has run out: none is
+/// lost.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
     const WORKERS: usize = 4;
@@ -53,7 +54,7 @@ async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
     unsafe { libc::kill(server.pid() as i32, libc::SIGSTOP) };
     let stopping = std::time::Instant::now();
     sup.signal(libc::SIGTERM);
-    // The grace, the kill 5 s later, one recovery's timeouts (up to 6 s),
+    // The grace, the workers' 2 s, one recovery's timeouts (up to 6 s),
     // and room for a slow machine.
     let status = sup.wait_exit(Duration::from_secs(60));
     let took = stopping.elapsed();

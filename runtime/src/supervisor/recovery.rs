@@ -59,7 +59,7 @@ impl Supervisor {
         let owner = left.owner.as_str();
         for queue in &self.cfg.worker.queues.clone() {
             let done = match left.leases {
-                Leases::Unsettled => self.release_unsettled(queue, owner),
+                Leases::Unsettled => self.release_unsettled(queue, owner).map(|()| true),
                 _ => self.recover_crashed(queue, owner, &left.reason),
             };
             match done {
@@ -83,14 +83,13 @@ impl Supervisor {
     }
 
     /// Gives back, counting nothing, the leases in `queue` of a worker
-    /// asked to stop that could not give them back itself; true (the
-    /// supervisor always can).
-    fn release_unsettled(&mut self, queue: &str, owner: &str) -> crate::Result<bool> {
+    /// asked to stop that could not give them back itself.
+    fn release_unsettled(&mut self, queue: &str, owner: &str) -> crate::Result<()> {
         let back = self.board().release_owner(queue, owner)?;
         if back > 0 {
             tracing::warn!(queue = %queue, owner, back, "gave back the leases a stopped worker could not");
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Gives back a dead worker's leases in `queue`, the crash counted;

@@ -207,8 +207,6 @@ struct Worker {
     /// When the stop's board calls must be over (see `stop.rs`); `None`
     /// until a stop signal.
     stop_by: tokio::sync::watch::Sender<Option<Instant>>,
-    /// The stop's board calls ran past that deadline.
-    overdue: bool,
 }
 
 impl Worker {
@@ -267,7 +265,6 @@ impl Worker {
             woke_at_once: false,
             unsettled: false,
             stop_by: tokio::sync::watch::channel(None).0,
-            overdue: false,
             fruitless_claims: 0,
             done: Vec::new(),
             events,
@@ -285,12 +282,8 @@ impl Worker {
         if let Some(h) = self.heartbeat.take() {
             h.stop();
         }
-        match self.maintenance.take() {
-            // Its pass and resignation would wait for the board too: its
-            // leadership expires instead.
-            Some(m) if self.overdue => drop(m),
-            Some(m) => m.stop().await,
-            None => {}
+        if let Some(m) = self.maintenance.take() {
+            m.stop().await;
         }
         let exit = match exit {
             WorkerExit::Clean if self.unsettled => WorkerExit::Unsettled,

@@ -151,9 +151,16 @@ impl Worker {
                 tracing::warn!(error = %e, "cannot end the hand-off registrations; their leases expire")
             }
         }
-        let jobs: Vec<Claimed> = self.ahead.drain(..).collect();
-        for c in jobs {
-            self.give_back(c, why).await;
+        let mut leases = Vec::with_capacity(self.ahead.len());
+        for c in std::mem::take(&mut self.ahead) {
+            self.stop_extending(&key_of(&c.lease));
+            leases.push(c.lease);
+        }
+        for (id, result) in self.release_leases(leases).await {
+            match result {
+                Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
+                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back"),
+            }
         }
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::board::{Board, SettleResult};
 use crate::error::{Error, Result};
-use crate::job::{Abandon, JobState, Lease};
+use crate::job::{Abandon, JobId, JobState, Lease};
 use crate::worker::heartbeat::LeaseKey;
 use crate::worker::job::{settle, Finished, Interrupt, Outcome, Running, Settle};
 use crate::worker::log::{self, Settled};
@@ -47,8 +47,9 @@ impl Worker {
             }
             self.stop_extending(&finished.key);
             // A retry or trash the board refused is left to the lease's
-            // expiry, which counts the attempt; not to the supervisor,
-            // whose release would count nothing.
+            // expiry, which counts the attempt; but should the worker exit
+            // 75 for another lease, its supervisor's release takes this
+            // one too, counting nothing.
             let give_back = matches!(settled, Settle::Release);
             let result = self.settle_other(lease, settled, delay).await;
             if let (true, Err(e)) = (give_back, &result) {
@@ -161,16 +162,33 @@ impl Worker {
             self.stop_extending(key);
         }
         self.give_back_ahead(why).await;
-        for (_, job) in jobs {
-            let id = job.lease.job().clone();
-            match self.board.abandon(job.lease, Abandon::Release).await {
+        let leases = jobs.into_iter().map(|(_, job)| job.lease).collect();
+        for (id, result) in self.release_leases(leases).await {
+            match result {
                 Ok(_) => tracing::info!(job = %id, why, "job given back"),
-                Err(e) => {
-                    self.note_unsettled(&e);
-                    tracing::warn!(job = %id, error = %e, "cannot give the job back")
-                }
+                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give the job back"),
             }
         }
+    }
+
+    /// Gives `leases` back (not counted), all at the same time (a stop's
+    /// calls have a deadline: see `stop.rs`); returns each job's result.
+    pub(super) async fn release_leases(
+        &mut self,
+        leases: Vec<Lease>,
+    ) -> Vec<(JobId, SettleResult<JobState>)> {
+        let board = &self.board;
+        let results = futures_util::future::join_all(leases.into_iter().map(|lease| async move {
+            let id = lease.job().clone();
+            (id, board.abandon(lease, Abandon::Release).await)
+        }))
+        .await;
+        for (_, result) in &results {
+            if let Err(unsettled) = result {
+                self.note_unsettled(unsettled.error());
+            }
+        }
+        results
     }
 
     /// Notes a lease this worker could not consume or give back because

@@ -19,7 +19,9 @@ use crate::worker::job::Interrupt;
 use crate::worker::run::{Event, Signals, Worker, WorkerExit, STUCK_GRACE};
 
 /// How long after the grace (or a stop now) the stop's board calls may
-/// take; below the supervisor's 5 s between the grace and its kill.
+/// take. With the heartbeat's and the maintenance's own stops (0.5 s and
+/// 1 s at most) it stays below the supervisor's 5 s between the grace and
+/// its kill.
 pub(super) const STOP_CALLS: Duration = Duration::from_secs(2);
 
 impl Worker {
@@ -72,7 +74,6 @@ impl Worker {
             "the board did not take the stop's calls in time; leaving the jobs not given back to the supervisor, or to their leases' expiry"
         );
         self.unsettled = true;
-        self.overdue = true;
         for job in self.running.values_mut() {
             job.interrupt(Interrupt::Released, STUCK_GRACE);
         }
