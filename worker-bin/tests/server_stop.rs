@@ -47,6 +47,8 @@ async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
         "10",
         "--grace",
         GRACE_S,
+        // Reads the counts every 250 ms (5 s after one failed).
+        "--progress",
     ];
     let long = (Action::Sleep, 600_000);
     let (jobs, mut sup) = FirstRuns::running(&server.url(), "freeze-stop", long, WORKERS, &args).await;

@@ -26,6 +26,10 @@ use crate::supervisor::wait::Wakeups;
 
 /// How often progress and `--until-drained` read the queues.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+/// How soon they read again after a read failed: against a board that
+/// does not answer, each read waits out its timeouts (4–6 s on Redis) on
+/// the supervisor's one thread, holding up signals and exits.
+const PROGRESS_RETRY: Duration = Duration::from_secs(5);
 /// How soon a recovery that failed (the board unreachable) is tried again.
 pub(super) const RECOVERY_RETRY: Duration = Duration::from_millis(250);
 
@@ -229,7 +233,8 @@ impl Supervisor {
         let counts = match self.counts() {
             Ok(c) => c,
             Err(e) => {
-                tracing::warn!(error = %e, "cannot read progress");
+                tracing::warn!(error = %e, retry = ?PROGRESS_RETRY, "cannot read progress");
+                self.next_progress = Instant::now() + PROGRESS_RETRY;
                 return;
             }
         };
