@@ -26,10 +26,6 @@ use crate::supervisor::wait::Wakeups;
 
 /// How often progress and `--until-drained` read the queues.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
-/// How soon they read again after a read failed: against a board that
-/// does not answer, each read waits out its timeouts (4–6 s on Redis) on
-/// the supervisor's one thread, holding up signals and exits.
-const PROGRESS_RETRY: Duration = Duration::from_secs(5);
 /// How soon a recovery that failed (the board unreachable) is tried again.
 pub(super) const RECOVERY_RETRY: Duration = Duration::from_millis(250);
 
@@ -50,6 +46,8 @@ pub(super) struct Supervisor {
     progress: Option<Progress>,
     /// When progress (and `--until-drained`) next reads the queues.
     next_progress: Instant,
+    /// The last read failed (see [`Supervisor::progress_due`]).
+    progress_failed: bool,
     /// Recoveries not done yet (failed, or left to the retry while the
     /// board is down), tried at `retry_recovery`.
     pub(super) pending: Vec<Left>,
@@ -103,6 +101,7 @@ pub(crate) fn supervise(cfg: SupervisorConfig, registry: Registry) -> Result<i32
         rolling: Vec::new(),
         progress: None,
         next_progress: Instant::now() + PROGRESS_EVERY,
+        progress_failed: false,
         pending: Vec::new(),
         retry_recovery: None,
         board_down: false,
@@ -161,7 +160,7 @@ impl Supervisor {
             relay.drain();
         }
         self.leave_pending();
-        if self.progress.is_some() && !self.board_down {
+        if self.progress.is_some() && !self.board_down && !self.progress_failed {
             match self.counts() {
                 Ok(c) => self.progress.iter().for_each(|p| p.summary(&c)),
                 Err(e) => tracing::warn!(error = %e, "cannot read the final counts"),
@@ -206,8 +205,7 @@ impl Supervisor {
                 }
             }
         }
-        if self.progress.is_some() && now >= self.next_progress {
-            self.next_progress = now + PROGRESS_EVERY;
+        if self.progress_due().is_some_and(|t| t <= now) {
             self.tick_progress();
         }
     }
@@ -221,7 +219,7 @@ impl Supervisor {
             Some(_) => None,
             None => next_respawn(&self.slots),
         };
-        let progress = self.progress.as_ref().map(|_| self.next_progress);
+        let progress = self.progress_due();
         let client = self.http.as_ref().and_then(MetricsHttp::deadline);
         [self.shutdown, respawn, progress, self.retry_recovery, client]
             .into_iter()
@@ -229,12 +227,27 @@ impl Supervisor {
             .min()
     }
 
+    /// When progress (and `--until-drained`) next reads the counts; never
+    /// during a stop once a read failed: against a board that does not
+    /// answer, each read waits out its timeouts (4–6 s on Redis) on the
+    /// supervisor's one thread, holding up signals, exits and the stop.
+    fn progress_due(&self) -> Option<Instant> {
+        let stopped_reading = self.shutdown.is_some() && self.progress_failed;
+        (self.progress.is_some() && !stopped_reading).then_some(self.next_progress)
+    }
+
+    /// Reads the counts: draws the bar, and begins the stop of
+    /// `--until-drained`. A read that failed after holding the supervisor
+    /// is not tried again for as long as it took.
     fn tick_progress(&mut self) {
-        let counts = match self.counts() {
+        let started = Instant::now();
+        let read = self.counts();
+        self.progress_failed = read.is_err();
+        self.next_progress = Instant::now() + started.elapsed().max(PROGRESS_EVERY);
+        let counts = match read {
             Ok(c) => c,
             Err(e) => {
-                tracing::warn!(error = %e, retry = ?PROGRESS_RETRY, "cannot read progress");
-                self.next_progress = Instant::now() + PROGRESS_RETRY;
+                tracing::warn!(error = %e, "cannot read progress");
                 return;
             }
         };

@@ -177,10 +177,23 @@ impl FirstRuns {
     pub async fn run_again(mut self, stopped: &Supervisor, limit: Duration) {
         let mut again = self.supervisor();
         let n = self.ids.len();
-        wait_for_runs(&again, "every job to run again", limit, &mut self.runs, |r| {
-            r.ok_jobs() == n
-        })
-        .await;
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            self.runs.poll().unwrap();
+            if self.runs.ok_jobs() == n {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                panic!(
+                    "timed out after {limit:?}: every job to run again\nthe board shows: {:?}\nthe runs: {:?}\nthe log before:\n{}\nthe log after:\n{}",
+                    self.shown().await,
+                    self.runs.all(),
+                    stopped.log(),
+                    again.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         again.stop_cleanly(Duration::from_secs(60));
         let unrecorded = unrecorded(&format!("{}{}", stopped.log(), again.log()));
         let out = outcome(&self.ids, self.runs.all(), &unrecorded);

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use crate::board::Board;
-use crate::job::{Abandon, Claimed};
+use crate::job::{Abandon, Claimed, Lease};
 use crate::worker::heartbeat::{key_of, LeaseKey};
 use crate::worker::run::Worker;
 
@@ -143,6 +143,19 @@ impl Worker {
     /// attempt: none started), with the jobs handed to this worker that it
     /// has not read yet, after ending its hand-off registrations.
     pub(super) async fn give_back_ahead(&mut self, why: &str) {
+        let leases = self.take_ahead().await;
+        for (id, result) in self.release_leases(leases).await {
+            match result {
+                Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
+                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back"),
+            }
+        }
+    }
+
+    /// Ends the hand-off registrations and takes the jobs claimed ahead,
+    /// with those handed to this worker that it has not read yet, out of
+    /// the heartbeat's care: their leases, to give back.
+    pub(super) async fn take_ahead(&mut self) -> Vec<Lease> {
         let queues: Vec<&str> = self.cfg.queues.iter().map(String::as_str).collect();
         match self.board.withdraw(&queues, &self.cfg.owner).await {
             Ok(handed) => self.ahead.extend(handed),
@@ -156,12 +169,7 @@ impl Worker {
             self.stop_extending(&key_of(&c.lease));
             leases.push(c.lease);
         }
-        for (id, result) in self.release_leases(leases).await {
-            match result {
-                Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
-                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back"),
-            }
-        }
+        leases
     }
 
     /// Gives one job that did not start back to the board.

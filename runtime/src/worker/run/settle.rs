@@ -154,18 +154,22 @@ impl Worker {
     }
 
     /// Stops the handlers of every in-flight job and gives the jobs back at
-    /// once (not counted).
+    /// once (not counted), with the jobs claimed ahead, all at the same
+    /// time.
     pub(super) async fn release_all(&mut self, why: &str) {
-        let mut jobs: Vec<(LeaseKey, Running)> = self.running.drain().collect();
-        for (key, job) in &mut jobs {
+        let jobs: Vec<(LeaseKey, Running)> = self.running.drain().collect();
+        let mut leases = Vec::with_capacity(jobs.len());
+        for (key, mut job) in jobs {
             job.interrupt(Interrupt::Released, STUCK_GRACE);
-            self.stop_extending(key);
+            self.stop_extending(&key);
+            leases.push(job.lease);
         }
-        self.give_back_ahead(why).await;
-        let leases = jobs.into_iter().map(|(_, job)| job.lease).collect();
-        for (id, result) in self.release_leases(leases).await {
+        let started = leases.len();
+        leases.extend(self.take_ahead().await);
+        for (i, (id, result)) in self.release_leases(leases).await.into_iter().enumerate() {
             match result {
-                Ok(_) => tracing::info!(job = %id, why, "job given back"),
+                Ok(_) if i < started => tracing::info!(job = %id, why, "job given back"),
+                Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
                 Err(e) => tracing::warn!(job = %id, error = %e, "cannot give the job back"),
             }
         }
