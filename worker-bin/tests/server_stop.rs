@@ -1,17 +1,19 @@
-//! A supervisor stopped (SIGTERM) while its Redis server does not take
-//! what it is asked: frozen (SIGSTOP), restarting (refusing connections)
-//! or taking no writes (a master turned replica, as in a failover). The
-//! real `jobworker` supervisor and workers, each test on a server of its
-//! own. The stop must end soon after its grace, and every job must run
-//! again under a new supervisor: given back once the server answers, or
-//! left to run out where nobody could give it back, never lost.
+//! A supervisor stopped (SIGTERM), or its worker restarted (HUP), while
+//! its Redis server does not take what it is asked: frozen (SIGSTOP),
+//! restarting (refusing connections) or taking no writes (a master turned
+//! replica, as in a failover). The real `jobworker` supervisor and
+//! workers, each test on a server of its own. The stop must end soon
+//! after its grace, and every job must run again: given back once the
+//! server answers, or left to run out where nobody could give it back,
+//! never lost, and no crash counted on a job a worker meant to give
+//! back.
 
 mod common;
 
 use std::time::Duration;
 
 use common::cli::private_redis;
-use common::runs::FirstRuns;
+use common::runs::{wait_for_runs, FirstRuns};
 use common::*;
 use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::JobState;
@@ -207,6 +209,37 @@ async fn a_job_its_worker_cannot_give_back_at_a_stop_is_given_back_by_the_superv
         sup.log()
     );
     job.run_again(&sup, Duration::from_secs(60)).await;
+}
+
+/// A worker restarted (HUP) while the Redis server takes no writes: it
+/// drains, its give-back is refused and it exits with status 75; the
+/// supervisor forks its successor at once and, the stop of no deadline,
+/// keeps trying to give the job back until the server takes writes
+/// again (after the exit): the job then runs in the new worker, within a
+/// minute though its lease is 10, its attempt not counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_its_restarted_worker_cannot_give_back_is_given_back_once_the_server_takes_writes() {
+    let server = private_redis();
+    let (mut job, mut sup) = one_job(&server.url(), (Action::Sleep, 10_000), LONG_LEASE_S, GRACE_S).await;
+    let old = sup.worker_pids();
+    let mut admin = read_only(&server.url()).await;
+    sup.signal(libc::SIGHUP);
+    wait_for_blocking("the worker to be replaced", Duration::from_secs(60), || {
+        let now = sup.worker_pids();
+        (!now.is_empty() && now != old).then_some(())
+    });
+    take_writes(&mut admin).await;
+    wait_for_runs(
+        &sup,
+        "the job to run again",
+        Duration::from_secs(60),
+        &mut job.runs,
+        |r| r.ok_jobs() == 1,
+    )
+    .await;
+    let shown = job.shown().await;
+    assert_eq!(shown[0].attempts, 0, "{:?}\n{}", shown[0], sup.log());
+    sup.stop_cleanly(Duration::from_secs(60));
 }
 
 /// `jobworker --workers 0` (no supervisor) stopped while the server takes
