@@ -40,18 +40,9 @@ async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
     const WORKERS: usize = 4;
     let server = private_redis();
     let workers = WORKERS.to_string();
-    let args = [
-        "--workers",
-        &workers,
-        "--concurrency",
-        "1",
-        "--expiry",
-        "10",
-        "--grace",
-        GRACE_S,
-        // Reads the counts every 250 ms (5 s after one failed).
-        "--progress",
-    ];
+    let mut args = flags(&workers, "10", GRACE_S).to_vec();
+    // Reads the counts every 250 ms (none during the stop once one failed).
+    args.push("--progress");
     let long = (Action::Sleep, 600_000);
     let (jobs, mut sup) = FirstRuns::running(&server.url(), "freeze-stop", long, WORKERS, &args).await;
     // SAFETY: a plain signal to the test's own server.
@@ -102,6 +93,21 @@ async fn a_worker_stopped_during_a_freeze_gives_up_on_the_board_before_its_kill_
     job.run_again(&sup, Duration::from_secs(60)).await;
 }
 
+/// The flags of the tests' supervisors: `workers` worker processes of
+/// one job at a time, leases of `expiry` seconds, a `grace` of seconds.
+fn flags<'a>(workers: &'a str, expiry: &'a str, grace: &'a str) -> [&'a str; 8] {
+    [
+        "--workers",
+        workers,
+        "--concurrency",
+        "1",
+        "--expiry",
+        expiry,
+        "--grace",
+        grace,
+    ]
+}
+
 /// One job on a server of the test's own, doing `action` for `millis` on
 /// its first attempt, run by a supervisor with one worker and the given
 /// `--expiry` and `--grace`; returns once it runs.
@@ -111,17 +117,7 @@ async fn one_job(
     expiry: &str,
     grace: &str,
 ) -> (FirstRuns, Supervisor) {
-    let args = [
-        "--workers",
-        "1",
-        "--concurrency",
-        "1",
-        "--expiry",
-        expiry,
-        "--grace",
-        grace,
-    ];
-    FirstRuns::running(url, "stop", (action, millis), 1, &args).await
+    FirstRuns::running(url, "stop", (action, millis), 1, &flags("1", expiry, grace)).await
 }
 
 /// `stopped` must exit 0, and a new supervisor must run the job again to
@@ -249,16 +245,7 @@ async fn a_job_its_restarted_worker_cannot_give_back_is_given_back_once_the_serv
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_alone_that_cannot_give_its_job_back_exits_0_and_the_job_runs_after_its_lease() {
     let server = private_redis();
-    let args = [
-        "--workers",
-        "0",
-        "--concurrency",
-        "1",
-        "--expiry",
-        "10",
-        "--grace",
-        GRACE_S,
-    ];
+    let args = flags("0", "10", GRACE_S);
     let (job, mut alone) =
         FirstRuns::running(&server.url(), "alone", (Action::Sleep, 600_000), 1, &args).await;
     let mut admin = read_only(&server.url()).await;

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use crate::board::Board;
-use crate::job::{Abandon, Claimed, Lease};
+use crate::job::{Claimed, Lease};
 use crate::worker::heartbeat::{key_of, LeaseKey};
 use crate::worker::run::Worker;
 
@@ -144,12 +144,7 @@ impl Worker {
     /// has not read yet, after ending its hand-off registrations.
     pub(super) async fn give_back_ahead(&mut self, why: &str) {
         let leases = self.take_ahead().await;
-        for (id, result) in self.release_leases(leases).await {
-            match result {
-                Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
-                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back"),
-            }
-        }
+        self.give_back_unstarted(leases, why).await;
     }
 
     /// Ends the hand-off registrations and takes the jobs claimed ahead,
@@ -175,12 +170,16 @@ impl Worker {
     /// Gives one job that did not start back to the board.
     async fn give_back(&mut self, c: Claimed, why: &str) {
         self.stop_extending(&key_of(&c.lease));
-        let id = c.lease.job().clone();
-        match self.board.abandon(c.lease, Abandon::Release).await {
-            Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
-            Err(e) => {
-                self.note_unsettled(&e);
-                tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back")
+        self.give_back_unstarted(vec![c.lease], why).await;
+    }
+
+    /// Gives back the leases of jobs that did not start (out of the
+    /// heartbeat's care already), all at once.
+    async fn give_back_unstarted(&mut self, leases: Vec<Lease>, why: &str) {
+        for (id, result) in self.release_leases(leases).await {
+            match result {
+                Ok(_) => tracing::debug!(job = %id, why, "job claimed ahead given back"),
+                Err(e) => tracing::warn!(job = %id, error = %e, "cannot give a job claimed ahead back"),
             }
         }
     }
