@@ -21,6 +21,7 @@ use redis::Value;
 pub const POST: &str = r#"
 local function uint(n)
   if n < 128 then return string.char(n) end
+  if n < 256 then return string.char(0xcc, n) end
   if n < 65536 then return string.char(0xcd, math.floor(n / 256), n % 256) end
   return string.char(0xce, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
     math.floor(n / 256) % 256, n % 256)
