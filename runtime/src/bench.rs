@@ -5,6 +5,7 @@
 mod compare;
 mod drain;
 mod figures;
+mod floor;
 pub(crate) mod handler;
 mod limits;
 
@@ -80,27 +81,36 @@ async fn enqueue_concurrent(
 }
 
 /// `n` posts one round trip each, and between them, in blocks, as many
-/// calls of a trivial script: the round trip's own rate at the same
-/// moments (it moves from one minute to the next by more than a post
-/// costs the server), the most one-by-one posts a second could reach.
+/// calls of a trivial script (the round trip's own rate at the same
+/// moments: it moves from one minute to the next by more than a post
+/// costs the server, and no one-by-one post passes it) and as many floor
+/// posts (the least a post on the taskflow layout does, `floor.rs`).
 async fn enqueue_one(board: &RedisBoard, q: &str, n: usize, f: &mut Figures) -> Result<()> {
     const BLOCK: usize = 500;
     if n == 0 {
         return Ok(());
     }
     let trivial = limits::Trivial::load(board).await?;
-    let (mut posting, mut calling) = (Duration::ZERO, Duration::ZERO);
-    for block in (0..n).step_by(BLOCK) {
-        let size = BLOCK.min(n - block);
-        let start = Instant::now();
-        for _ in 0..size {
-            crate::board::Board::post(board, q, NewJob::new(handler::NAME)).await?;
+    let floor_q = limits::scratch_queue("floor-post");
+    let (posting, calling, flooring) = limits::dropping(board, &floor_q, async {
+        let floor = floor::Floor::load(board, &floor_q).await?;
+        let (mut posting, mut calling, mut flooring) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        for block in (0..n).step_by(BLOCK) {
+            let size = BLOCK.min(n - block);
+            let start = Instant::now();
+            for _ in 0..size {
+                crate::board::Board::post(board, q, NewJob::new(handler::NAME)).await?;
+            }
+            posting += start.elapsed();
+            calling += trivial.time(size).await?;
+            flooring += floor.time_posts(size).await?;
         }
-        posting += start.elapsed();
-        calling += trivial.time(size).await?;
-    }
+        Ok((posting, calling, flooring))
+    })
+    .await?;
     f.enqueue_one_per_s = n as f64 / posting.as_secs_f64();
     f.enqueue_one_round_trip_per_s = n as f64 / calling.as_secs_f64();
+    f.enqueue_one_floor_post_per_s = n as f64 / flooring.as_secs_f64();
     Ok(())
 }
 

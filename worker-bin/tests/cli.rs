@@ -228,10 +228,30 @@ fn the_bench_runs_its_jobs_with_a_handler_only_its_workers_register() {
     assert_eq!(figures["jobs"], 300);
     assert!(figures["drain_per_s"].as_f64().unwrap() > 0.0, "{figures}");
     assert!(figures["pickup_ms"]["p50"].as_f64().is_some(), "{figures}");
-    // The one-by-one posts, and a trivial call timed between them.
-    for rate in ["enqueue_one_per_s", "enqueue_one_round_trip_per_s"] {
+    // The one-by-one posts, and a trivial call and a floor post timed
+    // between them; the floor's hand-offs beside the pickup probes.
+    for rate in [
+        "enqueue_one_per_s",
+        "enqueue_one_round_trip_per_s",
+        "enqueue_one_floor_post_per_s",
+    ] {
         assert!(figures[rate].as_f64().unwrap() > 0.0, "{rate}: {figures}");
     }
+    assert!(
+        figures["pickup_floor_ms"]["p50"].as_f64().unwrap() > 0.0,
+        "{figures}"
+    );
+    // Nothing of the floor is left on the user's server.
+    use redis::Commands;
+    let mut con = redis::Client::open(shared_redis().url())
+        .and_then(|c| c.get_connection())
+        .unwrap();
+    let left: Vec<String> = con
+        .scan_match::<_, String>("*jobworker-bench-floor*")
+        .unwrap()
+        .collect::<redis::RedisResult<_>>()
+        .unwrap();
+    assert_eq!(left, Vec::<String>::new(), "the floor's keys are left");
 }
 
 #[test]

@@ -5,8 +5,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::bench::figures::{Figures, Percentiles};
+use crate::bench::floor::{Floor, Listener};
 use crate::bench::handler::{now_us, Pickup, NAME};
-use crate::bench::limits::{counters, drop_queue, scratch_queue};
+use crate::bench::limits::{counters, drop_queue, dropping, scratch_queue};
 use crate::bench::{post_noops, BenchOptions};
 use crate::board::Board;
 use crate::error::{Error, Result};
@@ -185,8 +186,9 @@ pub(crate) async fn measure(
     f.worker_mem_mib = peak.max(pids.iter().map(|&p| pss_mib(p)).sum());
 
     // Pickup latency with idle workers.
-    progress("pickup latency (200 probes)");
+    progress("pickup latency (200 probes, and as many of the floor's)");
     f.pickup_ms = pickup_latency(board, &q).await?;
+    f.pickup_floor_ms = floor_pickup(board).await?;
     sup.stop().await?;
 
     // Drain including start-up: the jobs wait, then jobworker starts.
@@ -220,7 +222,29 @@ async fn pickup_latency(board: &RedisBoard, q: &str) -> Result<Percentiles> {
         .conn
         .query(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
         .await?;
-    Ok(Percentiles::of(
-        waits.into_iter().map(|us| us as f64 / 1e3).collect(),
-    ))
+    Ok(ms(waits))
+}
+
+/// The floor's hand-offs (`floor.rs`), as many as the pickup's probes and
+/// at their pace: how long each took to reach its worker (the floor's
+/// keys dropped whatever happened).
+async fn floor_pickup(board: &RedisBoard) -> Result<Percentiles> {
+    let q = scratch_queue("floor-pickup");
+    let waits = dropping(board, &q, async {
+        let floor = Floor::load(board, &q).await?;
+        let listener = Listener::start(&floor, PROBES).await?;
+        for _ in 0..PROBES {
+            floor.hand_off().await?;
+            floor.register().await?;
+            tokio::time::sleep(PROBE_GAP).await;
+        }
+        listener.waits().await
+    })
+    .await?;
+    Ok(ms(waits))
+}
+
+/// Percentiles in ms of waits in µs.
+fn ms(waits: Vec<u64>) -> Percentiles {
+    Percentiles::of(waits.into_iter().map(|us| us as f64 / 1e3).collect())
 }

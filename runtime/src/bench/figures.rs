@@ -53,6 +53,10 @@ pub struct Figures {
     /// between the one-by-one posts: the round trip's own rate at the
     /// same moments, which those posts cannot pass.
     pub enqueue_one_round_trip_per_s: f64,
+    /// Floor posts per second, one round trip each, timed between the
+    /// one-by-one posts: the least a post on the taskflow layout does
+    /// (`bench/floor.rs`).
+    pub enqueue_one_floor_post_per_s: f64,
     /// Posts per second from `concurrency` tasks, each posting one job at
     /// a time.
     pub enqueue_concurrent_per_s: f64,
@@ -66,6 +70,10 @@ pub struct Figures {
     pub drain_incl_startup_per_s: f64,
     /// Post → handler start with idle workers.
     pub pickup_ms: Percentiles,
+    /// Floor hand-off → its subscriber, as many probes at the same pace
+    /// right after ours: the least a pickup without a claim round trip
+    /// takes here.
+    pub pickup_floor_ms: Percentiles,
     /// Redis server CPU (user + sys) per job over bulk post + drain.
     pub redis_cpu_us_per_job: f64,
     /// Commands Redis processed per job over bulk post + drain.
@@ -127,27 +135,8 @@ impl Figures {
     /// The table's rows: a label and its figures.
     fn rows(&self) -> Vec<(&'static str, String)> {
         let l = &self.limits;
-        let mut rows = vec![
-            (
-                "enqueue, one by one",
-                format!(
-                    "{:>10.0} jobs/s  = {:.2}× the rate of a trivial call between them ({:.0}/s)",
-                    self.enqueue_one_per_s,
-                    self.enqueue_one_per_s / self.enqueue_one_round_trip_per_s.max(1.0),
-                    self.enqueue_one_round_trip_per_s
-                ),
-            ),
-            (
-                "enqueue, concurrent tasks",
-                format!(
-                    "{:>10.0} jobs/s  ({} tasks, {:.1} µs redis CPU per post)",
-                    self.enqueue_concurrent_per_s, self.concurrency, self.enqueue_concurrent_redis_us_per_job
-                ),
-            ),
-            (
-                "enqueue, pipelined",
-                format!("{:>10.0} jobs/s", self.enqueue_bulk_per_s),
-            ),
+        let mut rows = self.enqueue_rows();
+        rows.extend([
             (
                 "drain (running workers)",
                 format!(
@@ -165,6 +154,13 @@ impl Figures {
                 format!(
                     "p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms",
                     self.pickup_ms.p50, self.pickup_ms.p90, self.pickup_ms.p99
+                ),
+            ),
+            (
+                "  the floor's hand-off",
+                format!(
+                    "p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms",
+                    self.pickup_floor_ms.p50, self.pickup_floor_ms.p90, self.pickup_floor_ms.p99
                 ),
             ),
             (
@@ -191,9 +187,45 @@ impl Figures {
                 "first job handled",
                 format!("{:>10.1} ms after start", self.first_job_ms),
             ),
-        ];
+        ]);
         rows.extend(self.limit_rows());
         rows
+    }
+
+    /// The enqueue rows: one by one (beside the trivial call and the floor
+    /// post timed between the posts), from concurrent tasks, pipelined.
+    fn enqueue_rows(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                "enqueue, one by one",
+                format!(
+                    "{:>10.0} jobs/s  = {:.2}× the rate of a trivial call between them ({:.0}/s)",
+                    self.enqueue_one_per_s,
+                    self.enqueue_one_per_s / self.enqueue_one_round_trip_per_s.max(1.0),
+                    self.enqueue_one_round_trip_per_s
+                ),
+            ),
+            (
+                "  the floor's post",
+                format!(
+                    "{:>10.0} jobs/s  = {:.2}× that trivial call; ours = {:.2}× the floor",
+                    self.enqueue_one_floor_post_per_s,
+                    self.enqueue_one_floor_post_per_s / self.enqueue_one_round_trip_per_s.max(1.0),
+                    self.enqueue_one_per_s / self.enqueue_one_floor_post_per_s.max(1.0)
+                ),
+            ),
+            (
+                "enqueue, concurrent tasks",
+                format!(
+                    "{:>10.0} jobs/s  ({} tasks, {:.1} µs redis CPU per post)",
+                    self.enqueue_concurrent_per_s, self.concurrency, self.enqueue_concurrent_redis_us_per_job
+                ),
+            ),
+            (
+                "enqueue, pipelined",
+                format!("{:>10.0} jobs/s", self.enqueue_bulk_per_s),
+            ),
+        ]
     }
 
     /// The rows of Redis' own limit, measured in the same run.

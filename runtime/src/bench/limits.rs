@@ -131,6 +131,20 @@ pub(crate) async fn drop_queue(board: &RedisBoard, queue: &str) -> Result<()> {
     }
 }
 
+/// Runs `work` on scratch queue `queue`, then deletes the queue's keys
+/// whatever happened; the first error wins.
+pub(crate) async fn dropping<T>(
+    board: &RedisBoard,
+    queue: &str,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let done = work.await;
+    let dropped = drop_queue(board, queue).await;
+    let out = done?;
+    dropped?;
+    Ok(out)
+}
+
 /// A trivial script (`return 1`), loaded on the board's server.
 pub(crate) struct Trivial<'b> {
     board: &'b RedisBoard,

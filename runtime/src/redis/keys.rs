@@ -98,6 +98,11 @@ impl QueueKeys {
     pub fn listings(&self) -> &str {
         &self.keys[0]
     }
+
+    /// `NS:sequence` (taskflow's posting counter).
+    pub fn sequence(&self) -> &str {
+        &self.keys[1]
+    }
     /// `NS:trash`.
     pub fn trash(&self) -> &str {
         &self.keys[2]
