@@ -98,7 +98,6 @@ impl QueueKeys {
     pub fn listings(&self) -> &str {
         &self.keys[0]
     }
-
     /// `NS:sequence` (taskflow's posting counter).
     pub fn sequence(&self) -> &str {
         &self.keys[1]
