@@ -163,6 +163,34 @@ async fn one_job_per_registration_and_the_best_one_first() {
 }
 
 #[tokio::test]
+async fn two_idle_claimers_get_one_lone_post_each() {
+    let (board, q) = setup("handoff-two").await;
+    for who in ["w1", "w2"] {
+        wait_as(&board, &q, who, Duration::from_millis(50)).await;
+        register(&board, &[&q], who, LONG, LONG).await;
+    }
+    let first = board.post(&q, NewJob::new("a")).await.unwrap();
+    // The lone post went to one of them; the other is still registered
+    // (the post stopped at the job it handed: nothing else was ready).
+    let left = registered(&board, &q).await;
+    assert_eq!(left.len(), 1, "{left:?}");
+    let (taker, other) = if left[0] == "w2" {
+        ("w1", "w2")
+    } else {
+        ("w2", "w1")
+    };
+    let got = handed(&board, &q, taker).await;
+    assert_eq!(got.iter().map(|c| c.lease.job()).collect::<Vec<_>>(), [&first]);
+    let second = board.post(&q, NewJob::new("b")).await.unwrap();
+    let got = handed(&board, &q, other).await;
+    assert_eq!(got.iter().map(|c| c.lease.job()).collect::<Vec<_>>(), [&second]);
+    assert!(registered(&board, &q).await.is_empty());
+    for id in [&first, &second] {
+        assert_eq!(board.show(&q, id).await.unwrap().state, JobState::Claimed);
+    }
+}
+
+#[tokio::test]
 async fn a_claimer_that_does_not_listen_or_is_late_is_skipped() {
     let (board, q) = setup("handoff-gone").await;
     // Registered but never subscribed (or dead: its connection closed).

@@ -64,6 +64,7 @@ end
 -- not yet in the ready index, as {id, score, posting, fields (as claim's
 -- HMGET reads them)}; the first hand-off takes it, and marks it `used`
 -- once it is handed or put in the index (when it could not be handed).
+-- Handed, it ends the hand-offs: no other job is ready.
 local function hand_off(s, us, now_ms, known)
   local idle = redis.call('HGETALL', K_IDLE)
   if #idle == 0 then return false end
@@ -83,6 +84,9 @@ local function hand_off(s, us, now_ms, known)
       redis.call('HDEL', K_IDLE, who)
       room = room - 1
       handed = true
+      -- The known job was the only ready one (it went to an empty queue):
+      -- the next idle worker has nothing to get.
+      if known then break end
     else
       break
     end
