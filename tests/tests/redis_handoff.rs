@@ -170,8 +170,8 @@ async fn two_idle_claimers_get_one_lone_post_each() {
         register(&board, &[&q], who, LONG, LONG).await;
     }
     let first = board.post(&q, NewJob::new("a")).await.unwrap();
-    // The lone post went to one of them; the other is still registered
-    // (the post stopped at the job it handed: nothing else was ready).
+    // The lone post went to one of them; the other is still registered,
+    // and gets the next one.
     let left = registered(&board, &q).await;
     assert_eq!(left.len(), 1, "{left:?}");
     let (taker, other) = if left[0] == "w2" {

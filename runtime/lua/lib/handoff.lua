@@ -8,7 +8,8 @@
 -- would take, on the best ready job, and sends it on the worker's own
 -- channel (NS:jw.handoff.<who>). One hand-off per registration: the entry
 -- goes with it. Entries past their time, or whose worker no longer
--- listens (it died: its connection closed), are dropped and skipped.
+-- listens (it died: its connection closed), are dropped and skipped when
+-- a post meets them on its way.
 -- A hand-off the worker never reads is a lease like any other: it expires
 -- and the job is recovered. The message echoes the tag: the lease began
 -- after the worker sent its claim, so the worker knows, by its own clock,
@@ -64,7 +65,6 @@ end
 -- not yet in the ready index, as {id, score, posting, fields (as claim's
 -- HMGET reads them)}; the first hand-off takes it, and marks it `used`
 -- once it is handed or put in the index (when it could not be handed).
--- Handed, it ends the hand-offs: no other job is ready.
 local function hand_off(s, us, now_ms, known)
   local idle = redis.call('HGETALL', K_IDLE)
   if #idle == 0 then return false end
@@ -84,7 +84,7 @@ local function hand_off(s, us, now_ms, known)
       redis.call('HDEL', K_IDLE, who)
       room = room - 1
       handed = true
-      -- The known job was the only ready one (it went to an empty queue):
+      -- The known job went to an empty queue: the ready index is empty, so
       -- the next idle worker has nothing to get.
       if known then break end
     else
