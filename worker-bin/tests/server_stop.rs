@@ -25,6 +25,10 @@ use jobworker_tests::wait_for_blocking;
 const GRACE_S: &str = "1";
 /// A lease that outlasts every wait of the tests (`--expiry`, seconds).
 const LONG_LEASE_S: &str = "600";
+/// How long a job may take to run again after a stop, with the margin a
+/// busy machine needs; well within `LONG_LEASE_S`, so that under that
+/// lease a give-back is told from an expiry.
+const RUN_AGAIN: Duration = Duration::from_secs(120);
 
 /// A supervisor stopped (SIGTERM) while the Redis server is frozen: its
 /// workers cannot give their jobs back, give up 2 s after the grace and
@@ -61,7 +65,7 @@ async fn a_supervisor_stopped_during_a_freeze_exits_soon_and_loses_no_job() {
         "stopping took {took:?}:\n{}",
         sup.log()
     );
-    jobs.run_again(&sup, Duration::from_secs(120)).await;
+    jobs.run_again(&sup, RUN_AGAIN).await;
 }
 
 /// A supervisor stopped (SIGTERM, `--grace 1`) while the Redis server is
@@ -90,7 +94,7 @@ async fn a_worker_stopped_during_a_freeze_gives_up_on_the_board_before_its_kill_
         shown[0],
         sup.log()
     );
-    job.run_again(&sup, Duration::from_secs(120)).await;
+    job.run_again(&sup, RUN_AGAIN).await;
 }
 
 /// The flags of the tests' supervisors: `workers` worker processes of
@@ -126,7 +130,7 @@ async fn one_job(
 async fn exits_then_runs_again(job: FirstRuns, stopped: &mut Supervisor) {
     let status = stopped.wait_exit(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{}", stopped.log());
-    job.run_again(stopped, Duration::from_secs(120)).await;
+    job.run_again(stopped, RUN_AGAIN).await;
 }
 
 /// Waits until the supervisor's worker has exited (or was killed).
@@ -205,7 +209,7 @@ async fn a_job_its_worker_cannot_give_back_at_a_stop_is_given_back_by_the_superv
         shown[0],
         sup.log()
     );
-    job.run_again(&sup, Duration::from_secs(120)).await;
+    job.run_again(&sup, RUN_AGAIN).await;
 }
 
 /// A worker restarted (HUP) while the Redis server takes no writes: it
@@ -226,13 +230,9 @@ async fn a_job_its_restarted_worker_cannot_give_back_is_given_back_once_the_serv
         (!now.is_empty() && now != old).then_some(())
     });
     take_writes(&mut admin).await;
-    wait_for_runs(
-        &sup,
-        "the job to run again",
-        Duration::from_secs(120),
-        &mut job.runs,
-        |r| r.ok_jobs() == 1,
-    )
+    wait_for_runs(&sup, "the job to run again", RUN_AGAIN, &mut job.runs, |r| {
+        r.ok_jobs() == 1
+    })
     .await;
     let shown = job.shown().await;
     assert_eq!(shown[0].attempts, 0, "{:?}\n{}", shown[0], sup.log());
@@ -255,7 +255,7 @@ async fn a_worker_alone_that_cannot_give_its_job_back_exits_0_and_the_job_runs_a
     take_writes(&mut admin).await;
     assert_eq!(status.code(), Some(0), "{}", alone.log());
     assert!(alone.log().contains("leases not given back"), "{}", alone.log());
-    job.run_again(&alone, Duration::from_secs(120)).await;
+    job.run_again(&alone, RUN_AGAIN).await;
 }
 
 /// Makes the server at `url` a replica of a master nobody runs: it keeps

@@ -27,14 +27,10 @@ use crate::job::{JobId, Priority};
 use crate::redis::{QueueKeys, RedisBoard};
 
 /// `mp_uint` of `lua/lib/msgpack.lua` (the sequence as msgpack-python
-/// packs it), cut from the module's text so both write the same bytes.
+/// packs it), taken from the module's text so both write the same bytes.
 fn mp_uint() -> Result<&'static str> {
-    let missing = || Error::invalid("lua/lib/msgpack.lua has no mp_uint to measure the floor with");
-    let lib = crate::redis::lua::module("msgpack").ok_or_else(missing)?;
-    let start = lib.find("local function mp_uint(").ok_or_else(missing)?;
-    let end = "\nend\n";
-    let len = lib[start..].find(end).ok_or_else(missing)? + end.len();
-    Ok(&lib[start..start + len])
+    crate::redis::lua::function("msgpack", "mp_uint")
+        .ok_or_else(|| Error::invalid("lua/lib/msgpack.lua has no mp_uint to measure the floor with"))
 }
 
 /// `KEYS`: sequence, listings, ready index. `ARGV`: id, the posting up to

@@ -97,6 +97,18 @@ pub fn module(name: &str) -> Option<&'static str> {
     MODULES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }
 
+/// The text of `local function name(…) … end` in module `module`, if it
+/// has one (its body's own lines are indented, so the first unindented
+/// `end` closes it): for scripts outside the library that must write the
+/// same bytes, such as the benches' floors.
+pub fn function(module: &str, name: &str) -> Option<&'static str> {
+    let text = self::module(module)?;
+    let start = text.find(&format!("local function {name}("))?;
+    let end = "\nend\n";
+    let len = text[start..].find(end)? + end.len();
+    Some(&text[start..start + len])
+}
+
 /// The text of verb `name`'s file, if there is one.
 pub fn verb(name: &str) -> Option<&'static str> {
     VERBS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)

@@ -17,19 +17,13 @@ use redis::aio::MultiplexedConnection;
 use redis::Value;
 
 /// `post`: KEYS listings, sequence, ready; ARGV pairs (id, posting head).
-/// Returns how many were posted.
-pub const POST: &str = r#"
-local function uint(n)
-  if n < 128 then return string.char(n) end
-  if n < 256 then return string.char(0xcc, n) end
-  if n < 65536 then return string.char(0xcd, math.floor(n / 256), n % 256) end
-  return string.char(0xce, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
-    math.floor(n / 256) % 256, n % 256)
-end
+/// Returns how many were posted. The sequence is packed by the library's
+/// own `mp_uint` (`lua/lib/msgpack.lua`), put in front of this.
+const POST: &str = r#"
 local n = 0
 for i = 1, #ARGV, 2 do
   local seq = redis.call('INCR', KEYS[2])
-  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1] .. '\168sequence' .. uint(seq)) == 1 then
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1] .. '\168sequence' .. mp_uint(seq)) == 1 then
     redis.call('ZADD', KEYS[3], seq, ARGV[i])
     n = n + 1
   end
@@ -89,6 +83,13 @@ end
 return #ids
 "#;
 
+/// `POST` with the library's `mp_uint` in front.
+fn post_script() -> String {
+    let uint =
+        jobworker::redis::lua::function("msgpack", "mp_uint").expect("lua/lib/msgpack.lua has mp_uint");
+    format!("{uint}{POST}")
+}
+
 /// The three scripts, loaded.
 pub struct Floor {
     post: String,
@@ -127,7 +128,7 @@ impl Floor {
     /// Loads the scripts (SCRIPT LOAD).
     pub async fn load(con: &mut MultiplexedConnection) -> Floor {
         Floor {
-            post: load(con, POST).await,
+            post: load(con, &post_script()).await,
             claim: load(con, CLAIM).await,
             consume: load(con, CONSUME).await,
         }
