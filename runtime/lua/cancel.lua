@@ -3,7 +3,7 @@
 -- hears of it on <prefix>:cancel:<owner> and stops the handler (a worker
 -- that misses it learns at its next heartbeat, which is refused).
 --
--- include: time, state, history, lease, forget
+-- include: time, state, history, lease, forget, lean
 -- KEYS:  listings ready scheduled leases cancelled waiting queue tags
 --        tracked completed.
 --        (queue keys, in this order: README.md; per-job keys are
@@ -60,6 +60,7 @@ for i = 7, #ARGV do
   if done[id] then
     for _, ref in ipairs(redis.call('SMEMBERS', refs)) do out[#out + 1] = ref end
   else
+    adopt(id)
     local owner = redis.call('GET', owned_key(id))
     -- Its worker stops the handler at once (see RedisBoard::cancels_of).
     if owner then redis.call(PUBLISH, EVENTS .. ':cancel:' .. owner, id) end

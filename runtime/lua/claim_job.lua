@@ -1,7 +1,7 @@
 -- claim_job.lua: claims one named job (taskflow's claim), whatever its
 -- place in the order; a job posted by taskflow is indexed on the way.
 --
--- include: time, msgpack, take
+-- include: time, msgpack, take, lean
 -- KEYS:  listings trash ready scheduled leases completed waiting outbox
 --        tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
@@ -38,6 +38,7 @@ if owner then
   end
   return {'claimed', owner}
 end
+adopt(id)
 if redis.call('EXISTS', job) == 0 then
   redis.call('HSET', job, 'prio', ARGV[7], 'seq', ARGV[8], 'max', ARGV[9], 'attempts', 0, 'token', 0)
 end

@@ -2,9 +2,9 @@
 -- dashboard, /metrics): its jobs by state and when the ready job that has
 -- waited longest became ready.
 --
--- include: ready
+-- include: ready, lean
 -- KEYS:  ready scheduled waiting leases completed trash cancelled
---        quarantine queue.
+--        quarantine queue listings.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix.
@@ -25,7 +25,14 @@ local min = '-inf'
 for _ = 1, MAX_BANDS do
   local head = redis.call('ZRANGEBYSCORE', K_READY, min, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   if #head == 0 then break end
-  local at = tonumber(redis.call('HGET', job_key(head[1]), 'ready_at') or '')
+  local at = redis.call('HGET', job_key(head[1]), 'ready_at')
+  if not at then
+    -- A lean job: ready since its post.
+    local posting = redis.call('HGET', K_LISTINGS, head[1])
+    local facts = posting and posting_facts(posting)
+    at = facts and facts[2]
+  end
+  at = tonumber(at or '')
   if at and (not oldest or at < oldest) then oldest = at end
   local band = math.floor(tonumber(head[2]) / SEQ_SPAN)
   min = string.format('%.0f', (band + 1) * SEQ_SPAN)

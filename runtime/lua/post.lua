@@ -83,13 +83,14 @@ for i = first, #ARGV - step + 1, step do
   local extra = ARGV[v + 4] ~= '' and cjson.decode(ARGV[v + 4]) or nil
   local fresh = ARGV[v + 5] == '1'
   seq = seq + 1
-  local status, value, posting = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[v], ARGV[v + 1], ARGV[v + 2],
+  local status, value, posting, lean = post_job(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[v], ARGV[v + 1], ARGV[v + 2],
     ARGV[v + 3], extra, created, now_ms, seq, fresh, batch, again)
   if n == 1 and was_empty and posting and #ready_batch == 2 then
     -- A lone plain job to an empty queue (an idle worker's pickup): it
     -- goes to the hand-off as it is, indexed only if nobody takes it.
     known = {id = ARGV[i], score = ready_batch[1], posting = posting, fresh = fresh,
-      fields = {false, ARGV[v + 1], ARGV[v], false, false, ms_text(now_ms)}}
+      fields = {false, ARGV[v + 1], ARGV[v], false, false, ms_text(now_ms)},
+      facts = lean and {ARGV[v + 3], ms_text(now_ms), int(seq)} or nil}
   end
   scheduled = scheduled or status == 'scheduled'
   ready = ready or status == 'ready'

@@ -3,7 +3,7 @@
 -- its sequence); others use it when they become ready. The taskflow
 -- posting is never rewritten (taskflow keeps seeing the old priority).
 --
--- include: time, state, ready, history
+-- include: time, state, ready, history, lean
 -- KEYS:  listings ready scheduled leases waiting tracked completed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
@@ -14,6 +14,7 @@ local id, prio = ARGV[4], ARGV[5]
 local state = state_of(id)
 if not state then return {'not_found'} end
 if state == 'completed' or state == 'trashed' or state == 'cancelled' then return {'finished', state} end
+adopt(id)
 if redis.call('EXISTS', job_key(id)) == 0 then return {'not_found'} end
 redis.call('HSET', job_key(id), 'prio', prio)
 if state == 'ready' then redis.call('ZADD', K_READY, ready_score(id), id) end

@@ -1,7 +1,7 @@
 -- tag.lua: adds or removes tags of a job.
 --
--- include: time, tags
--- KEYS:  tags.
+-- include: time, tags, lean
+-- KEYS:  tags listings ready.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 'add' | 'remove', 5 job id,
@@ -12,6 +12,7 @@
 
 local mode, id = ARGV[4], ARGV[5]
 local job = job_key(id)
+adopt(id)
 if redis.call('EXISTS', job) == 0 then return {'not_found'} end
 local _, _, now_ms = now()
 local tags, has = {}, {}

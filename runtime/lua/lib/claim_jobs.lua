@@ -1,6 +1,6 @@
 -- lib/claim_jobs.lua: the claim of claim.lua (ARGV, effects and reply:
 -- its header), also run by consume_then_claim.lua after its consume.
--- include: time, msgpack, ready, maintenance, retention, foreign, events, stats
+-- include: time, msgpack, ready, maintenance, retention, foreign, events, stats, lean
 
 -- Claims with the arguments `args` (a claim's ARGV: 4-15 as claim.lua's)
 -- at the server time `s`, `us`, `now_ms`; returns claim.lua's reply.
@@ -44,7 +44,7 @@ local function took_again(who, call, now_ms, expiry_text)
       local posting = redis.call('HGET', K_LISTINGS, id)
       if posting and redis.call('GET', owned_key(id)) == who then
         local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'token', 'seq')
-        jobs[#jobs + 1] = {id, posting, v[4], v[1] or '0', v[2] or '1', v[3] or '0', alone and 1 or 0,
+        jobs[#jobs + 1] = {id, posting, v[4], v[1] or '0', v[2] or LEAN_MAX, v[3] or '0', alone and 1 or 0,
           order = ready_order(v[3], v[5])}
       end
     elseif #jobs == 0 and by and by:sub(1, #mine) == mine then
@@ -116,10 +116,14 @@ local function claim_jobs(args, s, us, now_ms, runs)
         listing_vanished(id, now_ms)
       else
         local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
+        local facts = lean_view(v, posting)
         local suspect = v[4] ~= false
         if alone or (suspect and not (idle and n == 0)) then
+          -- (A lean job kept gets its hash: its place is read from it.)
+          if facts then write_posted(id, facts) end
           kept[#kept + 1] = id
         elseif not redis.call('SET', owned_key(id), who, 'PX', expiry_text, 'NX') then
+          if facts then write_posted(id, facts) end
           park_foreign(id, now_ms)
         else
           modified = modified or oslo_datetime(s, us)
@@ -127,8 +131,8 @@ local function claim_jobs(args, s, us, now_ms, runs)
           stamps[#stamps + 1] = modified
           local token = tonumber(v[5] or 0) + 1
           local token_text = int(token)
-          redis.call('HSET', job, 'token', token_text, 'owner', who, 'claimed_at', ms_text(now_ms),
-            'claimed_by', suspect and claimer_of(who, args[14], true) or mark)
+          write_claim(job, token_text, who, ms_text(now_ms), suspect and claimer_of(who, args[14], true) or mark,
+            facts)
           if v[6] then waits[#waits + 1] = math.max(0, now_ms - tonumber(v[6])) end
           if heard(id) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
           if suspect then
@@ -144,7 +148,7 @@ local function claim_jobs(args, s, us, now_ms, runs)
           -- and integers alike): no conversion per job.
           out[#out + 1] = token_text
           out[#out + 1] = v[1] or '0'
-          out[#out + 1] = v[2] or '1'
+          out[#out + 1] = v[2]
           out[#out + 1] = v[3] or '0'
           out[#out + 1] = suspect and 1 or 0
         end

@@ -1,6 +1,6 @@
 -- lib/foreign.lua: jobs touched outside jobworker (taskflow's claims and
 -- consumes).
--- include: keys, events, deps
+-- include: keys, events, deps, lean
 
 -- The re-check delay of claims held without an expiry (taskflow's
 -- default): the lease index looks at them again after it.
@@ -10,7 +10,7 @@ local RECHECK_MS = 60000
 -- it (it is in the trash) or consumed it (then it is completed, in the
 -- history, and its dependents are released).
 local function listing_vanished(id, now_ms)
-  if redis.call('EXISTS', job_key(id)) == 0 then return end
+  lean_vanished(id)
   if redis.call('HEXISTS', K_TRASH, id) == 1 then
     redis.call('HSET', job_key(id), 'state', 'trashed')
     redis.call('ZADD', K_TRASHED, now_ms, id)

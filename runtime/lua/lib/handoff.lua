@@ -1,6 +1,6 @@
 -- lib/handoff.lua: handing just-posted jobs straight to idle workers, so
 -- that an idle worker's pickup costs no claim round trip.
--- include: keys, time, msgpack, events, stats
+-- include: keys, time, msgpack, events, stats, lean
 --
 -- A worker whose claim came up empty is registered in K_IDLE (claim.lua:
 -- who → '<until ms> <lease ms> <tag>', the tag being the worker's own
@@ -30,19 +30,21 @@ end
 -- the best one is not a plain one (a suspect, gone from the listings,
 -- held outside jobworker): claims deal with those.
 local function hand_one(who, lease_txt, tag, s, us, now_ms, known)
-  local id, score, posting, v
+  local id, score, posting, v, facts
   local new = false
   if known and not known.used then
     -- The job this post call just wrote, not indexed yet: what a pop and
-    -- two reads would give is known already.
+    -- two reads would give is known already (and, for a lean job, what
+    -- its posting tells).
     known.used = true
-    id, score, posting, v, new = known.id, known.score, known.posting, known.fields, known.fresh
+    id, score, posting, v, new, facts = known.id, known.score, known.posting, known.fields, known.fresh, known.facts
   else
     local popped = redis.call('ZPOPMIN', K_READY)
     if #popped == 0 then return false end
     id, score = popped[1], popped[2]
     posting = redis.call('HGET', K_LISTINGS, id)
     v = redis.call('HMGET', job_key(id), 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
+    facts = posting and lean_view(v, posting)
   end
   local job = job_key(id)
   if not posting or v[4] or not redis.call('SET', owned_key(id), who, 'PX', lease_txt, 'NX') then
@@ -51,7 +53,7 @@ local function hand_one(who, lease_txt, tag, s, us, now_ms, known)
   end
   redis.call('SET', modified_key(id), oslo_datetime(s, us))
   local token = tonumber(v[5] or 0) + 1
-  redis.call('HSET', job, 'token', int(token), 'owner', who, 'claimed_at', ms_text(now_ms), 'claimed_by', who)
+  write_claim(job, int(token), who, ms_text(now_ms), who, facts)
   redis.call('ZADD', K_LEASES, int(now_ms + tonumber(lease_txt)), id)
   if v[6] then add_stats(nil, {math.max(0, now_ms - tonumber(v[6]))}, now_ms) end
   if heard(id, new) then publish(id, now_ms, 'claimed', {worker = who, token = token}) end
@@ -63,7 +65,8 @@ end
 -- hands out work (not paused, under its limit); true when it handed one.
 -- `known` (or nil): the one job a post call just wrote to an empty queue,
 -- not yet in the ready index, as {id, score, posting, fields (as claim's
--- HMGET reads them)}; the first hand-off takes it, and marks it `used`
+-- HMGET reads them), facts (a lean job's, as lib/lean.lua's
+-- posting_facts gives them, or nil)}; the first hand-off takes it, and marks it `used`
 -- once it is handed or put in the index (when it could not be handed).
 local function hand_off(s, us, now_ms, known)
   local idle = redis.call('HGETALL', K_IDLE)

@@ -1,5 +1,5 @@
 -- lib/posting.lua: posting one job (post and the recurring jobs' runs).
--- include: keys, time, msgpack, ready, events, tags, retention, deps, state
+-- include: keys, time, msgpack, ready, events, tags, retention, deps, state, lean
 
 -- Whether the queue has waiting jobs, read once per script.
 local any_waiting = nil
@@ -30,7 +30,8 @@ end
 -- so its job hash is not looked for. With `ready_batch` (a table), a ready
 -- job's score and id are appended to it for one ZADD of the whole batch
 -- (the caller's); meanwhile `state_of` finds the job through its listing.
--- A plain ready job also returns its posting (the bytes listed). `again`
+-- A plain ready job also returns its posting (the bytes listed) and
+-- whether it is lean (no job hash: lib/lean.lua). `again`
 -- (ms, or nil): the post is sent again after its reply was lost, the first
 -- sending at most that long ago; a life of the id begun since is that
 -- sending's ('again': not posted a second time, though it may have run
@@ -41,7 +42,9 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
                         again)
   if again and (fresh or again > 0) then
     local v = redis.call('HMGET', job_key(id), 'posted', 'seq')
-    if v[1] and (fresh or tonumber(v[1]) >= now_ms - again) then
+    -- (A generated id listed without `posted`: a lean job, that sending's.)
+    local lean = fresh and not v[1] and redis.call('HEXISTS', K_LISTINGS, id) == 1
+    if lean or (v[1] and (fresh or tonumber(v[1]) >= now_ms - again)) then
       -- Still waiting: the caller links its dependencies in other queues
       -- (again: a set's additions) as after a first sending.
       if redis.call('ZSCORE', K_WAITING, id) then return 'waiting', tonumber(v[2]) or 0 end
@@ -96,15 +99,20 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
   local run_at = now_ms + tonumber(delay)
   local now_txt = ms_text(now_ms)
   if not waits and run_at <= now_ms and extra == NONE then
-    -- The common case, a plain ready job: no table to build. (No job
-    -- hash has `attempts` or `token` before its first claim: absent reads
-    -- as 0, and each field less is a listpack entry fewer to write and to
-    -- scan past in every later HMGET.)
-    redis.call('HSET', job, 'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'posted', now_txt,
-      'ready_at', now_txt)
+    -- The common case, a plain ready job: no table to build. Under a
+    -- generated id with the default priority and attempts it is lean
+    -- (lib/lean.lua): no job hash until its first claim. (No job hash has
+    -- `attempts` or `token` before its first claim: absent reads as 0,
+    -- and each field less is a listpack entry fewer to write and to scan
+    -- past in every later HMGET.)
+    local lean = fresh and prio == '0' and max == LEAN_MAX
+    if not lean then
+      redis.call('HSET', job, 'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'posted', now_txt,
+        'ready_at', now_txt)
+    end
     if heard(id, fresh) then publish(id, now_ms, 'posted', {name = name}) end
     index_ready(id, prio, seq, ready_batch)
-    return 'ready', seq, posting
+    return 'ready', seq, posting, lean
   end
   local fields = {'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'posted', now_txt}
   local status

@@ -1,5 +1,6 @@
 //! A job's history: its recorded events and those its state implies.
 
+use crate::codec::{decode_posting, CreatedOn};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::redis::board::RedisBoard;
@@ -26,19 +27,20 @@ impl RedisBoard {
                 "claimed_at",
                 "claimed_by",
             ])
-            .zscore(keys.completed(), id);
-        let (entries, fields, completed_at): (Vec<String>, Vec<Option<String>>, Option<f64>) =
-            self.conn.query_pipe(&pipe).await?;
+            .zscore(keys.completed(), id)
+            .hget(keys.listings(), id);
+        type Fetched = (Vec<String>, Vec<Option<String>>, Option<f64>, Option<Vec<u8>>);
+        let (entries, fields, completed_at, listing): Fetched = self.conn.query_pipe(&pipe).await?;
         let field = |k: usize| fields.get(k).cloned().flatten();
         let num = |k: usize| field(k).and_then(|v| v.parse::<i64>().ok());
-        let (posted, state, finished, token) = (num(0), field(2), num(3), num(4));
-        let Some(posted) = posted else {
+        let (state, finished, token) = (field(2), num(3), num(4));
+        let Some((posted, name)) = num(0).map(|at| (at, field(1))).or_else(|| lean_posted(listing)) else {
             return Err(Error::not_found(queue, id));
         };
         let event =
             |event: &str, at: i64| serde_json::json!({ "event": event, "queue": queue, "job": id, "at": at });
         let mut out = vec![event("posted", posted)];
-        out[0]["name"] = field(1).unwrap_or_default().into();
+        out[0]["name"] = name.unwrap_or_default().into();
         for e in &entries {
             out.push(
                 serde_json::from_str(e).map_err(|err| Error::codec(format!("bad history entry: {err}")))?,
@@ -71,6 +73,16 @@ impl RedisBoard {
 /// The worker of a job's latest claim, from its `claimed_by` field: a
 /// claim call marks it with a newline, its number and for a suspect a '!'
 /// (`lua/lib/claim_jobs.lua`).
+/// A lean job's post time (ms) and name, from its listing (`posting`):
+/// it has no job hash before its first claim (`lua/lib/lean.lua`).
+fn lean_posted(posting: Option<Vec<u8>>) -> Option<(i64, Option<String>)> {
+    let p = decode_posting(&posting?).ok()?;
+    match p.created_on {
+        CreatedOn::DateTime(at) => Some((at.to_unix_micros() / 1000, Some(p.name))),
+        CreatedOn::Other(_) => None,
+    }
+}
+
 fn claimer(claimed_by: String) -> String {
     match claimed_by.rsplit_once('\n') {
         Some((who, call)) if is_call_mark(call) => who.to_owned(),

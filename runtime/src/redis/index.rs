@@ -71,14 +71,17 @@ impl RedisBoard {
         if pairs.is_empty() {
             return Ok(0);
         }
+        // Ours: a job hash, or a place in the ready index (a lean job,
+        // lib/lean.lua, has no hash before its first claim).
         let mut pipe = redis::pipe();
         for (field, _) in pairs {
-            pipe.exists(keys.job(&String::from_utf8_lossy(field)));
+            let id = String::from_utf8_lossy(field);
+            pipe.exists(keys.job(&id)).zscore(keys.ready(), id.as_ref());
         }
-        let exists: Vec<bool> = self.conn.query_pipe(&pipe).await?;
+        let known: Vec<(bool, Option<f64>)> = self.conn.query_pipe(&pipe).await?;
         let mut fresh = Vec::new();
-        for ((field, bytes), known) in pairs.iter().zip(exists) {
-            if known {
+        for ((field, bytes), (hashed, ready)) in pairs.iter().zip(known) {
+            if hashed || ready.is_some() {
                 continue;
             }
             let reason = match String::from_utf8(field.clone()) {

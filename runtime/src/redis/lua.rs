@@ -28,6 +28,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("retention", include_str!("../../lua/lib/retention.lua")),
     ("failure", include_str!("../../lua/lib/failure.lua")),
     ("deps", include_str!("../../lua/lib/deps.lua")),
+    ("lean", include_str!("../../lua/lib/lean.lua")),
     ("foreign", include_str!("../../lua/lib/foreign.lua")),
     ("lease", include_str!("../../lua/lib/lease.lua")),
     ("take", include_str!("../../lua/lib/take.lua")),

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use crate::codec::args_of;
 use crate::codec::{decode_posting, value_to_json, CreatedOn, OsloDateTime, Posting};
 use crate::error::{Error, Result};
-use crate::job::{JobInfo, JobState, ListFilter, Page};
+use crate::job::{JobInfo, JobState, ListFilter, Page, DEFAULT_MAX_ATTEMPTS};
 use crate::redis::board::RedisBoard;
 use crate::redis::keys::QueueKeys;
 
@@ -118,7 +118,9 @@ fn recorded_info(
         priority: num("prio").unwrap_or(0) as i32,
         owner,
         attempts: num("attempts").unwrap_or(0) as u32,
-        max_attempts: num("max").unwrap_or(0) as u32,
+        // (No `max`: a lean job, posted without a hash with the default
+        // attempts, lua/lib/lean.lua; or taskflow's, not yet indexed.)
+        max_attempts: num("max").map_or(DEFAULT_MAX_ATTEMPTS, |m| m as u32),
         token: num("token").unwrap_or(0) as u64,
         expires_in_ms: (state == JobState::Claimed && pttl >= 0).then_some(pttl),
         run_at_ms: run_at.map(|t| t as i64),

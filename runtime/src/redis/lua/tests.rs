@@ -213,6 +213,19 @@ fn every_module_is_used() {
 }
 
 #[test]
+fn a_lean_job_has_the_default_attempts() {
+    let (_, lean) = MODULES
+        .iter()
+        .find(|(name, _)| *name == "lean")
+        .expect("lua/lib/lean.lua");
+    let line = format!("local LEAN_MAX = '{}'\n", crate::job::DEFAULT_MAX_ATTEMPTS);
+    assert!(
+        lean.contains(&line),
+        "lua/lib/lean.lua's LEAN_MAX is not DEFAULT_MAX_ATTEMPTS"
+    );
+}
+
+#[test]
 fn modules_cut_into_pieces_that_make_them_up() {
     for (name, text) in MODULES {
         let parts = pieces(text);

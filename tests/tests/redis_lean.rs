@@ -1,0 +1,200 @@
+//! Lean jobs on the Redis board against a real server: a plain job posted
+//! under a generated id with the default priority and attempts gets no
+//! job hash until its first claim (`runtime/lua/lib/lean.lua`). Every
+//! reader and verb sees it as if it had one.
+
+use jobworker::codec::{decode_posting, CreatedOn};
+use jobworker::job::DEFAULT_MAX_ATTEMPTS;
+use jobworker::redis::RedisBoard;
+use jobworker::{Board, JobState, NewJob, Priority};
+use jobworker_tests::features::*;
+use redis::AsyncCommands;
+
+/// Whether job `id` of `q` has a job hash.
+async fn hashed(b: &RedisBoard, q: &str, id: &str) -> bool {
+    let keys = b.keys(q).unwrap();
+    b.connection().exists(keys.job(id)).await.unwrap()
+}
+
+/// The post time (ms) in job `id`'s listing, as taskflow reads it.
+async fn created_ms(b: &RedisBoard, q: &str, id: &str) -> i64 {
+    let keys = b.keys(q).unwrap();
+    let bytes: Vec<u8> = b.connection().hget(keys.listings(), id).await.unwrap();
+    match decode_posting(&bytes).unwrap().created_on {
+        CreatedOn::DateTime(at) => at.to_unix_micros() / 1000,
+        other => panic!("created_on is not a datetime: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_plain_job_has_no_hash_until_its_claim_writes_the_posts_fields() {
+    let (b, q) = board_and_queue("lean").await;
+    let id = b.post(&q, NewJob::new("lean-job")).await.unwrap();
+    assert!(
+        !hashed(&b, &q, id.as_str()).await,
+        "a plain post writes no job hash"
+    );
+    let posted = created_ms(&b, &q, id.as_str()).await;
+
+    let shown = b.show(&q, &id).await.unwrap();
+    assert_eq!((shown.name.as_str(), shown.state), ("lean-job", JobState::Ready));
+    assert_eq!((shown.priority, shown.max_attempts), (0, DEFAULT_MAX_ATTEMPTS));
+    assert!(shown.sequence.is_some() && shown.created_on.is_some());
+    let history = b.history(&q, &id).await.unwrap();
+    assert_eq!(history[0]["event"], "posted");
+    assert_eq!(
+        (history[0]["name"].as_str(), history[0]["at"].as_i64()),
+        (Some("lean-job"), Some(posted))
+    );
+
+    let c = claim_one(&b, &q).await;
+    assert_eq!(
+        (c.name.as_str(), c.max_attempts),
+        ("lean-job", DEFAULT_MAX_ATTEMPTS)
+    );
+    let keys = b.keys(&q).unwrap();
+    let fields: Vec<Option<String>> = redis::cmd("HMGET")
+        .arg(keys.job(id.as_str()))
+        .arg(&["name", "posted", "seq", "max", "prio", "token"])
+        .query_async(&mut b.connection())
+        .await
+        .unwrap();
+    let posted_text = posted.to_string();
+    let seq_text = shown.sequence.unwrap().to_string();
+    let max_text = DEFAULT_MAX_ATTEMPTS.to_string();
+    assert_eq!(
+        fields.iter().map(|f| f.as_deref()).collect::<Vec<_>>(),
+        [
+            Some("lean-job"),
+            Some(posted_text.as_str()),
+            Some(seq_text.as_str()),
+            Some(max_text.as_str()),
+            Some("0"),
+            Some("1")
+        ]
+    );
+    b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
+    let done = b.show(&q, &id).await.unwrap();
+    assert_eq!(
+        (done.name.as_str(), done.state),
+        ("lean-job", JobState::Completed)
+    );
+    let events: Vec<String> = b
+        .history(&q, &id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].to_string())
+        .collect();
+    assert_eq!(events, ["\"posted\"", "\"claimed\"", "\"consumed\""]);
+}
+
+#[tokio::test]
+async fn a_lean_jobs_wait_is_counted_from_its_post() {
+    let (b, q) = board_and_queue("lean-wait").await;
+    let before = b.stats(&q, None).await.unwrap().wait.count;
+    let id = b.post(&q, NewJob::new("waits")).await.unwrap();
+    let posted = created_ms(&b, &q, id.as_str()).await;
+    server_clock_passes(&b, posted + 300).await;
+    let c = claim_one(&b, &q).await;
+    let stats = b.stats(&q, None).await.unwrap();
+    assert_eq!(stats.wait.count, before + 1);
+    // The only wait on this queue, at least the 300 ms the clock passed.
+    if before == 0 {
+        assert!(stats.wait.mean_ms >= 300.0, "wait {} ms", stats.wait.mean_ms);
+    }
+    b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
+}
+
+#[tokio::test]
+async fn other_settings_or_an_own_id_keep_the_hash_at_post() {
+    let (b, q) = board_and_queue("lean-not").await;
+    let high = b
+        .post(&q, NewJob::new("high").priority(Priority::HIGH))
+        .await
+        .unwrap();
+    let three = b.post(&q, NewJob::new("three").max_attempts(3)).await.unwrap();
+    let own = b.post(&q, NewJob::new("own").id("lean-own-id")).await.unwrap();
+    let tagged = b.post(&q, NewJob::new("tagged").tag("t")).await.unwrap();
+    for id in [&high, &three, &own, &tagged] {
+        assert!(hashed(&b, &q, id.as_str()).await, "{id:?} has its hash at post");
+    }
+    assert_eq!(b.show(&q, &three).await.unwrap().max_attempts, 3);
+}
+
+#[tokio::test]
+async fn verbs_on_a_ready_lean_job_keep_what_its_post_said() {
+    let (b, q) = board_and_queue("lean-verbs").await;
+    let first = b.post(&q, NewJob::new("first")).await.unwrap();
+    let second = b.post(&q, NewJob::new("second")).await.unwrap();
+    let third = b.post(&q, NewJob::new("third")).await.unwrap();
+    let gone = b.post(&q, NewJob::new("gone")).await.unwrap();
+    let posted = created_ms(&b, &q, third.as_str()).await;
+
+    assert_eq!(
+        b.set_priority(&q, &third, Priority::HIGH).await.unwrap(),
+        JobState::Ready
+    );
+    assert_eq!(b.tag(&q, &second, &["blue"]).await.unwrap(), ["blue"]);
+    b.track(&q, &first).await.unwrap();
+    b.cancel(&q, std::slice::from_ref(&gone), false).await.unwrap();
+
+    let cancelled = b.show(&q, &gone).await.unwrap();
+    assert_eq!(
+        (cancelled.name.as_str(), cancelled.state),
+        ("gone", JobState::Cancelled)
+    );
+    assert_eq!(b.history(&q, &gone).await.unwrap()[0]["name"], "gone");
+    let shown = b.show(&q, &third).await.unwrap();
+    assert_eq!(
+        (shown.priority, shown.max_attempts),
+        (Priority::HIGH.0, DEFAULT_MAX_ATTEMPTS)
+    );
+    assert_eq!(
+        b.history(&q, &third).await.unwrap()[0]["at"].as_i64(),
+        Some(posted)
+    );
+    // The new priority first, then FIFO among the rest.
+    let got = claim(&b, &q, 3).await;
+    assert_eq!(names(&got), ["third", "first", "second"]);
+    assert_eq!(b.show(&q, &second).await.unwrap().tags, ["blue"]);
+    for c in got {
+        b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_lean_job_taskflow_trashed_or_consumed_is_recorded_finished() {
+    let (b, q) = board_and_queue("lean-gone").await;
+    let trashed = b.post(&q, NewJob::new("trashed-outside")).await.unwrap();
+    let consumed = b.post(&q, NewJob::new("consumed-outside")).await.unwrap();
+    let keys = b.keys(&q).unwrap();
+    let mut con = b.connection();
+    // What taskflow's trash and consume do to the listings (and nothing
+    // else of ours): the posting moves to the trash, or goes.
+    let posting: Vec<u8> = con.hget(keys.listings(), trashed.as_str()).await.unwrap();
+    let _: () = con.hset(keys.trash(), trashed.as_str(), posting).await.unwrap();
+    let _: () = con
+        .hdel(keys.listings(), &[trashed.as_str(), consumed.as_str()])
+        .await
+        .unwrap();
+    // A claim meets both and finds nothing to run.
+    assert!(claim(&b, &q, 2).await.is_empty());
+    let t = b.show(&q, &trashed).await.unwrap();
+    assert_eq!((t.name.as_str(), t.state), ("trashed-outside", JobState::Trashed));
+    assert_eq!(b.show(&q, &consumed).await.unwrap().state, JobState::Completed);
+}
+
+#[tokio::test]
+async fn the_indexer_leaves_a_lean_job_as_it_is() {
+    let (b, q) = board_and_queue("lean-index").await;
+    let id = b.post(&q, NewJob::new("indexed-once")).await.unwrap();
+    b.index_foreign(&q).await.unwrap();
+    assert!(
+        !hashed(&b, &q, id.as_str()).await,
+        "the indexer took a lean job for taskflow's"
+    );
+    let c = claim_one(&b, &q).await;
+    assert_eq!(c.name, "indexed-once");
+    b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
+}
