@@ -2,7 +2,7 @@
 -- failure group entry and all jobworker state).
 --
 -- include: retention
--- KEYS:  trash tags failed tracked trashed.
+-- KEYS:  trash tags failed tracked trashed ready.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; then job ids (at most 1000).

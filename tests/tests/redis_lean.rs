@@ -186,6 +186,71 @@ async fn a_lean_job_taskflow_trashed_or_consumed_is_recorded_finished() {
 }
 
 #[tokio::test]
+async fn a_lean_job_taskflow_finished_before_any_claim_is_still_found() {
+    let (b, q) = board_and_queue("lean-early").await;
+    let consumed = b.post(&q, NewJob::new("consumed-early")).await.unwrap();
+    let trashed = b.post(&q, NewJob::new("trashed-early")).await.unwrap();
+    let keys = b.keys(&q).unwrap();
+    let mut con = b.connection();
+    let posting: Vec<u8> = con.hget(keys.listings(), trashed.as_str()).await.unwrap();
+    let _: () = con.hset(keys.trash(), trashed.as_str(), posting).await.unwrap();
+    let _: () = con
+        .hdel(keys.listings(), &[trashed.as_str(), consumed.as_str()])
+        .await
+        .unwrap();
+
+    // No claim has met them yet: neither has a hash.
+    assert_eq!(b.show(&q, &consumed).await.unwrap().state, JobState::Completed);
+    assert_eq!(b.queues_of(&consumed).await.unwrap(), std::slice::from_ref(&q));
+    let history = b.history(&q, &trashed).await.unwrap();
+    assert_eq!(
+        (history[0]["event"].as_str(), history[0]["name"].as_str()),
+        (Some("posted"), Some("trashed-early"))
+    );
+    // Once a claim met it, a lean job taskflow consumed keeps a history
+    // without its post (its post time went with the posting).
+    assert!(claim(&b, &q, 2).await.is_empty());
+    b.history(&q, &consumed).await.unwrap();
+    assert_eq!(b.show(&q, &consumed).await.unwrap().state, JobState::Completed);
+}
+
+#[tokio::test]
+async fn a_purged_lean_job_does_not_come_back() {
+    let (b, q) = board_and_queue("lean-purge").await;
+    let id = b.post(&q, NewJob::new("purged")).await.unwrap();
+    let keys = b.keys(&q).unwrap();
+    let mut con = b.connection();
+    let posting: Vec<u8> = con.hget(keys.listings(), id.as_str()).await.unwrap();
+    let _: () = con.hset(keys.trash(), id.as_str(), posting).await.unwrap();
+    let _: () = con.hdel(keys.listings(), id.as_str()).await.unwrap();
+    for done in b.purge(&q, std::slice::from_ref(&id)).await.unwrap() {
+        done.unwrap();
+    }
+    assert!(claim(&b, &q, 1).await.is_empty());
+    assert!(b.show(&q, &id).await.unwrap_err().is_not_found());
+    assert!(!hashed(&b, &q, id.as_str()).await);
+}
+
+#[tokio::test]
+async fn a_lean_job_with_a_long_name_reads_whole() {
+    let (b, q) = board_and_queue("lean-long").await;
+    for len in [40, 300, 70_000] {
+        let name = "n".repeat(len);
+        let id = b.post(&q, NewJob::new(name.clone())).await.unwrap();
+        assert!(!hashed(&b, &q, id.as_str()).await);
+        let c = claim_one(&b, &q).await;
+        assert_eq!((c.name.len(), c.max_attempts), (len, DEFAULT_MAX_ATTEMPTS));
+        b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
+        let history = b.history(&q, &id).await.unwrap();
+        assert_eq!(
+            history[0]["name"].as_str().map(str::len),
+            Some(len),
+            "name of {len} bytes"
+        );
+    }
+}
+
+#[tokio::test]
 async fn the_indexer_leaves_a_lean_job_as_it_is() {
     let (b, q) = board_and_queue("lean-index").await;
     let id = b.post(&q, NewJob::new("indexed-once")).await.unwrap();

@@ -62,17 +62,22 @@ async fn a_board_behind_sentinels_follows_the_master_through_a_failover() {
     // its writes.
     setup.restart_old_master();
     let later = board.post(&q, NewJob::new("later")).await.unwrap();
-    let on_new: i64 = redis::Client::open(setup.replica.url())
+    let on_new: Vec<Option<Vec<u8>>> = redis::Client::open(setup.replica.url())
         .unwrap()
         .get_connection()
         .and_then(|mut c| {
-            redis::cmd("EXISTS")
-                .arg(board.keys(&q).unwrap().job(after.as_str()))
-                .arg(board.keys(&q).unwrap().job(later.as_str()))
+            redis::cmd("HMGET")
+                .arg(board.keys(&q).unwrap().listings())
+                .arg(after.as_str())
+                .arg(later.as_str())
                 .query(&mut c)
         })
         .unwrap();
-    assert_eq!(on_new, 2, "the posts after the failover went to the new master");
+    assert_eq!(
+        on_new.iter().flatten().count(),
+        2,
+        "the posts after the failover went to the new master"
+    );
     assert_eq!(board.state(&q, &kept).await.unwrap(), JobState::Claimed);
     assert_eq!(board.state(&q, &after).await.unwrap(), JobState::Ready);
     // The lease taken before the failover still holds on the new master.

@@ -181,7 +181,10 @@ async fn a_slot_migration_during_a_drain_loses_nothing() {
         started.elapsed(),
         runs.ok_jobs()
     );
-    assert!(keys > JOBS, "only {keys} keys moved");
+    // Each job that ran has a job hash; the queue's keys (the listings,
+    // the ready index…) hold the rest, whose jobs have none yet (lean
+    // jobs, runtime/lua/lib/lean.lua).
+    assert!(keys > before, "only {keys} keys moved");
     assert_eq!(cluster.port_of_slot(slot), to);
     let out = drained(&mut sup, &mut runs, &ids).await;
     assert_eq!(

@@ -113,7 +113,7 @@ local function claim_jobs(args, s, us, now_ms, runs)
       local job = job_key(id)
       local posting = postings[i]
       if not posting then
-        listing_vanished(id, now_ms)
+        listing_vanished(id, now_ms, true)
       else
         local v = redis.call('HMGET', job, 'attempts', 'max', 'prio', 'suspect', 'token', 'ready_at')
         local facts = lean_view(v, posting)

@@ -1,5 +1,5 @@
 -- lib/failure.lua: failed tries and the trash (failure groups, attempts).
--- include: keys, msgpack, stats, history
+-- include: keys, msgpack, stats, history, lean
 
 -- The failure group of a reason: its leading "kind:" word(s), e.g.
 -- "stalled", "fatal", "poison-pill"; "error" when there is none.
@@ -34,6 +34,8 @@ end
 -- Counts a failed try; trashes the job once its attempts are used up.
 -- Returns true when the job was trashed.
 local function count_attempt(id, reason, s, us, now_ms)
+  -- (A lean job taskflow claimed, failed through a lease without a token.)
+  adopt(id)
   local job = job_key(id)
   local attempts = redis.call('HINCRBY', job, 'attempts', 1)
   local max = tonumber(redis.call('HGET', job, 'max') or 1)

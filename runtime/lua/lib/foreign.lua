@@ -8,9 +8,12 @@ local RECHECK_MS = 60000
 
 -- A job whose listing vanished behind jobworker's back: taskflow trashed
 -- it (it is in the trash) or consumed it (then it is completed, in the
--- history, and its dependents are released).
-local function listing_vanished(id, now_ms)
-  lean_vanished(id)
+-- history, and its dependents are released). `from_ready`: the id was
+-- taken out of the ready index, where a lean job may be (one without a
+-- job hash otherwise is not ours, or was purged).
+local function listing_vanished(id, now_ms, from_ready)
+  if from_ready then lean_vanished(id) end
+  if redis.call('EXISTS', job_key(id)) == 0 then return end
   if redis.call('HEXISTS', K_TRASH, id) == 1 then
     redis.call('HSET', job_key(id), 'state', 'trashed')
     redis.call('ZADD', K_TRASHED, now_ms, id)

@@ -17,9 +17,10 @@ local function str_span(s, pos)
   local b = s:byte(pos)
   if b and b >= 160 and b <= 191 then return pos + 1, b - 160 end
   if b == 217 then return pos + 2, s:byte(pos + 1) end
-  if b == 218 then
-    local hi, lo = s:byte(pos + 1, pos + 2)
-    return pos + 3, hi * 256 + lo
+  if b == 218 or b == 219 then
+    local width, n = b == 218 and 2 or 4, 0
+    for k = pos + 1, pos + width do n = n * 256 + s:byte(k) end
+    return pos + 1 + width, n
   end
   return nil
 end
@@ -105,8 +106,8 @@ local function adopt(id)
   if facts then write_posted(id, facts) end
 end
 
--- A job of ours whose listing vanished behind our back (lib/foreign.lua):
--- when it was lean, its hash gets what the trash's copy of its posting
+-- A job taken out of the ready index whose listing vanished behind our
+-- back (lib/foreign.lua): when it was lean, its hash gets what the trash's copy of its posting
 -- tells (taskflow trashed it), or at least its `max` (taskflow consumed
 -- it: its name and post time went with the posting), so that it is
 -- recorded as finished.

@@ -42,8 +42,11 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
                         again)
   if again and (fresh or again > 0) then
     local v = redis.call('HMGET', job_key(id), 'posted', 'seq')
-    -- (A generated id listed without `posted`: a lean job, that sending's.)
-    local lean = fresh and not v[1] and redis.call('HEXISTS', K_LISTINGS, id) == 1
+    -- (A generated id without `posted` that left any trace is a lean
+    -- job, that sending's: listed, or taken by taskflow, which leaves it
+    -- in the ready index until a claim meets it, then with a hash.)
+    local lean = fresh and not v[1] and (redis.call('HEXISTS', K_LISTINGS, id) == 1
+      or redis.call('ZSCORE', K_READY, id) or redis.call('EXISTS', job_key(id)) == 1)
     if lean or (v[1] and (fresh or tonumber(v[1]) >= now_ms - again)) then
       -- Still waiting: the caller links its dependencies in other queues
       -- (again: a set's additions) as after a first sending.

@@ -14,12 +14,14 @@ local function unfail(id)
 end
 
 -- Deletes a trashed job for good: taskflow's trash entry and every piece
--- of jobworker state. False when it is not in the trash.
+-- of jobworker state, with the ready index's entry of a job taskflow
+-- trashed that no claim met yet. False when it is not in the trash.
 local function purge_trashed(id)
   if redis.call('HDEL', K_TRASH, id) == 0 then
     redis.call('ZREM', K_TRASHED, id)
     return false
   end
+  redis.call('ZREM', K_READY, id)
   unfail(id)
   redis.call('DEL', modified_key(id))
   forget_job(id)

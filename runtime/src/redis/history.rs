@@ -28,19 +28,34 @@ impl RedisBoard {
                 "claimed_by",
             ])
             .zscore(keys.completed(), id)
-            .hget(keys.listings(), id);
-        type Fetched = (Vec<String>, Vec<Option<String>>, Option<f64>, Option<Vec<u8>>);
-        let (entries, fields, completed_at, listing): Fetched = self.conn.query_pipe(&pipe).await?;
+            .hget(keys.listings(), id)
+            .hget(keys.trash(), id);
+        type Fetched = (
+            Vec<String>,
+            Vec<Option<String>>,
+            Option<f64>,
+            Option<Vec<u8>>,
+            Option<Vec<u8>>,
+        );
+        let (entries, fields, completed_at, listing, trashed): Fetched = self.conn.query_pipe(&pipe).await?;
         let field = |k: usize| fields.get(k).cloned().flatten();
         let num = |k: usize| field(k).and_then(|v| v.parse::<i64>().ok());
         let (state, finished, token) = (field(2), num(3), num(4));
-        let Some((posted, name)) = num(0).map(|at| (at, field(1))).or_else(|| lean_posted(listing)) else {
+        let posted = num(0)
+            .map(|at| (at, field(1)))
+            .or_else(|| lean_posted(listing.or(trashed)));
+        if posted.is_none() && fields.iter().all(Option::is_none) {
             return Err(Error::not_found(queue, id));
-        };
+        }
         let event =
             |event: &str, at: i64| serde_json::json!({ "event": event, "queue": queue, "job": id, "at": at });
-        let mut out = vec![event("posted", posted)];
-        out[0]["name"] = name.unwrap_or_default().into();
+        // (No posted event for a lean job taskflow consumed before a claim
+        // met it: its post time went with its posting.)
+        let mut out = Vec::new();
+        if let Some((at, name)) = posted {
+            out.push(event("posted", at));
+            out[0]["name"] = name.unwrap_or_default().into();
+        }
         for e in &entries {
             out.push(
                 serde_json::from_str(e).map_err(|err| Error::codec(format!("bad history entry: {err}")))?,
@@ -73,8 +88,9 @@ impl RedisBoard {
 /// The worker of a job's latest claim, from its `claimed_by` field: a
 /// claim call marks it with a newline, its number and for a suspect a '!'
 /// (`lua/lib/claim_jobs.lua`).
-/// A lean job's post time (ms) and name, from its listing (`posting`):
-/// it has no job hash before its first claim (`lua/lib/lean.lua`).
+/// A lean job's post time (ms) and name, from its posting (listed, or
+/// in the trash): it has no job hash before its first claim
+/// (`lua/lib/lean.lua`).
 fn lean_posted(posting: Option<Vec<u8>>) -> Option<(i64, Option<String>)> {
     let p = decode_posting(&posting?).ok()?;
     match p.created_on {

@@ -25,17 +25,23 @@ impl RedisBoard {
             pipe.exists(keys.job(id))
                 .hexists(keys.listings(), id)
                 .hexists(keys.trash(), id)
-                .hexists(keys.quarantine(), id);
+                .hexists(keys.quarantine(), id)
+                .cmd("ZSCORE")
+                .arg(keys.ready())
+                .arg(id);
             checked.push(queue);
         }
         if checked.is_empty() {
             return Ok(Vec::new());
         }
-        let found: Vec<bool> = self.conn.query_pipe(&pipe).await?;
+        // (The ready index's score: a lean job, lua/lib/lean.lua, taken by
+        // taskflow has neither a hash nor a listing.)
+        let found: Vec<redis::Value> = self.conn.query_pipe(&pipe).await?;
+        let hit = |v: &redis::Value| !matches!(v, redis::Value::Nil | redis::Value::Int(0));
         Ok(checked
             .into_iter()
-            .zip(found.chunks(4))
-            .filter(|(_, hits)| hits.iter().any(|&hit| hit))
+            .zip(found.chunks(5))
+            .filter(|(_, hits)| hits.iter().any(hit))
             .map(|(queue, _)| queue)
             .collect())
     }

@@ -21,6 +21,7 @@ type Facts = (
     Option<f64>,              // scheduled run-at
     Option<Vec<u8>>,          // taskflow's last_modified (oslo datetime)
     i64,                      // PTTL of the owner key (the lease left)
+    Option<f64>,              // ready index score
 );
 
 /// Reads and interprets jobs `ids` (missing ones are left out, or an error
@@ -41,11 +42,12 @@ async fn fetch(
             .hget(keys.quarantine_reason(), id)
             .zscore(keys.scheduled(), id)
             .get(keys.last_modified(id))
-            .pttl(keys.owned(id));
+            .pttl(keys.owned(id))
+            .zscore(keys.ready(), id);
     }
     let values: Vec<redis::Value> = board.conn.query_pipe(&pipe).await?;
     let mut out = Vec::with_capacity(ids.len());
-    for (id, chunk) in ids.iter().zip(values.chunks(9)) {
+    for (id, chunk) in ids.iter().zip(values.chunks(10)) {
         let facts: Facts = redis::FromRedisValue::from_redis_value(redis::Value::Array(chunk.to_vec()))
             .map_err(|e| Error::codec(format!("unexpected reply reading job {id}: {e}")))?;
         out.push((id.clone(), interpret(keys, id, facts)));
@@ -54,7 +56,7 @@ async fn fetch(
 }
 
 fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
-    let (listing, owner, mut job, trashed, quarantined, qreason, run_at, modified, pttl) = facts;
+    let (listing, owner, mut job, trashed, quarantined, qreason, run_at, modified, pttl, ready) = facts;
     let held = job.remove("posting");
     let job: HashMap<String, String> = job
         .into_iter()
@@ -75,13 +77,14 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
         JobState::Trashed
     } else if let Some(state @ ("completed" | "cancelled" | "waiting")) = recorded {
         JobState::parse(state).ok()?
-    } else if !job.is_empty() {
+    } else if !job.is_empty() || ready.is_some() {
         // Known to jobworker, gone from the listings and not in the trash:
         // consumed, by jobworker (whose consume records no state in the
         // hash: the job's entry in the history index says it) or by
         // taskflow (taskflow itself says COMPLETE; the next claim or reap
         // moves it to the history, and it reads completed before that
-        // too, as on ZooKeeper).
+        // too, as on ZooKeeper; a lean job, lua/lib/lean.lua, has no hash
+        // then, only its place in the ready index).
         JobState::Completed
     } else {
         return None;
