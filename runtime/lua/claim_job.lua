@@ -33,7 +33,7 @@ if owner then
     local v = window > 0 and redis.call('HMGET', job, 'claimed_at', 'token', 'attempts', 'max', 'prio')
     if v and tonumber(v[1] or 0) >= now_ms - window then
       redis.call('ZADD', K_LEASES, now_ms + (expiry_ms > 0 and expiry_ms or RECHECK_MS), id)
-      return {'ok', posting, tonumber(v[2] or 0), tonumber(v[3] or 0), tonumber(v[4] or 1), tonumber(v[5] or 0)}
+      return {'ok', posting, tonumber(v[2] or 0), tonumber(v[3] or 0), tonumber(v[4] or LEAN_MAX), tonumber(v[5] or 0)}
     end
   end
   return {'claimed', owner}
@@ -46,4 +46,4 @@ redis.call('ZREM', K_READY, id)
 redis.call('ZREM', K_SCHEDULED, id)
 local token = take(id, who, expiry_ms, s, us, now_ms)
 local v = redis.call('HMGET', job, 'attempts', 'max', 'prio')
-return {'ok', posting, token, tonumber(v[1] or 0), tonumber(v[2] or 1), tonumber(v[3] or 0)}
+return {'ok', posting, token, tonumber(v[1] or 0), tonumber(v[2] or LEAN_MAX), tonumber(v[3] or 0)}

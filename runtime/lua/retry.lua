@@ -2,7 +2,7 @@
 -- the posting returns from taskflow's trash to the listings, attempts
 -- start again from zero.
 --
--- include: time, retention, ready, stats, history
+-- include: time, retention, ready, stats, history, lean
 -- KEYS:  listings trash ready tags failed tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
@@ -17,6 +17,9 @@ for i = 4, #ARGV do
   local id = ARGV[i]
   local job = job_key(id)
   local posting = redis.call('HGET', K_TRASH, id)
+  -- (A lean job taskflow trashed before a claim met it is ours by its
+  -- place in the ready index: it gets its hash from the trash's copy.)
+  if posting and redis.call('ZSCORE', K_READY, id) then lean_vanished(id) end
   if not posting or redis.call('EXISTS', job) == 0 then
     out[#out + 1] = 'not_found'
   else

@@ -55,22 +55,22 @@ async fn a_plain_job_has_no_hash_until_its_claim_writes_the_posts_fields() {
     let keys = b.keys(&q).unwrap();
     let fields: Vec<Option<String>> = redis::cmd("HMGET")
         .arg(keys.job(id.as_str()))
-        .arg(&["name", "posted", "seq", "max", "prio", "token"])
+        .arg(&["name", "posted", "seq", "token", "max", "prio"])
         .query_async(&mut b.connection())
         .await
         .unwrap();
     let posted_text = posted.to_string();
     let seq_text = shown.sequence.unwrap().to_string();
-    let max_text = DEFAULT_MAX_ATTEMPTS.to_string();
+    // (Not its default priority and attempts: readers default them.)
     assert_eq!(
         fields.iter().map(|f| f.as_deref()).collect::<Vec<_>>(),
         [
             Some("lean-job"),
             Some(posted_text.as_str()),
             Some(seq_text.as_str()),
-            Some(max_text.as_str()),
-            Some("0"),
-            Some("1")
+            Some("1"),
+            None,
+            None
         ]
     );
     b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
@@ -78,6 +78,10 @@ async fn a_plain_job_has_no_hash_until_its_claim_writes_the_posts_fields() {
     assert_eq!(
         (done.name.as_str(), done.state),
         ("lean-job", JobState::Completed)
+    );
+    assert_eq!(
+        (done.priority, done.max_attempts, done.sequence),
+        (0, DEFAULT_MAX_ATTEMPTS, shown.sequence)
     );
     let events: Vec<String> = b
         .history(&q, &id)
@@ -212,6 +216,26 @@ async fn a_lean_job_taskflow_finished_before_any_claim_is_still_found() {
     assert!(claim(&b, &q, 2).await.is_empty());
     b.history(&q, &consumed).await.unwrap();
     assert_eq!(b.show(&q, &consumed).await.unwrap().state, JobState::Completed);
+}
+
+#[tokio::test]
+async fn a_lean_job_taskflow_trashed_before_any_claim_can_be_retried() {
+    let (b, q) = board_and_queue("lean-retry").await;
+    let id = b.post(&q, NewJob::new("again-please")).await.unwrap();
+    let keys = b.keys(&q).unwrap();
+    let mut con = b.connection();
+    let posting: Vec<u8> = con.hget(keys.listings(), id.as_str()).await.unwrap();
+    let _: () = con.hset(keys.trash(), id.as_str(), posting).await.unwrap();
+    let _: () = con.hdel(keys.listings(), id.as_str()).await.unwrap();
+    for done in b.retry(&q, std::slice::from_ref(&id)).await.unwrap() {
+        done.unwrap();
+    }
+    let c = claim_one(&b, &q).await;
+    assert_eq!(
+        (c.name.as_str(), c.max_attempts),
+        ("again-please", DEFAULT_MAX_ATTEMPTS)
+    );
+    b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
 }
 
 #[tokio::test]

@@ -38,7 +38,7 @@ local function count_attempt(id, reason, s, us, now_ms)
   adopt(id)
   local job = job_key(id)
   local attempts = redis.call('HINCRBY', job, 'attempts', 1)
-  local max = tonumber(redis.call('HGET', job, 'max') or 1)
+  local max = tonumber(redis.call('HGET', job, 'max') or LEAN_MAX)
   redis.call('HSET', job, 'reason', reason)
   record(id, now_ms, 'failed', {attempt = attempts, reason = reason})
   if attempts >= max then

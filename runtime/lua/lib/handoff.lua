@@ -21,7 +21,7 @@ local function handoff_channel(who) return NS .. 'jw.handoff.' .. who end
 -- The message: '<token> <attempts> <max> <prio> <lease ms> <tag> <id
 -- length>\n' .. id .. posting (runtime/src/redis/handoff.rs reads it).
 local function handoff_message(id, posting, token, v, lease_txt, tag)
-  return string.format('%d %d %d %d %s %s %d\n', token, tonumber(v[1] or 0), tonumber(v[2] or 1),
+  return string.format('%d %d %d %d %s %s %d\n', token, tonumber(v[1] or 0), tonumber(v[2] or LEAN_MAX),
     tonumber(v[3] or 0), lease_txt, tag, #id) .. id .. posting
 end
 
