@@ -6,7 +6,7 @@
 use jobworker::codec::{decode_posting, CreatedOn};
 use jobworker::job::DEFAULT_MAX_ATTEMPTS;
 use jobworker::redis::RedisBoard;
-use jobworker::{Board, JobState, NewJob, Priority};
+use jobworker::{Board, JobId, JobState, NewJob, Priority};
 use jobworker_tests::features::*;
 use redis::AsyncCommands;
 
@@ -23,6 +23,20 @@ async fn created_ms(b: &RedisBoard, q: &str, id: &str) -> i64 {
     match decode_posting(&bytes).unwrap().created_on {
         CreatedOn::DateTime(at) => at.to_unix_micros() / 1000,
         other => panic!("created_on is not a datetime: {other:?}"),
+    }
+}
+
+/// What taskflow's trash (`to_trash`) or consume does to the listings of
+/// `q`, and nothing else of ours: the posting moves to the trash, or goes.
+async fn finished_outside(b: &RedisBoard, q: &str, to_trash: &[&JobId], consumed: &[&JobId]) {
+    let keys = b.keys(q).unwrap();
+    let mut con = b.connection();
+    for id in to_trash {
+        let posting: Vec<u8> = con.hget(keys.listings(), id.as_str()).await.unwrap();
+        let _: () = con.hset(keys.trash(), id.as_str(), posting).await.unwrap();
+    }
+    for id in to_trash.iter().chain(consumed) {
+        let _: () = con.hdel(keys.listings(), id.as_str()).await.unwrap();
     }
 }
 
@@ -96,17 +110,15 @@ async fn a_plain_job_has_no_hash_until_its_claim_writes_the_posts_fields() {
 #[tokio::test]
 async fn a_lean_jobs_wait_is_counted_from_its_post() {
     let (b, q) = board_and_queue("lean-wait").await;
-    let before = b.stats(&q, None).await.unwrap().wait.count;
+    assert_eq!(b.stats(&q, None).await.unwrap().wait.count, 0);
     let id = b.post(&q, NewJob::new("waits")).await.unwrap();
     let posted = created_ms(&b, &q, id.as_str()).await;
     server_clock_passes(&b, posted + 300).await;
     let c = claim_one(&b, &q).await;
     let stats = b.stats(&q, None).await.unwrap();
-    assert_eq!(stats.wait.count, before + 1);
-    // The only wait on this queue, at least the 300 ms the clock passed.
-    if before == 0 {
-        assert!(stats.wait.mean_ms >= 300.0, "wait {} ms", stats.wait.mean_ms);
-    }
+    assert_eq!(stats.wait.count, 1);
+    // At least the 300 ms the clock passed.
+    assert!(stats.wait.mean_ms >= 300.0, "wait {} ms", stats.wait.mean_ms);
     b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
 }
 
@@ -132,6 +144,7 @@ async fn verbs_on_a_ready_lean_job_keep_what_its_post_said() {
     let first = b.post(&q, NewJob::new("first")).await.unwrap();
     let second = b.post(&q, NewJob::new("second")).await.unwrap();
     let third = b.post(&q, NewJob::new("third")).await.unwrap();
+    b.post(&q, NewJob::new("untouched")).await.unwrap();
     let gone = b.post(&q, NewJob::new("gone")).await.unwrap();
     let posted = created_ms(&b, &q, third.as_str()).await;
 
@@ -158,9 +171,9 @@ async fn verbs_on_a_ready_lean_job_keep_what_its_post_said() {
         b.history(&q, &third).await.unwrap()[0]["at"].as_i64(),
         Some(posted)
     );
-    // The new priority first, then FIFO among the rest.
-    let got = claim(&b, &q, 3).await;
-    assert_eq!(names(&got), ["third", "first", "second"]);
+    // The new priority first, then FIFO among the rest (lean or not).
+    let got = claim(&b, &q, 4).await;
+    assert_eq!(names(&got), ["third", "first", "second", "untouched"]);
     assert_eq!(b.show(&q, &second).await.unwrap().tags, ["blue"]);
     for c in got {
         b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
@@ -172,18 +185,10 @@ async fn a_lean_job_taskflow_trashed_or_consumed_is_recorded_finished() {
     let (b, q) = board_and_queue("lean-gone").await;
     let trashed = b.post(&q, NewJob::new("trashed-outside")).await.unwrap();
     let consumed = b.post(&q, NewJob::new("consumed-outside")).await.unwrap();
-    let keys = b.keys(&q).unwrap();
-    let mut con = b.connection();
-    // What taskflow's trash and consume do to the listings (and nothing
-    // else of ours): the posting moves to the trash, or goes.
-    let posting: Vec<u8> = con.hget(keys.listings(), trashed.as_str()).await.unwrap();
-    let _: () = con.hset(keys.trash(), trashed.as_str(), posting).await.unwrap();
-    let _: () = con
-        .hdel(keys.listings(), &[trashed.as_str(), consumed.as_str()])
-        .await
-        .unwrap();
-    // A claim meets both and finds nothing to run.
+    finished_outside(&b, &q, &[&trashed], &[&consumed]).await;
+    // A claim meets both, finds nothing to run, and records them.
     assert!(claim(&b, &q, 2).await.is_empty());
+    assert!(hashed(&b, &q, trashed.as_str()).await && hashed(&b, &q, consumed.as_str()).await);
     let t = b.show(&q, &trashed).await.unwrap();
     assert_eq!((t.name.as_str(), t.state), ("trashed-outside", JobState::Trashed));
     assert_eq!(b.show(&q, &consumed).await.unwrap().state, JobState::Completed);
@@ -194,17 +199,11 @@ async fn a_lean_job_taskflow_finished_before_any_claim_is_still_found() {
     let (b, q) = board_and_queue("lean-early").await;
     let consumed = b.post(&q, NewJob::new("consumed-early")).await.unwrap();
     let trashed = b.post(&q, NewJob::new("trashed-early")).await.unwrap();
-    let keys = b.keys(&q).unwrap();
-    let mut con = b.connection();
-    let posting: Vec<u8> = con.hget(keys.listings(), trashed.as_str()).await.unwrap();
-    let _: () = con.hset(keys.trash(), trashed.as_str(), posting).await.unwrap();
-    let _: () = con
-        .hdel(keys.listings(), &[trashed.as_str(), consumed.as_str()])
-        .await
-        .unwrap();
+    finished_outside(&b, &q, &[&trashed], &[&consumed]).await;
 
     // No claim has met them yet: neither has a hash.
     assert_eq!(b.show(&q, &consumed).await.unwrap().state, JobState::Completed);
+    assert!(b.history(&q, &consumed).await.unwrap().is_empty());
     assert_eq!(b.queues_of(&consumed).await.unwrap(), std::slice::from_ref(&q));
     let history = b.history(&q, &trashed).await.unwrap();
     assert_eq!(
@@ -214,7 +213,14 @@ async fn a_lean_job_taskflow_finished_before_any_claim_is_still_found() {
     // Once a claim met it, a lean job taskflow consumed keeps a history
     // without its post (its post time went with the posting).
     assert!(claim(&b, &q, 2).await.is_empty());
-    b.history(&q, &consumed).await.unwrap();
+    let events: Vec<_> = b
+        .history(&q, &consumed)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].clone())
+        .collect();
+    assert_eq!(events, ["consumed"]);
     assert_eq!(b.show(&q, &consumed).await.unwrap().state, JobState::Completed);
 }
 
@@ -222,11 +228,7 @@ async fn a_lean_job_taskflow_finished_before_any_claim_is_still_found() {
 async fn a_lean_job_taskflow_trashed_before_any_claim_can_be_retried() {
     let (b, q) = board_and_queue("lean-retry").await;
     let id = b.post(&q, NewJob::new("again-please")).await.unwrap();
-    let keys = b.keys(&q).unwrap();
-    let mut con = b.connection();
-    let posting: Vec<u8> = con.hget(keys.listings(), id.as_str()).await.unwrap();
-    let _: () = con.hset(keys.trash(), id.as_str(), posting).await.unwrap();
-    let _: () = con.hdel(keys.listings(), id.as_str()).await.unwrap();
+    finished_outside(&b, &q, &[&id], &[]).await;
     for done in b.retry(&q, std::slice::from_ref(&id)).await.unwrap() {
         done.unwrap();
     }
@@ -242,11 +244,7 @@ async fn a_lean_job_taskflow_trashed_before_any_claim_can_be_retried() {
 async fn a_purged_lean_job_does_not_come_back() {
     let (b, q) = board_and_queue("lean-purge").await;
     let id = b.post(&q, NewJob::new("purged")).await.unwrap();
-    let keys = b.keys(&q).unwrap();
-    let mut con = b.connection();
-    let posting: Vec<u8> = con.hget(keys.listings(), id.as_str()).await.unwrap();
-    let _: () = con.hset(keys.trash(), id.as_str(), posting).await.unwrap();
-    let _: () = con.hdel(keys.listings(), id.as_str()).await.unwrap();
+    finished_outside(&b, &q, &[&id], &[]).await;
     for done in b.purge(&q, std::slice::from_ref(&id)).await.unwrap() {
         done.unwrap();
     }
@@ -272,6 +270,31 @@ async fn a_lean_job_with_a_long_name_reads_whole() {
             "name of {len} bytes"
         );
     }
+}
+
+#[tokio::test]
+async fn a_lean_job_gets_the_default_attempts_then_goes_to_the_trash() {
+    let (b, q) = board_and_queue("lean-attempts").await;
+    let id = b.post(&q, NewJob::new("flaky")).await.unwrap();
+    for attempt in 1..=DEFAULT_MAX_ATTEMPTS {
+        let c = claim_one(&b, &q).await;
+        assert_eq!((c.attempt, c.max_attempts), (attempt, DEFAULT_MAX_ATTEMPTS));
+        let state = b
+            .abandon(jobworker_tests::copy_of(&c.lease), retry_now("boom"))
+            .await
+            .unwrap();
+        let expected = if attempt < DEFAULT_MAX_ATTEMPTS {
+            JobState::Ready
+        } else {
+            JobState::Trashed
+        };
+        assert_eq!(state, expected, "after attempt {attempt}");
+    }
+    let trashed = b.show(&q, &id).await.unwrap();
+    assert_eq!(
+        (trashed.name.as_str(), trashed.attempts),
+        ("flaky", DEFAULT_MAX_ATTEMPTS)
+    );
 }
 
 #[tokio::test]

@@ -13,6 +13,9 @@ end
 -- effects: trash copy, last_modified set, owner and listing deleted), in
 -- the failure group of the reason.
 local function trash_job(id, reason, s, us, now_ms)
+  -- (A lean job taskflow claimed, trashed through a lease without a
+  -- token: its hash gets the post's fields first.)
+  adopt(id)
   local posting = redis.call('HGET', K_LISTINGS, id)
   if posting then redis.call('HSET', K_TRASH, id, posting) end
   redis.call('SET', modified_key(id), oslo_datetime(s, us))

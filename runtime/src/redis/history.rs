@@ -29,15 +29,18 @@ impl RedisBoard {
             ])
             .zscore(keys.completed(), id)
             .hget(keys.listings(), id)
-            .hget(keys.trash(), id);
+            .hget(keys.trash(), id)
+            .zscore(keys.ready(), id);
         type Fetched = (
             Vec<String>,
             Vec<Option<String>>,
             Option<f64>,
             Option<Vec<u8>>,
             Option<Vec<u8>>,
+            Option<f64>,
         );
-        let (entries, fields, completed_at, listing, trashed): Fetched = self.conn.query_pipe(&pipe).await?;
+        let (entries, fields, completed_at, listing, trashed, ready): Fetched =
+            self.conn.query_pipe(&pipe).await?;
         let field = |k: usize| fields.get(k).cloned().flatten();
         let num = |k: usize| field(k).and_then(|v| v.parse::<i64>().ok());
         let (state, finished, token) = (field(2), num(3), num(4));
@@ -45,7 +48,12 @@ impl RedisBoard {
             .map(|at| (at, field(1)))
             .or_else(|| lean_posted(listing.or(trashed)));
         if posted.is_none() && fields.iter().all(Option::is_none) {
-            return Err(Error::not_found(queue, id));
+            // (Only its place in the ready index: a lean job taskflow
+            // consumed before a claim met it, which has no history.)
+            return match ready {
+                Some(_) => Ok(Vec::new()),
+                None => Err(Error::not_found(queue, id)),
+            };
         }
         let event =
             |event: &str, at: i64| serde_json::json!({ "event": event, "queue": queue, "job": id, "at": at });
@@ -85,9 +93,6 @@ impl RedisBoard {
     }
 }
 
-/// The worker of a job's latest claim, from its `claimed_by` field: a
-/// claim call marks it with a newline, its number and for a suspect a '!'
-/// (`lua/lib/claim_jobs.lua`).
 /// A lean job's post time (ms) and name, from its posting (listed, or
 /// in the trash): it has no job hash before its first claim
 /// (`lua/lib/lean.lua`).
@@ -99,6 +104,9 @@ fn lean_posted(posting: Option<Vec<u8>>) -> Option<(i64, Option<String>)> {
     }
 }
 
+/// The worker of a job's latest claim, from its `claimed_by` field: a
+/// claim call marks it with a newline, its number and for a suspect a '!'
+/// (`lua/lib/claim_jobs.lua`).
 fn claimer(claimed_by: String) -> String {
     match claimed_by.rsplit_once('\n') {
         Some((who, call)) if is_call_mark(call) => who.to_owned(),

@@ -91,6 +91,10 @@ fn interpret(keys: &QueueKeys, id: &str, facts: Facts) -> Option<JobInfo> {
     };
     let owner = owner.map(|o| String::from_utf8_lossy(&o).into_owned());
     let mut info = recorded_info(keys, id, &job, state, owner, run_at, pttl);
+    if job.is_empty() && ready.is_none() {
+        // taskflow's, not indexed yet: no limit of ours.
+        info.max_attempts = 0;
+    }
     let modified = modified.and_then(|m| OsloDateTime::decode_ext(&m).ok());
     let bytes = listing.or(held).or(trashed).or(quarantined);
     match bytes.as_deref().map(decode_posting) {
@@ -121,8 +125,7 @@ fn recorded_info(
         priority: num("prio").unwrap_or(0) as i32,
         owner,
         attempts: num("attempts").unwrap_or(0) as u32,
-        // (No `max`: a lean job, posted without a hash with the default
-        // attempts, lua/lib/lean.lua; or taskflow's, not yet indexed.)
+        // (No `max`: a lean job's default attempts, lua/lib/lean.lua.)
         max_attempts: num("max").map_or(DEFAULT_MAX_ATTEMPTS, |m| m as u32),
         token: num("token").unwrap_or(0) as u64,
         expires_in_ms: (state == JobState::Claimed && pttl >= 0).then_some(pttl),
