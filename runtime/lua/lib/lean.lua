@@ -120,8 +120,8 @@ local function write_posted(id, facts)
 end
 
 -- Before a verb writes or reads the hash of job `id`: when it is a lean
--- job (in the ready index, its hash without `max`), writes the hash its
--- post would have written.
+-- job not claimed yet (in the ready index, unclaimed_lean), writes the
+-- hash its post would have written.
 local function adopt(id)
   if not unclaimed_lean(id) or not redis.call('ZSCORE', K_READY, id) then return end
   local posting = redis.call('HGET', K_LISTINGS, id)
@@ -130,10 +130,10 @@ local function adopt(id)
 end
 
 -- A job taken out of the ready index whose listing vanished behind our
--- back (lib/foreign.lua): when it was lean, its hash gets what the trash's copy of its posting
--- tells (taskflow trashed it), or at least its `max` (taskflow consumed
--- it: its name and post time went with the posting), so that it is
--- recorded as finished.
+-- back (lib/foreign.lua): when it was lean, its hash gets what the
+-- trash's copy of its posting tells (taskflow trashed it), or at least
+-- its `max` (taskflow consumed it: its name and post time went with the
+-- posting), so that it is recorded as finished.
 local function lean_vanished(id)
   if not unclaimed_lean(id) then return end
   local trashed = redis.call('HGET', K_TRASH, id)

@@ -4,6 +4,17 @@ use crate::codec::{decode_posting, CreatedOn};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::redis::board::RedisBoard;
+use crate::redis::keys::QueueKeys;
+
+/// `history_facts`' reply.
+type HistoryFacts = (
+    Vec<String>,
+    Vec<Option<String>>,
+    Option<f64>,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Option<f64>,
+);
 
 impl RedisBoard {
     /// A job's history, oldest event first: JSON objects with `event`,
@@ -13,34 +24,7 @@ impl RedisBoard {
     pub async fn history(&self, queue: &str, job: &JobId) -> Result<Vec<serde_json::Value>> {
         let keys = self.keys(queue)?;
         let id = job.as_str();
-        let mut pipe = redis::pipe();
-        pipe.lrange(keys.history(id), 0, -1)
-            .cmd("HMGET")
-            .arg(keys.job(id))
-            .arg(&[
-                "posted",
-                "name",
-                "state",
-                "finished",
-                "token",
-                "logged",
-                "claimed_at",
-                "claimed_by",
-            ])
-            .zscore(keys.completed(), id)
-            .hget(keys.listings(), id)
-            .hget(keys.trash(), id)
-            .zscore(keys.ready(), id);
-        type Fetched = (
-            Vec<String>,
-            Vec<Option<String>>,
-            Option<f64>,
-            Option<Vec<u8>>,
-            Option<Vec<u8>>,
-            Option<f64>,
-        );
-        let (entries, fields, completed_at, listing, trashed, ready): Fetched =
-            self.conn.query_pipe(&pipe).await?;
+        let (entries, fields, completed_at, listing, trashed, ready) = self.history_facts(&keys, id).await?;
         let field = |k: usize| fields.get(k).cloned().flatten();
         let num = |k: usize| field(k).and_then(|v| v.parse::<i64>().ok());
         let (state, finished, token) = (field(2), num(3), num(4));
@@ -90,6 +74,32 @@ impl RedisBoard {
             out.push(consumed);
         }
         Ok(out)
+    }
+
+    /// What `history` reads of job `id`, in one round trip: its history
+    /// list, the hash fields it rebuilds events from, its finish time in
+    /// the history index, its posting (listed or in the trash) and its
+    /// ready-index place.
+    async fn history_facts(&self, keys: &QueueKeys, id: &str) -> Result<HistoryFacts> {
+        let mut pipe = redis::pipe();
+        pipe.lrange(keys.history(id), 0, -1)
+            .cmd("HMGET")
+            .arg(keys.job(id))
+            .arg(&[
+                "posted",
+                "name",
+                "state",
+                "finished",
+                "token",
+                "logged",
+                "claimed_at",
+                "claimed_by",
+            ])
+            .zscore(keys.completed(), id)
+            .hget(keys.listings(), id)
+            .hget(keys.trash(), id)
+            .zscore(keys.ready(), id);
+        self.conn.query_pipe(&pipe).await
     }
 }
 
