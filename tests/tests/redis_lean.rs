@@ -97,14 +97,7 @@ async fn a_plain_job_has_no_hash_until_its_claim_writes_the_posts_fields() {
         (done.priority, done.max_attempts, done.sequence),
         (0, DEFAULT_MAX_ATTEMPTS, shown.sequence)
     );
-    let events: Vec<String> = b
-        .history(&q, &id)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e["event"].to_string())
-        .collect();
-    assert_eq!(events, ["\"posted\"", "\"claimed\"", "\"consumed\""]);
+    assert_eq!(event_kinds(&b, &q, &id).await, ["posted", "claimed", "consumed"]);
 }
 
 #[tokio::test]
@@ -213,14 +206,7 @@ async fn a_lean_job_taskflow_finished_before_any_claim_is_still_found() {
     // Once a claim met it, a lean job taskflow consumed keeps a history
     // without its post (its post time went with the posting).
     assert!(claim(&b, &q, 2).await.is_empty());
-    let events: Vec<_> = b
-        .history(&q, &consumed)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e["event"].clone())
-        .collect();
-    assert_eq!(events, ["consumed"]);
+    assert_eq!(event_kinds(&b, &q, &consumed).await, ["consumed"]);
     assert_eq!(b.show(&q, &consumed).await.unwrap().state, JobState::Completed);
 }
 
