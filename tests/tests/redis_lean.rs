@@ -296,3 +296,53 @@ async fn the_indexer_leaves_a_lean_job_as_it_is() {
     assert_eq!(c.name, "indexed-once");
     b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
 }
+
+/// A job posted with a lean job as its dependency (in its queue and in
+/// another) marks the lean job's hash as having dependents: the lean job
+/// still reads as its post wrote it, runs with its default attempts, and
+/// its consume releases both dependents.
+#[tokio::test]
+async fn a_lean_job_that_others_depend_on_reads_and_runs_as_posted() {
+    let (b, [q, other]) = board_and_queues(["lean-dep", "lean-dep-other"]).await;
+    let parent = b.post(&q, NewJob::new("parent")).await.unwrap();
+    let posted = created_ms(&b, &q, parent.as_str()).await;
+    let here = b
+        .post(&q, NewJob::new("here").depends_on(parent.clone()))
+        .await
+        .unwrap();
+    let there = b
+        .post(
+            &other,
+            NewJob::new("there").depends_on_in(q.clone(), parent.clone()),
+        )
+        .await
+        .unwrap();
+    assert!(
+        hashed(&b, &q, parent.as_str()).await,
+        "the dependents' mark is in a hash"
+    );
+
+    let shown = b.show(&q, &parent).await.unwrap();
+    assert_eq!((shown.name.as_str(), shown.state), ("parent", JobState::Ready));
+    assert_eq!((shown.priority, shown.max_attempts), (0, DEFAULT_MAX_ATTEMPTS));
+    let history = b.history(&q, &parent).await.unwrap();
+    assert_eq!(
+        (history[0]["name"].as_str(), history[0]["at"].as_i64()),
+        (Some("parent"), Some(posted))
+    );
+
+    let c = claim_one(&b, &q).await;
+    assert_eq!(
+        (c.lease.job(), c.name.as_str(), c.max_attempts),
+        (&parent, "parent", DEFAULT_MAX_ATTEMPTS)
+    );
+    b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
+    let done = b.show(&q, &parent).await.unwrap();
+    assert_eq!((done.name.as_str(), done.state), ("parent", JobState::Completed));
+    assert_eq!(
+        event_kinds(&b, &q, &parent).await,
+        ["posted", "claimed", "consumed"]
+    );
+    assert_eq!(claim_one(&b, &q).await.lease.job(), &here);
+    assert_eq!(claim_one(&b, &other).await.lease.job(), &there);
+}
