@@ -1,7 +1,7 @@
 -- abandon.lua: gives a claim back (taskflow's abandon), with or without
 -- counting a failed attempt.
 --
--- include: time, msgpack, lease, failure, history, ready
+-- include: time, msgpack, lease, failure, history, ready, lean
 -- KEYS:  listings trash ready scheduled leases queue failed tracked trashed.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
@@ -18,6 +18,9 @@
 local id, who, token, mode = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local refused = check_listed_lease(id, who, token)
 if refused then return refused end
+-- A claim made outside jobworker (token '0') may hold a lean job: its
+-- hash gets what its post would have written before it goes back.
+adopt(id)
 local s, us, now_ms = now()
 redis.call('DEL', owned_key(id))
 redis.call('SET', modified_key(id), oslo_datetime(s, us))
@@ -28,6 +31,8 @@ if mode == 'retry' then
   if count_attempt(id, ARGV[9], s, us, now_ms) then return {'ok', 'trashed'} end
   local delay = tonumber(ARGV[8])
   if delay > 0 then
+    -- (A claim made outside jobworker left the job in the ready index.)
+    if token == '0' then redis.call('ZREM', K_READY, id) end
     redis.call('ZADD', K_SCHEDULED, now_ms + delay, id)
     redis.call('HSET', job, 'state', 'scheduled', 'run_at', now_ms + delay)
     redis.call(PUBLISH, ARGV[10], 'scheduled')

@@ -3,10 +3,12 @@
 //! job hash until its first claim (`runtime/lua/lib/lean.lua`). Every
 //! reader and verb sees it as if it had one.
 
+use std::time::Duration;
+
 use jobworker::codec::{decode_posting, CreatedOn};
 use jobworker::job::DEFAULT_MAX_ATTEMPTS;
 use jobworker::redis::RedisBoard;
-use jobworker::{Board, JobId, JobState, NewJob, Priority};
+use jobworker::{Abandon, Board, JobId, JobState, NewJob, Priority};
 use jobworker_tests::features::*;
 use redis::AsyncCommands;
 
@@ -345,4 +347,61 @@ async fn a_lean_job_that_others_depend_on_reads_and_runs_as_posted() {
     );
     assert_eq!(claim_one(&b, &q).await.lease.job(), &here);
     assert_eq!(claim_one(&b, &other).await.lease.job(), &there);
+}
+
+/// What taskflow's claim of job `id` does: its owner key, nothing of ours.
+async fn claimed_outside(b: &RedisBoard, q: &str, id: &JobId, owner: &str) -> jobworker::Lease {
+    let keys = b.keys(q).unwrap();
+    let _: () = b.connection().set(keys.owned(id.as_str()), owner).await.unwrap();
+    // Token 0: the verbs' `--any-token`, for a claim made outside jobworker.
+    jobworker::Lease::new(q, id.clone(), owner, 0)
+}
+
+/// A lean job taskflow claimed and jobworker gives back (`--any-token`)
+/// keeps its place behind the jobs posted before it.
+#[tokio::test]
+async fn a_lean_job_taskflow_claimed_and_given_back_keeps_its_place() {
+    let (b, q) = board_and_queue("lean-back").await;
+    b.post(&q, NewJob::new("older")).await.unwrap();
+    let taken = b.post(&q, NewJob::new("taken")).await.unwrap();
+    let lease = claimed_outside(&b, &q, &taken, "taskflow-owner").await;
+    b.abandon(lease, Abandon::Release).await.unwrap();
+    let shown = b.show(&q, &taken).await.unwrap();
+    assert_eq!((shown.name.as_str(), shown.priority), ("taken", 0));
+    let got = claim(&b, &q, 2).await;
+    assert_eq!(names(&got), ["older", "taken"]);
+    for c in got {
+        b.consume(jobworker_tests::copy_of(&c.lease)).await.unwrap();
+    }
+
+    // Failed there, to retry later: it waits out its delay.
+    let failed = b.post(&q, NewJob::new("failed")).await.unwrap();
+    let lease = claimed_outside(&b, &q, &failed, "taskflow-owner").await;
+    let retry = Abandon::Retry {
+        delay: Duration::from_secs(600),
+        error: "boom".into(),
+    };
+    b.abandon(lease, retry).await.unwrap();
+    let shown = b.show(&q, &failed).await.unwrap();
+    assert_eq!((shown.state, shown.attempts), (JobState::Scheduled, 1));
+    let counts = &b.overview(std::slice::from_ref(&q)).await.unwrap()[0].counts;
+    assert_eq!((counts.ready, counts.scheduled), (Some(0), Some(1)));
+    assert!(claim(&b, &q, 1).await.is_empty());
+}
+
+/// A lean job taskflow claimed and jobworker consumes (`--any-token`) is
+/// completed once: it leaves the ready index, and no claim meets it
+/// again.
+#[tokio::test]
+async fn a_lean_job_taskflow_claimed_and_consumed_here_is_completed_once() {
+    let (b, q) = board_and_queue("lean-done").await;
+    let id = b.post(&q, NewJob::new("done-here")).await.unwrap();
+    let lease = claimed_outside(&b, &q, &id, "taskflow-owner").await;
+    b.consume(lease).await.unwrap();
+    assert_eq!(b.show(&q, &id).await.unwrap().state, JobState::Completed);
+    let counts = &b.overview(std::slice::from_ref(&q)).await.unwrap()[0].counts;
+    assert_eq!((counts.ready, counts.completed), (Some(0), Some(1)));
+    assert!(claim(&b, &q, 1).await.is_empty());
+    assert_eq!(b.show(&q, &id).await.unwrap().state, JobState::Completed);
+    assert_eq!(event_kinds(&b, &q, &id).await, ["posted", "consumed"]);
 }

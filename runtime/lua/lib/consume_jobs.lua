@@ -1,6 +1,6 @@
 -- lib/consume_jobs.lua: the consume of consume.lua (effects and statuses:
 -- its header), also run by consume_then_claim.lua before its claim.
--- include: time, lease, events, deps, retention
+-- include: time, lease, events, deps, retention, lean
 
 -- Whether job `id`, no longer held by `who` with `token`, was consumed
 -- by it: completed, and its hash (which a consume leaves as it is) names
@@ -25,7 +25,9 @@ local function consume_jobs(out, args, first, keep, now_ms, again)
   local owned = {}
   for i = first, #args - 2, 3 do owned[#owned + 1] = owned_key(args[i]) end
   local owners = #owned > 0 and redis.call('MGET', unpack(owned)) or {}
-  local gone, done = {}, {}
+  -- `unready`: jobs consumed under a claim made outside jobworker (token
+  -- '0'), still in the ready index.
+  local gone, done, unready = {}, {}, {}
   for i = first, #args - 2, 3 do
     local id, who, token = args[i], args[i + 1], args[i + 2]
     local owned_id = owned[(i - first) / 3 + 1]
@@ -36,8 +38,11 @@ local function consume_jobs(out, args, first, keep, now_ms, again)
     if owner ~= who or (token ~= '0' and v[1] ~= token) then
       refused = {'not_owner', owner or ''}
       if redis.call('HEXISTS', K_LISTINGS, id) == 0 then refused = unlisted(id) end
-    elseif redis.call('HDEL', K_LISTINGS, id) == 0 then
-      refused = unlisted(id)
+    else
+      -- A lean job claimed outside jobworker: its post's fields, before
+      -- its listing goes.
+      if token == '0' then adopt(id) end
+      if redis.call('HDEL', K_LISTINGS, id) == 0 then refused = unlisted(id) end
     end
     if refused and again and consumed_by(id, who, token, v[1]) then
       out[#out + 1] = 'ok'
@@ -49,6 +54,7 @@ local function consume_jobs(out, args, first, keep, now_ms, again)
       gone[#gone + 1] = owned_id
       gone[#gone + 1] = modified_key(id)
       done[#done + 1] = id
+      if token == '0' then unready[#unready + 1] = id end
       if v[2] then runs[#runs + 1] = math.max(0, now_ms - tonumber(v[2])) end
       if heard(id) then publish(id, now_ms, 'consumed', {worker = who}) end
       if v[3] then released = released + release_dependents(id, now_ms) end
@@ -63,6 +69,7 @@ local function consume_jobs(out, args, first, keep, now_ms, again)
   if #done > 0 then
     redis.call('DEL', unpack(gone))
     redis.call('ZREM', K_LEASES, unpack(done))
+    if #unready > 0 then redis.call('ZREM', K_READY, unpack(unready)) end
     if keep > 0 then
       local history, at = {}, ms_text(now_ms)
       for _, id in ipairs(done) do
