@@ -317,3 +317,41 @@ async fn a_hand_off_read_late_is_given_back_not_started() {
     assert_eq!(*got.lease.job(), id);
     board.consume(got.lease).await.unwrap();
 }
+
+/// A server that stops answering after the wait's pub/sub connection
+/// opened (frozen here; a cut link looks the same): a wait that must
+/// subscribe fails within its reply timeout, instead of holding its
+/// worker until the server answers; once it answers, the next wait opens
+/// a new connection and sees work again.
+#[tokio::test]
+async fn a_wait_whose_subscribe_goes_unanswered_fails_and_the_next_one_works() {
+    use jobworker::embedded::{RedisServer, ServerOptions};
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
+    let (q1, q2) = (unique_queue("unanswered"), unique_queue("unanswered-new"));
+    // The wait's connection, open and subscribed to q1's channels.
+    board
+        .wait_as(&[&q1], Some("w"), Duration::from_millis(10))
+        .await
+        .unwrap();
+
+    let pid = server.pid() as i32;
+    // SAFETY: signals to the test's own redis-server.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let waited = tokio::time::timeout(
+        Duration::from_secs(60),
+        board.wait_as(&[&q2], Some("w"), Duration::from_secs(1)),
+    )
+    .await;
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let failed = waited.expect("the wait was still waiting for its subscribe after 60 s");
+    assert!(failed.is_err(), "a wait on a frozen server: {failed:?}");
+
+    board.post(&q2, NewJob::new("after")).await.unwrap();
+    let woken = board
+        .wait_as(&[&q2], Some("w"), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(woken.work, "{woken:?}");
+}

@@ -45,17 +45,20 @@ impl Subscriber {
 
     /// Subscribes to `channel` (sharded on a cluster).
     pub(crate) async fn subscribe(&mut self, channel: &str) -> Result<()> {
-        match self {
-            Subscriber::Plain(p) => p.subscribe(channel).await?,
-            Subscriber::Cluster { con, .. } => con.ssubscribe(channel).await?,
-        }
-        Ok(())
+        answered("SUBSCRIBE", async {
+            match self {
+                Subscriber::Plain(p) => p.subscribe(channel).await?,
+                Subscriber::Cluster { con, .. } => con.ssubscribe(channel).await?,
+            }
+            Ok(())
+        })
+        .await
     }
 
     /// Subscribes to a channel pattern; a cluster has no sharded patterns.
     pub(crate) async fn psubscribe(&mut self, pattern: &str) -> Result<()> {
         match self {
-            Subscriber::Plain(p) => Ok(p.psubscribe(pattern).await?),
+            Subscriber::Plain(p) => answered("PSUBSCRIBE", async { Ok(p.psubscribe(pattern).await?) }).await,
             Subscriber::Cluster { .. } => {
                 Err(Error::invalid("a redis cluster has no sharded channel patterns"))
             }
@@ -66,17 +69,19 @@ impl Subscriber {
     /// a cluster): messages come in order on a connection, so once it is
     /// back every message sent there before is here.
     pub(crate) async fn ping(&mut self, channel: &str) -> Result<()> {
-        match self {
-            Subscriber::Plain(p) => p.ping::<redis::Value>().await.map(drop)?,
-            Subscriber::Cluster { con, .. } => {
-                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(
-                    channel,
-                    SlotAddr::Master,
-                )));
-                con.route_command(redis::cmd("PING"), route).await.map(drop)?
+        answered("PING", async {
+            match self {
+                Subscriber::Plain(p) => p.ping::<redis::Value>().await.map(drop)?,
+                Subscriber::Cluster { con, .. } => {
+                    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                        Route::with_key(channel, SlotAddr::Master),
+                    ));
+                    con.route_command(redis::cmd("PING"), route).await.map(drop)?
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
     /// The next message; `None` once the connection is closed for good.
@@ -104,6 +109,26 @@ impl Subscriber {
 
 /// How long opening a plain pub/sub connection may take.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a subscribe or a ping may wait for its reply (a command's
+/// own timeout, `connect.rs`; redis-rs sets none on a pub/sub connection).
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `call`, failed when the server has not answered `what` within
+/// [`REPLY_TIMEOUT`]: a server that answers nothing (frozen, or cut off
+/// after the connection opened) fails the call rather than holding its
+/// caller until it answers. The worker's wait then drops the connection
+/// and opens another at its next call; a subscription over every queue
+/// subscribes again at its next round (a subscribe is idempotent).
+async fn answered<T>(what: &str, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    tokio::time::timeout(REPLY_TIMEOUT, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::unavailable(format!(
+                "redis did not answer {what} on the pub/sub connection within {REPLY_TIMEOUT:?}"
+            )))
+        })
+}
 
 /// How often a subscription over every queue looks for new queues.
 const NEW_QUEUES_EVERY: Duration = Duration::from_secs(2);
