@@ -20,6 +20,7 @@ mod history;
 mod index;
 mod inspect;
 mod invocation;
+mod keepalive;
 mod keys;
 mod leader;
 mod link;

@@ -260,3 +260,69 @@ async fn a_bulk_post_cut_by_a_dropped_connection_posts_each_job_once() {
         .unwrap();
     assert_eq!(indexed, jobs.len(), "every job is ready");
 }
+
+/// The TCP options of this process's sockets connected to `port`:
+/// (SO_KEEPALIVE, TCP_KEEPIDLE s, TCP_USER_TIMEOUT ms, TCP_NODELAY).
+fn socket_options_to(port: u16) -> Vec<(i32, i32, i32, i32)> {
+    let option = |fd: i32, level: i32, name: i32| {
+        let mut value: libc::c_int = -1;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: a c_int-sized buffer for an int-valued socket option.
+        unsafe { libc::getsockopt(fd, level, name, (&mut value as *mut libc::c_int).cast(), &mut len) };
+        value
+    };
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Ok(fd) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let mut peer: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: a sockaddr_in-sized buffer; fails harmlessly on other fds.
+        let named = unsafe { libc::getpeername(fd, (&mut peer as *mut libc::sockaddr_in).cast(), &mut len) };
+        if named != 0 || i32::from(peer.sin_family) != libc::AF_INET || u16::from_be(peer.sin_port) != port {
+            continue;
+        }
+        found.push((
+            option(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE),
+            option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE),
+            option(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT),
+            option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY),
+        ));
+    }
+    found
+}
+
+/// Every connection a board opens (commands, and the pub/sub connection
+/// a wait keeps) has keepalive probes after 30 s idle, a 30 s user
+/// timeout and no Nagle delay: a connection whose peer vanished without
+/// a word (a cut link, a NAT that dropped the flow) fails within about a
+/// minute and is opened again.
+#[tokio::test]
+async fn every_connection_of_a_board_has_keepalive_and_a_user_timeout() {
+    let server = RedisServer::start(ServerOptions::default()).unwrap();
+    let port: u16 = server
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let board = RedisBoard::connect(&server.url()).await.unwrap();
+    let q = unique_queue("keepalive");
+    board.post(&q, NewJob::new("k")).await.unwrap();
+    board
+        .wait_as(&[&q], Some("w"), Duration::from_millis(10))
+        .await
+        .unwrap();
+    let sockets = socket_options_to(port);
+    assert!(sockets.len() >= 2, "command and pub/sub connections: {sockets:?}");
+    for options in sockets {
+        assert_eq!(
+            options,
+            (1, 30, 30_000, 1),
+            "(keepalive, idle s, user timeout ms, nodelay)"
+        );
+    }
+}

@@ -92,7 +92,8 @@ impl ClusterUrl {
             .min_retry_wait(RETRY_WAIT_MS.0)
             .max_retry_wait(RETRY_WAIT_MS.1)
             .connection_timeout(CONNECT_TIMEOUT)
-            .response_timeout(RESPONSE_TIMEOUT);
+            .response_timeout(RESPONSE_TIMEOUT)
+            .tcp_settings(crate::redis::keepalive::tcp_settings());
         if self.tls {
             builder = builder.tls(TlsMode::Secure);
             if let Some(certs) = private_ca()? {

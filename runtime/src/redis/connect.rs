@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::IntoConnectionInfo;
 
 use crate::error::{Error, Result};
 use crate::redis::cluster;
 use crate::redis::durability::Durability;
+use crate::redis::keepalive;
 pub use crate::redis::link::RedisConnection;
 use crate::redis::sentinel::{self, FollowMaster};
 use crate::redis::subscribe::Subscriber;
@@ -120,12 +122,19 @@ pub(crate) fn private_ca() -> Result<Option<redis::TlsCertificates>> {
     }))
 }
 
-/// The client of a one-server URL (not a sentinel URL).
+/// The client of a one-server URL (not a sentinel URL), its TCP
+/// connections with keepalive (`keepalive.rs`).
 pub(crate) fn client(url: &str) -> Result<redis::Client> {
     let bad = |e: redis::RedisError| Error::invalid(format!("bad redis url {}: {e}", redact(url)));
+    let info = url
+        .into_connection_info()
+        .map_err(bad)?
+        .set_tcp_settings(keepalive::tcp_settings());
     match private_ca()? {
-        Some(certs) if url.starts_with("rediss://") => redis::Client::build_with_tls(url, certs).map_err(bad),
-        _ => redis::Client::open(url).map_err(bad),
+        Some(certs) if url.starts_with("rediss://") => {
+            redis::Client::build_with_tls(info, certs).map_err(bad)
+        }
+        _ => redis::Client::open(info).map_err(bad),
     }
 }
 
