@@ -165,6 +165,38 @@ impl FirstRuns {
         shown
     }
 
+    /// The server's clock and each job's lease as Redis holds it (its
+    /// score in the lease index, its owner key and that key's time to
+    /// live), for a failure's message.
+    pub async fn leases(&self) -> String {
+        let board = RedisBoard::connect(&self.url).await.unwrap();
+        let keys = board.keys(&self.q).unwrap();
+        let mut con = board.connection();
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut con).await.unwrap_or_default();
+        let mut out = format!("server time {} ms", secs * 1000 + micros / 1000);
+        for id in &self.ids {
+            let score: Option<f64> = redis::cmd("ZSCORE")
+                .arg(keys.leases())
+                .arg(id.as_str())
+                .query_async(&mut con)
+                .await
+                .unwrap_or_default();
+            let owned = keys.owned(id.as_str());
+            let owner: Option<String> = redis::cmd("GET")
+                .arg(&owned)
+                .query_async(&mut con)
+                .await
+                .unwrap_or_default();
+            let ttl: i64 = redis::cmd("PTTL")
+                .arg(&owned)
+                .query_async(&mut con)
+                .await
+                .unwrap_or_default();
+            out += &format!("; {id}: lease index {score:?}, owner {owner:?}, owner key pttl {ttl} ms");
+        }
+        out
+    }
+
     /// A new supervisor on their queue, with the same flags.
     pub fn supervisor(&self) -> Supervisor {
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
@@ -185,8 +217,9 @@ impl FirstRuns {
             }
             if std::time::Instant::now() >= deadline {
                 panic!(
-                    "timed out after {limit:?}: every job to run again\nthe board shows: {:?}\nthe runs: {:?}\nthe log before:\n{}\nthe log after:\n{}",
+                    "timed out after {limit:?}: every job to run again\nthe board shows: {:?}\nthe leases: {}\nthe runs: {:?}\nthe log before:\n{}\nthe log after:\n{}",
                     self.shown().await,
+                    self.leases().await,
                     self.runs.all(),
                     stopped.log(),
                     again.log()
