@@ -10,7 +10,10 @@
 --        9 error text (retry), 10 notify channel.
 -- Effects: DEL owned, SET last_modified (taskflow's); for 'retry' the
 --        attempt is counted and the job is scheduled after the delay, or
---        trashed with the error once its attempts are used up.
+--        trashed with the error once its attempts are used up. Under a
+--        claim made outside jobworker (token '0'), the job may still be
+--        in the ready index: a lean one gets its hash first (lean.lua's
+--        adopt), and a scheduled one leaves the ready index.
 -- Returns: {'ok', state} (state 'ready' | 'scheduled' | 'trashed') |
 --        {'not_found'} | {'cancelled'} | {'not_owner', current
 --        owner or ''}
@@ -18,11 +21,13 @@
 local id, who, token, mode = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local refused = check_listed_lease(id, who, token)
 if refused then return refused end
+local s, us, now_ms = now()
+-- (The first write frees: a script without flags, past maxmemory, is
+-- refused only when its first write adds data.)
+redis.call('DEL', owned_key(id))
 -- A claim made outside jobworker (token '0') may hold a lean job: its
 -- hash gets what its post would have written before it goes back.
 adopt(id)
-local s, us, now_ms = now()
-redis.call('DEL', owned_key(id))
 redis.call('SET', modified_key(id), oslo_datetime(s, us))
 redis.call('ZREM', K_LEASES, id)
 local job = job_key(id)

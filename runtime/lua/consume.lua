@@ -16,7 +16,10 @@
 --        what says completed, the job hash is left as it is), or deleted
 --        when no history is kept; run time counted
 --        in today's statistics; 'consumed' event; dependents released
---        (this queue's at once, other queues' through the outbox).
+--        (this queue's at once, other queues' through the outbox). Under a
+--        claim made outside jobworker (token '0'), the job also leaves
+--        the ready index, and a lean one gets its hash from its posting
+--        first (lean.lua's adopt).
 --        Sent again, a job the first sending consumed (completed, its
 --        hash naming the same owner and token) is 'ok' and nothing more
 --        is done to it; with no history kept its hash is gone, and it is

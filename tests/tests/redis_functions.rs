@@ -165,6 +165,58 @@ async fn a_full_server_refuses_posts_and_still_drains() {
     }
 }
 
+/// Past `maxmemory`, jobs claimed outside jobworker (taskflow) that are
+/// still lean (no job hash yet) can be given back and consumed through a
+/// lease without a token, with the library as with scripts: those verbs
+/// free before they add (a script without flags is refused only when its
+/// first write adds data).
+#[tokio::test]
+async fn a_full_server_takes_back_and_consumes_jobs_claimed_outside() {
+    for functions in [true, false] {
+        let server = RedisServer::start(ServerOptions::default()).unwrap();
+        let board = board(&server.url(), functions).await;
+        let q = "full-outside";
+        let back = board.post(q, NewJob::new("back")).await.unwrap();
+        let done = board.post(q, NewJob::new("done")).await.unwrap();
+        let keys = board.keys(q).unwrap();
+        let mut leases = Vec::new();
+        for id in [&back, &done] {
+            let _: () = redis::cmd("SET")
+                .arg(keys.owned(id.as_str()))
+                .arg("taskflow")
+                .query_async(&mut board.connection())
+                .await
+                .unwrap();
+            leases.push(jobworker::Lease::new(q, id.clone(), "taskflow", 0));
+        }
+        config_set(&server, "maxmemory", "1").await;
+        let mut leases = leases.into_iter();
+        board
+            .abandon(leases.next().unwrap(), jobworker::Abandon::Release)
+            .await
+            .unwrap_or_else(|e| panic!("functions: {functions}: {e}"));
+        board
+            .consume(leases.next().unwrap())
+            .await
+            .unwrap_or_else(|e| panic!("functions: {functions}: {e}"));
+        config_set(&server, "maxmemory", "0").await;
+        let (back, done) = (
+            board.show(q, &back).await.unwrap(),
+            board.show(q, &done).await.unwrap(),
+        );
+        assert_eq!(
+            (back.name.as_str(), back.state),
+            ("back", JobState::Ready),
+            "functions: {functions}"
+        );
+        assert_eq!(
+            (done.name.as_str(), done.state),
+            ("done", JobState::Completed),
+            "functions: {functions}"
+        );
+    }
+}
+
 /// The library builds a queue's keys from its namespace and keeps them
 /// for the next calls, up to 1,000 queues, then starts afresh: through
 /// more queues than that, every job lands in its own queue's keys, and a

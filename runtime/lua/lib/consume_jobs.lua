@@ -39,10 +39,15 @@ local function consume_jobs(out, args, first, keep, now_ms, again)
       refused = {'not_owner', owner or ''}
       if redis.call('HEXISTS', K_LISTINGS, id) == 0 then refused = unlisted(id) end
     else
-      -- A lean job claimed outside jobworker: its post's fields, before
-      -- its listing goes.
-      if token == '0' then adopt(id) end
-      if redis.call('HDEL', K_LISTINGS, id) == 0 then refused = unlisted(id) end
+      -- A lean job claimed outside jobworker gets its post's fields from
+      -- its listing (read before the delete: a first write that frees
+      -- passes past maxmemory).
+      local posting = token == '0' and redis.call('HGET', K_LISTINGS, id)
+      if redis.call('HDEL', K_LISTINGS, id) == 0 then
+        refused = unlisted(id)
+      elseif posting then
+        adopt(id, posting)
+      end
     end
     if refused and again and consumed_by(id, who, token, v[1]) then
       out[#out + 1] = 'ok'

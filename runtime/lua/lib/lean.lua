@@ -121,10 +121,11 @@ end
 
 -- Before a verb writes or reads the hash of job `id`: when it is a lean
 -- job not claimed yet (in the ready index, unclaimed_lean), writes the
--- hash its post would have written.
-local function adopt(id)
+-- hash its post would have written, from `posting` (read from the
+-- listings when not given).
+local function adopt(id, posting)
   if not unclaimed_lean(id) or not redis.call('ZSCORE', K_READY, id) then return end
-  local posting = redis.call('HGET', K_LISTINGS, id)
+  posting = posting or redis.call('HGET', K_LISTINGS, id)
   local facts = posting and posting_facts(posting)
   if facts then write_posted(id, facts) end
 end

@@ -169,7 +169,10 @@ impl FirstRuns {
     /// score in the lease index, its owner key and that key's time to
     /// live), for a failure's message.
     pub async fn leases(&self) -> String {
-        let board = RedisBoard::connect(&self.url).await.unwrap();
+        let board = match RedisBoard::connect(&self.url).await {
+            Ok(board) => board,
+            Err(e) => return format!("cannot read them: {e}"),
+        };
         let keys = board.keys(&self.q).unwrap();
         let mut con = board.connection();
         let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut con).await.unwrap_or_default();
