@@ -1,13 +1,16 @@
 -- extend.lua: extends a held lease (the heartbeat; taskflow's extend_expiry
 -- plus an owner and fencing-token check).
 --
--- include: time, lease, history
--- KEYS:  listings leases queue tracked.
+-- include: time, lease, history, lean
+-- KEYS:  listings ready leases queue tracked.
 --        (queue keys, in this order: README.md; per-job keys are
 --        built inside from NS, so they carry the queue's hash tag)
 -- ARGV:  1-3 NS prefix, queue, event prefix; 4 job id, 5 owner string, 6 fencing token ('0' = no
 --        token check, for claims made by taskflow), 7 expiry ms (> 0).
--- Effects: PEXPIRE NS:<id>.owned; new lease deadline.
+-- Effects: PEXPIRE NS:<id>.owned; new lease deadline. Under a claim made
+--        outside jobworker (token '0'), the job leaves the ready index
+--        (it is claimed), a lean one with its hash written first
+--        (lean.lua's adopt).
 -- Returns: {'ok'} | {'not_found'} | {'cancelled'} | {'not_owner', current
 --        owner or ''}
 
@@ -23,4 +26,8 @@ if refused then
 end
 redis.call('PEXPIRE', owned_key(id), expiry_ms)
 redis.call('ZADD', K_LEASES, now_ms + expiry_ms, id)
+if token == '0' then
+  adopt(id)
+  redis.call('ZREM', K_READY, id)
+end
 return {'ok'}

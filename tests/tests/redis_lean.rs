@@ -405,3 +405,19 @@ async fn a_lean_job_taskflow_claimed_and_consumed_here_is_completed_once() {
     assert_eq!(b.show(&q, &id).await.unwrap().state, JobState::Completed);
     assert_eq!(event_kinds(&b, &q, &id).await, ["posted", "consumed"]);
 }
+
+/// A job taskflow claimed whose lease jobworker extends (`--any-token`)
+/// counts as claimed, not as ready as well, and a claim leaves it alone.
+#[tokio::test]
+async fn a_lean_job_taskflow_claimed_and_extended_here_counts_as_claimed_only() {
+    let (b, q) = board_and_queue("lean-extend").await;
+    let id = b.post(&q, NewJob::new("held-outside")).await.unwrap();
+    let lease = claimed_outside(&b, &q, &id, "taskflow-owner").await;
+    b.extend(&lease, Duration::from_secs(600)).await.unwrap();
+    let counts = &b.overview(std::slice::from_ref(&q)).await.unwrap()[0].counts;
+    assert_eq!((counts.ready, counts.claimed), (Some(0), Some(1)));
+    assert!(claim(&b, &q, 1).await.is_empty());
+    b.consume(lease).await.unwrap();
+    assert_eq!(b.show(&q, &id).await.unwrap().state, JobState::Completed);
+    assert_eq!(event_kinds(&b, &q, &id).await, ["posted", "consumed"]);
+}

@@ -467,6 +467,38 @@ async fn a_consume_whose_connection_dropped_is_reported_consumed() {
     }
 }
 
+/// A consume without a token (`--any-token`) of a job claimed outside
+/// jobworker (taskflow's owner key only), its reply lost, is reported
+/// consumed when sent again, and the job is consumed once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_consume_without_a_token_whose_reply_was_lost_is_reported_consumed() {
+    let s = Setup::start("lost-consume-outside").await;
+    let ids = post_jobs(&s, 1).await;
+    let owned = s.board.keys(&s.queue).unwrap().owned(ids[0].as_str());
+    let _: () = redis::cmd("SET")
+        .arg(owned)
+        .arg("taskflow")
+        .query_async(&mut s.board.connection())
+        .await
+        .unwrap();
+    let lease = jobworker::Lease::new(s.queue.clone(), ids[0].clone(), "taskflow", 0);
+    let consumed = s
+        .through_a_cut(
+            Cut::Reply,
+            |client, _| async move { client.consume(lease).await },
+            || async {},
+        )
+        .await;
+    assert!(consumed.is_ok(), "{consumed:?}");
+    assert_eq!(
+        s.board.show(&s.queue, &ids[0]).await.unwrap().state,
+        JobState::Completed
+    );
+    // (With the set-up's warm-up job.)
+    let counts = s.counts().await;
+    assert_eq!((counts.listed, counts.completed), (0, 2));
+}
+
 /// taskflow's claim of one named job, its reply lost, is the first
 /// sending's claim when sent again, not "already claimed" by its caller
 /// (whose lease would otherwise be held by nobody who knows it).

@@ -59,7 +59,12 @@ local function consume_jobs(out, args, first, keep, now_ms, again)
       gone[#gone + 1] = owned_id
       gone[#gone + 1] = modified_key(id)
       done[#done + 1] = id
-      if token == '0' then unready[#unready + 1] = id end
+      if token == '0' then
+        unready[#unready + 1] = id
+        -- A claim made outside jobworker wrote no owner into the hash:
+        -- recorded for a sending again (consumed_by).
+        if keep > 0 then redis.call('HSET', job, 'owner', who) end
+      end
       if v[2] then runs[#runs + 1] = math.max(0, now_ms - tonumber(v[2])) end
       if heard(id) then publish(id, now_ms, 'consumed', {worker = who}) end
       if v[3] then released = released + release_dependents(id, now_ms) end
