@@ -72,6 +72,20 @@ pub fn page(limit: usize) -> Page {
     Page { offset: 0, limit }
 }
 
+/// What taskflow's claim of job `id` does (its owner key, nothing of
+/// jobworker's), and the lease a verb without a token (`--any-token`)
+/// settles it through.
+pub async fn claimed_outside(b: &RedisBoard, q: &str, id: &JobId, owner: &str) -> jobworker::Lease {
+    let keys = b.keys(q).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(keys.owned(id.as_str()))
+        .arg(owner)
+        .query_async(&mut b.connection())
+        .await
+        .unwrap();
+    jobworker::Lease::new(q, id.clone(), owner, 0)
+}
+
 /// Claims up to `count` jobs of `q` as `w` with a [`LONG`] expiry.
 pub async fn claim<B: Board>(b: &B, q: &str, count: usize) -> Vec<Claimed> {
     b.claim(&[q], "w", LONG, count).await.unwrap()

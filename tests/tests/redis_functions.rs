@@ -11,6 +11,7 @@ use jobworker::board::ClaimRequest;
 use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, JobState, NewJob};
+use jobworker_tests::features::claimed_outside;
 
 const LEASE: Duration = Duration::from_secs(60);
 
@@ -178,25 +179,15 @@ async fn a_full_server_takes_back_and_consumes_jobs_claimed_outside() {
         let q = "full-outside";
         let back = board.post(q, NewJob::new("back")).await.unwrap();
         let done = board.post(q, NewJob::new("done")).await.unwrap();
-        let keys = board.keys(q).unwrap();
-        let mut leases = Vec::new();
-        for id in [&back, &done] {
-            let _: () = redis::cmd("SET")
-                .arg(keys.owned(id.as_str()))
-                .arg("taskflow")
-                .query_async(&mut board.connection())
-                .await
-                .unwrap();
-            leases.push(jobworker::Lease::new(q, id.clone(), "taskflow", 0));
-        }
+        let given_back = claimed_outside(&board, q, &back, "taskflow").await;
+        let consumed = claimed_outside(&board, q, &done, "taskflow").await;
         config_set(&server, "maxmemory", "1").await;
-        let mut leases = leases.into_iter();
         board
-            .abandon(leases.next().unwrap(), jobworker::Abandon::Release)
+            .abandon(given_back, jobworker::Abandon::Release)
             .await
             .unwrap_or_else(|e| panic!("functions: {functions}: {e}"));
         board
-            .consume(leases.next().unwrap())
+            .consume(consumed)
             .await
             .unwrap_or_else(|e| panic!("functions: {functions}: {e}"));
         config_set(&server, "maxmemory", "0").await;

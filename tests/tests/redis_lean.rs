@@ -349,14 +349,6 @@ async fn a_lean_job_that_others_depend_on_reads_and_runs_as_posted() {
     assert_eq!(claim_one(&b, &other).await.lease.job(), &there);
 }
 
-/// What taskflow's claim of job `id` does: its owner key, nothing of ours.
-async fn claimed_outside(b: &RedisBoard, q: &str, id: &JobId, owner: &str) -> jobworker::Lease {
-    let keys = b.keys(q).unwrap();
-    let _: () = b.connection().set(keys.owned(id.as_str()), owner).await.unwrap();
-    // Token 0: the verbs' `--any-token`, for a claim made outside jobworker.
-    jobworker::Lease::new(q, id.clone(), owner, 0)
-}
-
 /// A lean job taskflow claimed and jobworker gives back (`--any-token`)
 /// keeps its place behind the jobs posted before it.
 #[tokio::test]

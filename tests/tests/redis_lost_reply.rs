@@ -13,6 +13,7 @@ use jobworker::board::Admin;
 use jobworker::embedded::{RedisServer, ServerOptions};
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{Board, Claimed, JobId, JobState, NewJob};
+use jobworker_tests::features::claimed_outside;
 use jobworker_tests::{copy_of, settle_and_take, unique_queue, wait_until, CuttingProxy};
 
 const LONG: Duration = Duration::from_secs(300);
@@ -474,14 +475,7 @@ async fn a_consume_whose_connection_dropped_is_reported_consumed() {
 async fn a_consume_without_a_token_whose_reply_was_lost_is_reported_consumed() {
     let s = Setup::start("lost-consume-outside").await;
     let ids = post_jobs(&s, 1).await;
-    let owned = s.board.keys(&s.queue).unwrap().owned(ids[0].as_str());
-    let _: () = redis::cmd("SET")
-        .arg(owned)
-        .arg("taskflow")
-        .query_async(&mut s.board.connection())
-        .await
-        .unwrap();
-    let lease = jobworker::Lease::new(s.queue.clone(), ids[0].clone(), "taskflow", 0);
+    let lease = claimed_outside(&s.board, &s.queue, &ids[0], "taskflow").await;
     let consumed = s
         .through_a_cut(
             Cut::Reply,
