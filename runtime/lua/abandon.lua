@@ -26,8 +26,9 @@ local s, us, now_ms = now()
 -- refused only when its first write adds data.)
 redis.call('DEL', owned_key(id))
 -- A claim made outside jobworker (token '0') may hold a lean job: its
--- hash gets what its post would have written before it goes back.
-adopt(id)
+-- hash gets what its post would have written before it goes back. (A
+-- lease of jobworker's own claim has its hash: no look for it.)
+if token == '0' then adopt(id) end
 redis.call('SET', modified_key(id), oslo_datetime(s, us))
 redis.call('ZREM', K_LEASES, id)
 local job = job_key(id)
