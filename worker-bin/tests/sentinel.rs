@@ -12,7 +12,7 @@ mod common;
 use std::time::Duration;
 
 use common::cli::Cli;
-use common::runs::{outcome, unrecorded, wait_for_runs, Outcome};
+use common::runs::{never_ran, outcome, unrecorded, wait_for_runs, whereabouts, Outcome};
 use common::*;
 use jobworker::redis::{RedisBoard, RedisOptions};
 use jobworker::{JobState, NewJob};
@@ -100,9 +100,11 @@ async fn drain_through_a_failover(durability: Option<&str>) -> Outcome {
     .await;
     sup.stop_cleanly(Duration::from_secs(60));
     runs.poll().unwrap();
-    let out = outcome(&ids, runs.all(), &unrecorded(&sup.log()));
+    let log = sup.log();
+    let out = outcome(&ids, runs.all(), &unrecorded(&log));
+    let missing = whereabouts(&board, &q, &never_ran(&ids, runs.all()), &log).await;
     eprintln!(
-        "durability {durability:?}: {JOBS} jobs, {} runs, {out:?}",
+        "durability {durability:?}: {JOBS} jobs, {} runs, {out:?}{missing}",
         runs.all().len()
     );
     out

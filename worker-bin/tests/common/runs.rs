@@ -55,6 +55,32 @@ pub fn unrecorded(log: &str) -> HashSet<String> {
         .collect()
 }
 
+/// The acknowledged posts with no run that ended ok.
+pub fn never_ran<'a>(ids: &'a [JobId], runs: &[Run]) -> Vec<&'a JobId> {
+    let ok: HashSet<&str> = runs
+        .iter()
+        .filter(|r| matches!(r.end, Some((_, RunOutcome::Ok))))
+        .map(|r| r.id.as_str())
+        .collect();
+    ids.iter().filter(|id| !ok.contains(id.as_str())).collect()
+}
+
+/// What the board and the supervisor's log say of each job in `ids`, for a
+/// failure's message: its state and owner, its history and the log lines
+/// that name it.
+pub async fn whereabouts(board: &RedisBoard, q: &str, ids: &[&JobId], log: &str) -> String {
+    let mut out = String::new();
+    for id in ids.iter().take(10) {
+        let show = board.show(q, id).await;
+        let history = board.history(q, id).await;
+        out += &format!("\n{id}: {show:?}\n  history {history:?}");
+        for line in log.lines().filter(|l| l.contains(id.as_str())) {
+            out += &format!("\n  log: {line}");
+        }
+    }
+    out
+}
+
 pub fn outcome(ids: &[JobId], runs: &[Run], unrecorded: &HashSet<String>) -> Outcome {
     let mut by_id: HashMap<&str, Vec<&Run>> = HashMap::new();
     for r in runs {
