@@ -5,8 +5,11 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::cli::{private_redis, Cli, EventsChild};
 use jobworker_tests::unique_queue;
+use jobworker_tests::wait_for_blocking;
 use serde_json::Value;
 
 #[test]
@@ -27,6 +30,47 @@ fn events_prints_a_jobs_events_as_json_lines() {
         "{got:?}"
     );
     assert_eq!(got[1]["worker"], "o");
+}
+
+/// `events` follows the board through a restart of its server: when the
+/// subscription ends with its connection, `events` says so on stderr and
+/// subscribes again once the server answers (the events of the gap are
+/// missed, as with any pub/sub), rather than exit.
+#[test]
+fn events_subscribe_again_after_the_server_restarts() {
+    let mut server = private_redis();
+    let cli = Cli::on(&server);
+    let q = unique_queue("cli-events-restart");
+    let mut events = EventsChild::start(&cli, &["--count", "2"]);
+    let before = cli.post(&q, "before", &[]);
+    server.restart().expect("restart the private redis-server");
+    // Posts until `events` has heard one more (it subscribes again after
+    // its pause) and exits on its count.
+    let mut after = Vec::new();
+    wait_for_blocking(
+        "`events` to hear a post after the restart",
+        Duration::from_secs(60),
+        || {
+            after.push(cli.post(&q, "after", &[]));
+            events.exited().then_some(())
+        },
+    );
+    let got = events.finish();
+    let seen: Vec<(&str, &str)> = got
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap_or("?"),
+                e["job"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(seen.len(), 2, "{got:?}");
+    assert_eq!(seen[0], ("posted", before.as_str()), "{got:?}");
+    assert!(
+        seen[1].0 == "posted" && after.iter().any(|id| id == seen[1].1),
+        "{got:?}"
+    );
 }
 
 #[test]

@@ -223,10 +223,10 @@ impl EventsChild {
         let (tx, rx) = mpsc::channel();
         let err = child.stderr.take().unwrap();
         thread::spawn(move || {
+            // Read to the end, heard or not: a closed pipe would fail the
+            // child's next notice.
             for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
+                let _ = tx.send(line);
             }
         });
         let mut events = EventsChild {
@@ -247,6 +247,11 @@ impl EventsChild {
             }
         }
         events
+    }
+
+    /// Whether the child has exited (on its count, or failing).
+    pub fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
     /// Waits for the child to exit on its own; returns its stdout lines.
