@@ -190,20 +190,14 @@ fn user_values_are_escaped_and_the_password_of_the_board_is_never_shown() {
     app.stop();
 }
 
-#[test]
-fn the_live_stream_sends_the_board_events_and_ends_at_shutdown() {
-    let redis = private_redis();
-    let url = redis.url();
-    let q = unique_queue("web-live");
-    let app = WebApp::start(&url, &[], &[]);
+/// Opens `GET /live?queue=q` on `app`; its lines come on the receiver.
+fn open_live(app: &WebApp, q: &str) -> std::sync::mpsc::Receiver<String> {
     let mut s = TcpStream::connect(&app.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     write!(s, "GET /live?queue={q} HTTP/1.1\r\nhost: {}\r\n\r\n", app.addr).unwrap();
-    let mut lines = BufReader::new(s.try_clone().unwrap()).lines();
+    let mut lines = BufReader::new(s).lines();
     let status = lines.next().unwrap().unwrap();
     assert!(status.contains("200"), "{status}");
-    // The subscription may start after the response: post until one of our
-    // posts is seen (each post is an event of this queue).
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in lines.map_while(Result::ok) {
@@ -212,14 +206,18 @@ fn the_live_stream_sends_the_board_events_and_ends_at_shutdown() {
             }
         }
     });
-    let mut seen = String::new();
+    rx
+}
+
+/// Posts to `q` until the live stream `rx` shows one of those posts (the
+/// subscription may start after the response, or be opened again).
+fn post_until_seen(rx: &std::sync::mpsc::Receiver<String>, url: &str, q: &str) {
     wait_for_blocking(
         "a posted event on the live stream",
         Duration::from_secs(60),
         || {
-            let id = post_job(&url, &q, serde_json::json!({"action": "ok"}));
+            let id = post_job(url, q, serde_json::json!({"action": "ok"}));
             while let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
-                seen.push_str(&line);
                 if line.starts_with("data:") && line.contains(&id) && line.contains("\"posted\"") {
                     return Some(());
                 }
@@ -227,6 +225,29 @@ fn the_live_stream_sends_the_board_events_and_ends_at_shutdown() {
             None
         },
     );
+}
+
+/// Waits until the live stream `rx` sends the line `want`.
+fn wait_line(rx: &std::sync::mpsc::Receiver<String>, want: &str) {
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line == want => return,
+            Ok(_) => {}
+            Err(e) => panic!("the live stream never sent {want:?}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn the_live_stream_sends_the_board_events_and_ends_at_shutdown() {
+    let redis = private_redis();
+    let url = redis.url();
+    let q = unique_queue("web-live");
+    let app = WebApp::start(&url, &[], &[]);
+    let rx = open_live(&app, &q);
+    post_until_seen(&rx, &url, &q);
     // At shutdown the stream ends and the app exits (a stream left open
     // would hold the graceful shutdown).
     app.stop();
@@ -237,6 +258,30 @@ fn the_live_stream_sends_the_board_events_and_ends_at_shutdown() {
             _ => assert!(std::time::Instant::now() < end, "the live stream did not end"),
         }
     }
+}
+
+/// The live stream outlasts a restart of the board's server: when its
+/// subscription ends it says `reconnecting…`, subscribes again once the
+/// server answers, says `live` and goes on with the events, on the same
+/// response (a browser reconnecting on its own would give up for good on
+/// the error page of a board still down).
+#[test]
+fn the_live_stream_follows_the_board_through_a_server_restart() {
+    let mut redis = private_redis();
+    let url = redis.url();
+    let q = unique_queue("web-live-restart");
+    let app = WebApp::start(&url, &[], &[]);
+    let rx = open_live(&app, &q);
+    post_until_seen(&rx, &url, &q);
+    redis.stop().expect("stop the private redis-server");
+    wait_line(&rx, "event: status");
+    wait_line(&rx, "data: reconnecting…");
+    // Down for a few tries to subscribe again (not a timing assertion).
+    std::thread::sleep(Duration::from_secs(2));
+    redis.restart().expect("start the private redis-server again");
+    wait_line(&rx, "data: live");
+    post_until_seen(&rx, &url, &q);
+    app.stop();
 }
 
 #[test]

@@ -45,6 +45,8 @@
     source.onopen = function () { if (status) status.textContent = "live"; };
     source.onerror = function () { if (status) status.textContent = "reconnecting…"; };
     source.onmessage = received;
+    // The app's own word on its board subscription (lost, then back).
+    source.addEventListener("status", function (m) { if (status) status.textContent = m.data; });
   }
   function close() {
     if (source) source.close();
