@@ -6,9 +6,11 @@ use jobworker_tests::copy_of;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use jobworker::board::{follow, Events, Followed};
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, JobState, NewJob};
 use jobworker_tests::{shared_zookeeper, unique_queue, wait_until, ZooKeeperServer};
+use zookeeper_client as zk;
 
 const LONG: Duration = Duration::from_secs(120);
 
@@ -268,4 +270,94 @@ async fn reconnects_slow_down_while_no_server_serves() {
     assert_eq!(board.job_count(&q).await.unwrap(), 1);
     assert_eq!(board.sessions_replaced(), 1);
     drop(server);
+}
+
+/// Posts to `q` on `board` until `events` yields one of those posts' own
+/// `posted` event (a board writes events only once it has heard of a
+/// listener, a moment after the stream starts); what else it yields comes
+/// back, in order.
+async fn post_until_heard(
+    board: &ZooKeeperBoard,
+    q: &str,
+    events: &mut (impl futures_util::Stream<Item = Followed> + Unpin),
+) -> Vec<String> {
+    use futures_util::StreamExt;
+    let mut posted = Vec::new();
+    let mut other = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no post heard; the stream gave {other:?}"
+        );
+        if let Ok(id) = board.post(q, NewJob::new("s")).await {
+            posted.push(id.as_str().to_owned());
+        }
+        while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(500), events.next()).await {
+            match item {
+                Followed::Event(e)
+                    if e["event"] == "posted" && posted.iter().any(|p| e["job"] == p.as_str()) =>
+                {
+                    return other;
+                }
+                Followed::Event(e) => other.push(e.to_string()),
+                gap => other.push(format!("{gap:?}")),
+            }
+        }
+    }
+}
+
+/// The event stream outlasts the loss of its board's session. Its
+/// listener znode is ephemeral, so it goes with the session and boards
+/// stop writing events: the stream then ends rather than go silent, and
+/// `board::follow` subscribes again (a new listener) in the new session.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_are_followed_across_an_expired_session() {
+    let mut server = tokio::task::spawn_blocking(private_server).await.unwrap();
+    let connect = format!("{}/jw", server.connect_string());
+    let board = board_on(&connect, Duration::from_secs(1)).await;
+    let q = unique_queue("events-expire");
+    let first = board.events(false).await.unwrap();
+    let mut events = Box::pin(follow(board.clone(), false, first));
+    post_until_heard(&board, &q, &mut events).await;
+    let first_session = board.session_id();
+    let listeners = |c: zk::Client| async move { c.list_children("/jw/.jw/listeners").await.unwrap() };
+    let watcher = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(30))
+        .connect(&server.connect_string())
+        .await
+        .unwrap();
+    let ours = listeners(watcher.clone()).await;
+    assert_eq!(ours.len(), 1, "listeners: {ours:?}");
+    drop(watcher);
+
+    server.kill().unwrap();
+    // The client gives the session up 1.4 session timeouts after the last
+    // reply: a post fails meanwhile.
+    let down = board.post(&q, NewJob::new("s")).await.unwrap_err();
+    assert!(down.is_unavailable(), "{down}");
+    let _server = tokio::task::spawn_blocking(move || {
+        server.restart().unwrap();
+        server
+    })
+    .await
+    .unwrap();
+    // The server drops the old session (and its listener) one session
+    // timeout after its restart; until then events are still written.
+    let watcher = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(30))
+        .connect(&_server.connect_string())
+        .await
+        .unwrap();
+    wait_until("the old session's listener to go", LONG, || {
+        let (watcher, ours) = (watcher.clone(), ours.clone());
+        async move { !listeners(watcher).await.contains(&ours[0]) }
+    })
+    .await;
+    let between = post_until_heard(&board, &q, &mut events).await;
+    assert_ne!(board.session_id(), first_session);
+    assert!(
+        between.iter().any(|g| g == "Closed") && between.iter().any(|g| g == "Open"),
+        "{between:?}"
+    );
 }

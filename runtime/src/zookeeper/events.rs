@@ -129,6 +129,8 @@ impl ZooKeeperBoard {
     pub(crate) async fn event_stream(&self, tracked_only: bool) -> Result<EventStream> {
         let what = "cannot listen to the events";
         let client = self.client(what).await?;
+        // The session the listener lives in (it is ephemeral).
+        let session = self.session().generation();
         let access = self.session().access();
         let dir = events_dir(self.root());
         for d in [&dir, &listeners(self.root())] {
@@ -156,7 +158,7 @@ impl ZooKeeperBoard {
         let board = self.clone();
         self.session().runtime().spawn(async move {
             tokio::select! {
-                _ = board.follow_events(first, tracked_only, &tx) => {}
+                _ = board.follow_events(first, tracked_only, session, &tx) => {}
                 _ = tx.closed() => {}
             }
             if let Some(client) = board.session().current() {
@@ -169,14 +171,27 @@ impl ZooKeeperBoard {
     }
 
     /// Sends the events written after sequence `last`, in order, as they
-    /// come; until the receiver is gone.
-    async fn follow_events(&self, mut last: i64, tracked_only: bool, tx: &UnboundedSender<Value>) {
+    /// come; until the receiver is gone, or the session the listener lives
+    /// in (`session`, a generation) is replaced: its listener went with it
+    /// and boards stop writing events, so the stream ends rather than go
+    /// silent (`board::follow` then listens again).
+    async fn follow_events(
+        &self,
+        mut last: i64,
+        tracked_only: bool,
+        session: u64,
+        tx: &UnboundedSender<Value>,
+    ) {
         let dir = events_dir(self.root());
         loop {
             let Ok(client) = self.session().client().await else {
                 tokio::time::sleep(RETRY).await;
                 continue;
             };
+            if self.session().generation() != session {
+                tracing::debug!("the zookeeper session of the event listener ended; the stream ends");
+                return;
+            }
             let mut states = client.state_watcher();
             let (names, watcher) = match client.list_and_watch_children(&dir).await {
                 Ok(listed) => listed,
