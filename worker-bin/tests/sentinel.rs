@@ -107,6 +107,12 @@ async fn drain_through_a_failover(durability: Option<&str>) -> Outcome {
         "durability {durability:?}: {JOBS} jobs, {} runs, {out:?}{missing}",
         runs.all().len()
     );
+    // A torn line would lose a run the handler logged.
+    assert!(
+        runs.bad_lines().is_empty(),
+        "unreadable run-log lines: {:?}",
+        runs.bad_lines()
+    );
     out
 }
 
