@@ -28,8 +28,8 @@ pub struct Run {
 #[derive(Debug)]
 pub struct Runs {
     path: PathBuf,
+    /// Where the first line not read yet begins.
     offset: u64,
-    partial: String,
     runs: Vec<Run>,
     /// Run index by (job id, pid, token).
     by_key: HashMap<(String, u32, u64), usize>,
@@ -51,7 +51,6 @@ impl Runs {
         Runs {
             path: path.to_path_buf(),
             offset: 0,
-            partial: String::new(),
             runs: Vec::new(),
             by_key: HashMap::new(),
             open: HashMap::new(),
@@ -62,7 +61,12 @@ impl Runs {
         }
     }
 
-    /// Reads what was appended since the last call.
+    /// Reads the lines appended since the last call. A line still being
+    /// written is read again whole next time, not kept in part: a read
+    /// racing an append sees part of it, and should a filesystem show the
+    /// new size before the bytes, zeros in their place. (Kept in part, such
+    /// a line would be lost for good: a guess at the one job of a sentinel
+    /// drain that never ran, unconfirmed.)
     pub fn poll(&mut self) -> io::Result<()> {
         let mut file = match File::open(&self.path) {
             Ok(f) => f,
@@ -72,13 +76,11 @@ impl Runs {
         file.seek(SeekFrom::Start(self.offset))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
-        self.offset += bytes.len() as u64;
-        self.partial.push_str(&String::from_utf8_lossy(&bytes));
-        let Some(last_newline) = self.partial.rfind('\n') else {
+        let Some(last_newline) = bytes.iter().rposition(|&b| b == b'\n') else {
             return Ok(());
         };
-        let complete: String = self.partial.drain(..=last_newline).collect();
-        for line in complete.lines() {
+        self.offset += last_newline as u64 + 1;
+        for line in String::from_utf8_lossy(&bytes[..last_newline]).lines() {
             self.add(line);
         }
         Ok(())
@@ -198,5 +200,22 @@ mod tests {
         assert_eq!(open, ["c"]);
         assert_eq!(runs.all()[1].end, Some((170, RunOutcome::Aborted)));
         assert_eq!(runs.bad_lines(), ["end z 1 1 1 ok"]);
+    }
+
+    /// A read that saw an unfinished line, even with zeros for bytes not
+    /// yet written, reads it again whole.
+    #[test]
+    fn an_unfinished_line_is_read_again_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.log");
+        let mut runs = Runs::new(&path);
+        std::fs::write(&path, "start a 10 1 100\nstart b 10 1 1\0\0").unwrap();
+        runs.poll().unwrap();
+        assert_eq!(runs.all().len(), 1);
+        std::fs::write(&path, "start a 10 1 100\nstart b 10 1 101\nend b 10 1 150 ok\n").unwrap();
+        runs.poll().unwrap();
+        assert_eq!(runs.all().len(), 2);
+        assert!(runs.ended_ok("b"), "{:?}", runs.bad_lines());
+        assert!(runs.bad_lines().is_empty(), "{:?}", runs.bad_lines());
     }
 }
