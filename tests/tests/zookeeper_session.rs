@@ -6,7 +6,7 @@ use jobworker_tests::copy_of;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use jobworker::board::{follow, Events, Followed};
+use jobworker::board::{follow, Followed};
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, JobState, NewJob};
 use jobworker_tests::{shared_zookeeper, unique_queue, wait_until, ZooKeeperServer};
@@ -280,7 +280,7 @@ async fn post_until_heard(
     board: &ZooKeeperBoard,
     q: &str,
     events: &mut (impl futures_util::Stream<Item = Followed> + Unpin),
-) -> Vec<String> {
+) -> Vec<Followed> {
     use futures_util::StreamExt;
     let mut posted = Vec::new();
     let mut other = Vec::new();
@@ -300,8 +300,7 @@ async fn post_until_heard(
                 {
                     return other;
                 }
-                Followed::Event(e) => other.push(e.to_string()),
-                gap => other.push(format!("{gap:?}")),
+                item => other.push(item),
             }
         }
     }
@@ -317,8 +316,7 @@ async fn events_are_followed_across_an_expired_session() {
     let connect = format!("{}/jw", server.connect_string());
     let board = board_on(&connect, Duration::from_secs(1)).await;
     let q = unique_queue("events-expire");
-    let first = board.events(false).await.unwrap();
-    let mut events = Box::pin(follow(board.clone(), false, first));
+    let mut events = Box::pin(follow(board.clone(), false));
     post_until_heard(&board, &q, &mut events).await;
     let first_session = board.session_id();
     let listeners = |c: zk::Client| async move { c.list_children("/jw/.jw/listeners").await.unwrap() };
@@ -357,7 +355,8 @@ async fn events_are_followed_across_an_expired_session() {
     let between = post_until_heard(&board, &q, &mut events).await;
     assert_ne!(board.session_id(), first_session);
     assert!(
-        between.iter().any(|g| g == "Closed") && between.iter().any(|g| g == "Open"),
+        between.iter().any(|g| matches!(g, Followed::Closed))
+            && between.iter().any(|g| matches!(g, Followed::Open)),
         "{between:?}"
     );
 }

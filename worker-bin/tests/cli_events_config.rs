@@ -55,7 +55,12 @@ fn events_subscribe_again_after_the_server_restarts() {
             events.exited().then_some(())
         },
     );
+    let notices = events.notices();
     let got = events.finish();
+    assert!(
+        notices.iter().any(|l| l.contains("listening again")),
+        "{notices:?}"
+    );
     let seen: Vec<(&str, &str)> = got
         .iter()
         .map(|e| {

@@ -11,11 +11,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::cli::Cli;
+use common::cli::{Cli, EventsChild};
 use common::runs::{never_ran, outcome, unrecorded, wait_for_runs, whereabouts, Outcome};
 use common::*;
 use jobworker::redis::{RedisBoard, RedisOptions};
-use jobworker::{JobState, NewJob};
+use jobworker::{Board, JobState, NewJob};
 use jobworker_examples::scripted::{Action, Script};
 use jobworker_tests::chaos::runs::Runs;
 use jobworker_tests::{unique_queue, wait_until, Sentinels};
@@ -205,4 +205,40 @@ async fn a_cancel_after_a_failover_stops_the_running_handler() {
     assert_eq!(state(&board, &q, &id).await, JobState::Cancelled, "{}", sup.log());
     assert_eq!(runs(&board, &key).await.get(id.as_str()), Some(&1));
     drop(sup);
+}
+
+/// `jobworker events` behind sentinels follows the master through a
+/// failover: its subscription ends with the old master, it asks the
+/// sentinels again (it sends no call that would make it ask), subscribes
+/// on the new master and prints the events posted there.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_follow_the_master_through_a_failover() {
+    let _serial = serial().await;
+    let mut setup = Sentinels::start();
+    let url = setup.url();
+    let board = RedisBoard::connect(&url).await.unwrap();
+    let q = unique_queue("sentinel-events");
+    let mut events = EventsChild::start(&Cli { url: url.clone() }, &["--count", "2"]);
+    let before = board.post(&q, NewJob::new("before")).await.unwrap();
+    setup.kill_master();
+    setup.wait_failover(Duration::from_secs(60));
+    let mut after = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while !events.exited() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "`events` heard no post after the failover"
+        );
+        if let Ok(id) = board.post(&q, NewJob::new("after")).await {
+            after.push(id.as_str().to_owned());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let got = events.finish();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(
+        (&got[0]["event"], &got[0]["job"]),
+        (&"posted".into(), &before.as_str().into())
+    );
+    assert!(after.iter().any(|id| got[1]["job"] == id.as_str()), "{got:?}");
 }

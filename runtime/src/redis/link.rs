@@ -90,7 +90,14 @@ impl RedisConnection {
     pub(crate) async fn subscriber(&self) -> Result<Subscriber> {
         match &self.link {
             Link::Direct { client, .. } => Subscriber::plain(client).await,
-            Link::Sentinel(f) => Subscriber::plain(&f.current().client).await,
+            Link::Sentinel(f) => {
+                let master = f.current_checked().await;
+                let opened = Subscriber::plain(&master.client).await;
+                if let Err(e) = &opened {
+                    f.doubt(&master, e).await;
+                }
+                opened
+            }
             Link::Cluster { url, .. } => Subscriber::cluster(url).await,
         }
     }

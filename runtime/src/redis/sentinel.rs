@@ -189,9 +189,16 @@ impl FollowMaster {
             }
             return;
         }
-        if !master_may_have_moved(error) {
-            return;
+        if master_may_have_moved(error) {
+            self.doubt(seen, error).await;
         }
+    }
+
+    /// After a failure that says the master may have moved (a call's, or a
+    /// pub/sub connection's that could not be opened: a process that only
+    /// listens sends no call): asks the sentinels again and keeps asking
+    /// for a while ([`UNSETTLED_FOR`]).
+    pub(crate) async fn doubt(&self, seen: &Arc<Master>, error: &(dyn std::fmt::Display + Sync)) {
         self.asked
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -1,9 +1,10 @@
 //! `GET /live?queue=Q&job=ID`: the board's events as server-sent events,
-//! for the pages' live updates (a page works without them). A subscription
-//! lost with its connection is opened again (`board::follow`), and the
-//! stream says so with `status` events (`reconnecting…`, then `live`):
-//! a browser's own reconnect would give up for good on the error page
-//! of a board still down. Each stream ends when the app shuts down.
+//! for the pages' live updates (a page works without them). The response
+//! is a stream even while the board is down: a subscription that cannot
+//! be opened, or is lost with its connection, is tried again
+//! (`board::follow`), and `status` events say so (`reconnecting…`, then
+//! `live`). An error page would make a browser give up the stream for
+//! good. Each stream ends when the app shuts down.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -14,8 +15,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
-use crate::board::{follow, Events, Followed};
-use crate::web::layout::board_error;
+use crate::board::{follow, Followed};
 use crate::web::state::AppState;
 
 /// Which events a page follows.
@@ -27,10 +27,6 @@ pub(crate) struct LiveQuery {
 
 /// `GET /live`.
 pub(crate) async fn get(State(state): State<AppState>, Query(q): Query<LiveQuery>) -> Response {
-    let events = match state.board.events(false).await {
-        Ok(s) => s,
-        Err(e) => return board_error(&e),
-    };
     let mut stop = state.stop.clone();
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;
@@ -40,13 +36,17 @@ pub(crate) async fn get(State(state): State<AppState>, Query(q): Query<LiveQuery
         q.queue.as_deref().is_none_or(|want| field("queue") == Some(want))
             && q.job.as_deref().is_none_or(|want| field("job") == Some(want))
     };
-    let stream = follow(state.board.clone(), false, events)
+    let status = |word: &str| Some(Event::default().event("status").data(word));
+    let stream = follow(state.board.clone(), false)
         .filter_map(move |f| {
             std::future::ready(match f {
                 Followed::Event(e) => wanted(&e).then(|| Event::default().data(e.to_string())),
-                Followed::Closed => Some(Event::default().event("status").data("reconnecting…")),
-                Followed::Failed(_) => None,
-                Followed::Open => Some(Event::default().event("status").data("live")),
+                Followed::Open => status("live"),
+                Followed::Failed(e) => {
+                    tracing::debug!(error = %e, "cannot subscribe to the board's events; trying again");
+                    status("reconnecting…")
+                }
+                Followed::Closed => status("reconnecting…"),
             })
         })
         .map(Ok::<_, Infallible>)

@@ -172,9 +172,10 @@ impl ZooKeeperBoard {
 
     /// Sends the events written after sequence `last`, in order, as they
     /// come; until the receiver is gone, or the session the listener lives
-    /// in (`session`, a generation) is replaced: its listener went with it
-    /// and boards stop writing events, so the stream ends rather than go
-    /// silent (`board::follow` then listens again).
+    /// in (`session`, a generation) ends (expired or closed, replaced or
+    /// not yet): its listener goes with it and boards stop writing events,
+    /// so the stream ends rather than go silent (`board::follow` then
+    /// listens again).
     async fn follow_events(
         &self,
         mut last: i64,
@@ -183,14 +184,21 @@ impl ZooKeeperBoard {
         tx: &UnboundedSender<Value>,
     ) {
         let dir = events_dir(self.root());
+        let ended = || {
+            self.session().generation() != session
+                || self.session().current().is_none_or(|c| c.state().is_terminated())
+        };
         loop {
+            if ended() {
+                tracing::debug!("the zookeeper session of the event listener ended; the stream ends");
+                return;
+            }
             let Ok(client) = self.session().client().await else {
                 tokio::time::sleep(RETRY).await;
                 continue;
             };
-            if self.session().generation() != session {
-                tracing::debug!("the zookeeper session of the event listener ended; the stream ends");
-                return;
+            if ended() {
+                continue;
             }
             let mut states = client.state_watcher();
             let (names, watcher) = match client.list_and_watch_children(&dir).await {

@@ -201,6 +201,8 @@ pub fn now_ms() -> i64 {
 pub struct EventsChild {
     child: Child,
     stdout: Option<thread::JoinHandle<String>>,
+    /// Its stderr lines after the one that says it listens.
+    stderr: mpsc::Receiver<String>,
 }
 
 impl EventsChild {
@@ -232,12 +234,13 @@ impl EventsChild {
         let mut events = EventsChild {
             child,
             stdout: Some(stdout),
+            stderr: rx,
         };
         let deadline = Instant::now() + EVENTS_DEADLINE;
         let mut seen = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
+            match events.stderr.recv_timeout(left) {
                 Ok(line) if line.contains("listening") => break,
                 Ok(line) => seen.push(line),
                 Err(e) => {
@@ -247,6 +250,11 @@ impl EventsChild {
             }
         }
         events
+    }
+
+    /// Its stderr lines since it said it listens (or since the last call).
+    pub fn notices(&self) -> Vec<String> {
+        self.stderr.try_iter().collect()
     }
 
     /// Whether the child has exited (on its count, or failing).

@@ -5,7 +5,7 @@
 use clap::Args;
 use futures_util::StreamExt;
 
-use crate::board::{follow, AnyBoard, Events, Followed};
+use crate::board::{follow, AnyBoard, Followed};
 use crate::cli::output;
 use crate::error::Result;
 
@@ -23,15 +23,19 @@ pub struct EventsArgs {
 /// Runs `events`. The first subscription must succeed (a wrong URL is an
 /// error at once); later ones are tried until they do.
 pub(crate) async fn run(board: &AnyBoard, a: &EventsArgs) -> Result<()> {
-    let first = board.events(a.tracked).await?;
-    eprintln!(
-        "jobworker: listening for {} events",
-        if a.tracked { "tracked jobs'" } else { "all" }
-    );
-    let mut events = std::pin::pin!(follow(board.clone(), a.tracked, first));
+    let mut events = std::pin::pin!(follow(board.clone(), a.tracked));
     let mut seen = 0;
+    let mut opened = false;
     while let Some(item) = events.next().await {
         match item {
+            Followed::Open if !opened => {
+                opened = true;
+                let which = if a.tracked { "tracked jobs'" } else { "all" };
+                eprintln!("jobworker: listening for {which} events");
+            }
+            Followed::Open => eprintln!("jobworker: listening again"),
+            Followed::Failed(e) if !opened => return Err(e),
+            Followed::Failed(e) => eprintln!("jobworker: cannot subscribe to events ({e}); trying again"),
             Followed::Event(event) => {
                 output::json(&event);
                 seen += 1;
@@ -44,8 +48,6 @@ pub(crate) async fn run(board: &AnyBoard, a: &EventsArgs) -> Result<()> {
                     "jobworker: the event subscription was closed; events until it is open again are missed"
                 )
             }
-            Followed::Failed(e) => eprintln!("jobworker: cannot subscribe to events ({e}); trying again"),
-            Followed::Open => eprintln!("jobworker: listening again"),
         }
     }
     Ok(())
