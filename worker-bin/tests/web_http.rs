@@ -264,7 +264,8 @@ fn the_live_stream_sends_the_board_events_and_ends_at_shutdown() {
 /// subscription ends it says `reconnecting…`, subscribes again once the
 /// server answers, says `live` and goes on with the events, on the same
 /// response. A stream opened while the server is down is a stream too,
-/// not an error page (on which a browser gives the stream up for good).
+/// not an error page (on which a browser gives the stream up for good),
+/// and a shutdown while they try to subscribe again still ends them.
 #[test]
 fn the_live_stream_follows_the_board_through_a_server_restart() {
     let mut redis = private_redis();
@@ -282,6 +283,9 @@ fn the_live_stream_follows_the_board_through_a_server_restart() {
         wait_line(stream, "data: live");
         post_until_seen(stream, &url, &q);
     }
+    // A shutdown while the streams try to subscribe again ends them.
+    redis.stop().expect("stop the private redis-server");
+    wait_line(&rx, "data: reconnecting…");
     app.stop();
 }
 
