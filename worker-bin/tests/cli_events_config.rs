@@ -78,6 +78,17 @@ fn events_subscribe_again_after_the_server_restarts() {
     );
 }
 
+/// Only later subscriptions are tried again: `events` on a server that is
+/// down fails as unavailable (exit 4) rather than wait for it.
+#[test]
+fn events_on_a_server_that_is_down_fails_at_once() {
+    let mut server = private_redis();
+    let cli = Cli::on(&server);
+    server.stop().expect("stop the private redis-server");
+    let err = cli.fails(4, &["events"]);
+    assert!(err.contains("cannot reach redis"), "{err}");
+}
+
 #[test]
 fn events_tracked_only_sees_tracked_jobs() {
     let server = private_redis();
