@@ -86,14 +86,14 @@ pub fn outcome(ids: &[JobId], runs: &[Run], unrecorded: &HashSet<String>) -> Out
     for r in runs {
         by_id.entry(r.id.as_str()).or_default().push(r);
     }
-    let mut out = Outcome::default();
+    let mut out = Outcome {
+        never_ran: never_ran(ids, runs).len(),
+        ..Outcome::default()
+    };
     for id in ids {
         let mut runs = by_id.remove(id.as_str()).unwrap_or_default();
         runs.sort_by_key(|r| r.start_us);
         let ok = |r: &&Run| matches!(r.end, Some((_, RunOutcome::Ok)));
-        if !runs.iter().any(ok) {
-            out.never_ran += 1;
-        }
         if runs
             .iter()
             .position(ok)
