@@ -141,3 +141,45 @@ async fn events_are_written_only_while_a_stream_listens() {
     )
     .await;
 }
+
+/// A stream whose reader falls more than 10,000 events behind ends (its
+/// reader misses events until it listens again, as a Redis subscriber past
+/// its output buffer limit does) rather than hold ever more in memory.
+#[tokio::test]
+async fn a_stream_whose_reader_falls_far_behind_ends() {
+    let (b, root) = board().await;
+    let q = unique_queue("behind");
+    let mut stream = b.events(false).await.unwrap();
+    // The board learns of the listener from a watch: post until heard.
+    loop {
+        b.post(&q, NewJob::new("heard")).await.unwrap();
+        if let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(500), stream.next()).await {
+            break;
+        }
+    }
+    // Nothing read while 11,000 events are written (a post of 1,000 jobs
+    // is one change, one event znode).
+    for _ in 0..11 {
+        let batch = vec![NewJob::new("unread"); 1000];
+        for r in b.post_many(&q, &batch).await.unwrap() {
+            r.unwrap();
+        }
+    }
+    // The stream ends by itself: its listener goes.
+    let client = shared_zookeeper().client().await;
+    let listeners = format!("{root}/.jw/listeners");
+    wait_until("the stream that fell behind to end", LONG, || {
+        let (client, listeners) = (client.clone(), listeners.clone());
+        async move { client.list_children(&listeners).await.unwrap().is_empty() }
+    })
+    .await;
+    let mut read = 0;
+    loop {
+        match tokio::time::timeout(LONG, stream.next()).await {
+            Ok(Some(_)) => read += 1,
+            Ok(None) => break,
+            Err(_) => panic!("the stream neither ended nor yielded after {read} events"),
+        }
+    }
+    assert!(read <= 10_000, "{read} events held");
+}

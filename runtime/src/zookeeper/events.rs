@@ -24,7 +24,7 @@ use std::sync::{Arc, Weak};
 
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 use zookeeper_client as zk;
 
 use crate::board::EventStream;
@@ -34,6 +34,10 @@ use crate::zookeeper::ZooKeeperBoard;
 
 /// Event znodes kept (the oldest beyond go).
 pub(crate) const EVENTS_KEPT: usize = 2_000;
+/// Events a stream holds for its reader: one that falls further behind
+/// ends (its reader misses events until it listens again), rather than
+/// hold ever more of them in memory.
+pub(crate) const STREAM_BUFFER: usize = 10_000;
 /// Pause before a watch is tried again after an error.
 const RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 
@@ -154,7 +158,7 @@ impl ZooKeeperBoard {
             .await
             .map_err(|e| self.session().error(what, &e))?;
         let me = format!("{me}{seq}");
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+        let (tx, rx) = tokio::sync::mpsc::channel::<Value>(STREAM_BUFFER);
         let board = self.clone();
         self.session().runtime().spawn(async move {
             tokio::select! {
@@ -176,13 +180,7 @@ impl ZooKeeperBoard {
     /// not yet): its listener goes with it and boards stop writing events,
     /// so the stream ends rather than go silent (`board::follow` then
     /// listens again).
-    async fn follow_events(
-        &self,
-        mut last: i64,
-        tracked_only: bool,
-        session: u64,
-        tx: &UnboundedSender<Value>,
-    ) {
+    async fn follow_events(&self, mut last: i64, tracked_only: bool, session: u64, tx: &Sender<Value>) {
         let dir = events_dir(self.root());
         let ended = || {
             self.session().generation() != session
@@ -231,7 +229,9 @@ impl ZooKeeperBoard {
                     if tracked_only && !self.is_tracked(&e).await {
                         continue;
                     }
-                    if tx.send(e).is_err() {
+                    // A reader this far behind ends its stream, as Redis
+                    // drops a subscriber past its output buffer limit.
+                    if tx.try_send(e).is_err() {
                         return;
                     }
                 }
