@@ -4,8 +4,7 @@
 //! twice as long after each try (at most 5 s; back to 0.25 s once an event
 //! came), as `tail -F` follows a file. The events of a gap are missed:
 //! pub/sub keeps none. `jobworker events` and the web app's live stream
-//! follow this way. (On a Redis cluster, redis-rs subscribes again by
-//! itself: a gap there shows as no events, without `Closed`.)
+//! follow this way.
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::{FutureExt, Stream, StreamExt};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Msg, PushInfo};
+use redis::{Msg, PushInfo, PushKind};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::error::{Error, Result};
@@ -22,6 +22,8 @@ pub(crate) enum Subscriber {
     Cluster {
         con: ClusterConnection,
         pushes: UnboundedReceiver<PushInfo>,
+        /// A subscription was dropped: this connection hears no more.
+        ended: bool,
     },
 }
 
@@ -40,7 +42,11 @@ impl Subscriber {
     /// A sharded pub/sub connection to the cluster `url` names.
     pub(crate) async fn cluster(url: &ClusterUrl) -> Result<Subscriber> {
         let (con, pushes) = url.subscriber().await?;
-        Ok(Subscriber::Cluster { con, pushes })
+        Ok(Subscriber::Cluster {
+            con,
+            pushes,
+            ended: false,
+        })
     }
 
     /// Subscribes to `channel` (sharded on a cluster).
@@ -84,12 +90,27 @@ impl Subscriber {
         .await
     }
 
-    /// The next message; `None` once the connection is closed for good.
+    /// The next message; `None` once the connection is closed for good,
+    /// or (on a cluster) once a subscription is dropped: a node's
+    /// connection closed, or the server unsubscribed a channel whose slot
+    /// moved (jobworker never unsubscribes). redis-rs would subscribe
+    /// again only on the node and slot map it knew, and a connection that
+    /// only listens sends no call that would refresh them; so the caller
+    /// opens a new connection, which reads the slot map anew.
     pub(crate) async fn next(&mut self) -> Option<Msg> {
         match self {
             Subscriber::Plain(p) => p.on_message().next().await,
-            Subscriber::Cluster { pushes, .. } => loop {
-                if let Some(msg) = Msg::from_push_info(pushes.recv().await?) {
+            Subscriber::Cluster { pushes, ended, .. } => loop {
+                if *ended {
+                    return None;
+                }
+                let push = pushes.recv().await?;
+                if matches!(push.kind, PushKind::SUnsubscribe | PushKind::Disconnection) {
+                    tracing::debug!(kind = ?push.kind, "a sharded subscription was dropped; this pub/sub connection ends");
+                    *ended = true;
+                    return None;
+                }
+                if let Some(msg) = Msg::from_push_info(push) {
                     return Some(msg);
                 }
             },
