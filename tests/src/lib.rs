@@ -46,6 +46,7 @@ mod support {
     pub mod ensemble;
     pub mod exit;
     pub mod fixtures;
+    pub mod heard;
     pub mod lease;
     pub mod names;
     pub mod proxy;
@@ -62,6 +63,7 @@ pub use support::certs::{make_certs, Certs};
 pub use support::cluster::{shared_cluster, RedisCluster};
 pub use support::ensemble::{EstablishedSession, ZooKeeperEnsemble, ZooKeeperMode, ENSEMBLE_TIMEOUT};
 pub use support::fixtures::{fixtures_dir, workspace_dir};
+pub use support::heard::post_until_heard;
 pub use support::lease::{copy_of, settle_and_take, with_owner};
 pub use support::names::unique_queue;
 pub use support::proxy::CuttingProxy;

@@ -7,43 +7,10 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::{Stream, StreamExt};
-use jobworker::board::{follow, Followed};
+use jobworker::board::follow;
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, NewJob};
-use jobworker_tests::{unique_queue, RedisCluster};
-
-/// Posts to `q` until `events` yields one of those posts' own `posted`
-/// event (the subscription may not be open yet, or open again); what else
-/// it yields comes back, in order.
-async fn post_until_heard(
-    board: &RedisBoard,
-    q: &str,
-    events: &mut (impl Stream<Item = Followed> + Unpin),
-) -> Vec<Followed> {
-    let mut posted = Vec::new();
-    let mut other = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "no post heard; the stream gave {other:?}"
-        );
-        if let Ok(id) = board.post(q, NewJob::new("s")).await {
-            posted.push(id.as_str().to_owned());
-        }
-        while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(500), events.next()).await {
-            match item {
-                Followed::Event(e)
-                    if e["event"] == "posted" && posted.iter().any(|p| e["job"] == p.as_str()) =>
-                {
-                    return other;
-                }
-                item => other.push(item),
-            }
-        }
-    }
-}
+use jobworker_tests::{post_until_heard, unique_queue, RedisCluster};
 
 /// Events followed on a cluster go on after the queue's slot moves to
 /// another master.

@@ -6,9 +6,10 @@
 
 use std::time::{Duration, Instant};
 
+use jobworker::board::follow;
 use jobworker::redis::{RedisBoard, RedisOptions, SyncBoard};
 use jobworker::{Board, JobState, NewJob};
-use jobworker_tests::{run_python_async, unique_queue, Sentinels, MASTER_NAME};
+use jobworker_tests::{post_until_heard, run_python_async, unique_queue, Sentinels, MASTER_NAME};
 
 const LONG: Duration = Duration::from_secs(300);
 
@@ -153,4 +154,58 @@ async fn taskflow_and_jobworker_share_a_board_behind_sentinels_across_a_failover
     assert_eq!(gone, JobState::Completed);
     let listed = taskflow(&setup, &ns, &["list"]).await;
     assert_eq!(listed, serde_json::json!([]));
+}
+
+/// A board that only listens follows a failover that demotes a live master
+/// (`SENTINEL FAILOVER`): the sentinels close its subscription on the old
+/// master, which as a replica still takes subscriptions but hears no post
+/// (they go to the new master), so the listener asks the sentinels before
+/// it subscribes again. (Before, it subscribed on the old master again:
+/// "no post heard; the stream gave [Closed, Open]".)
+#[tokio::test(flavor = "multi_thread")]
+async fn events_follow_a_failover_that_demotes_a_live_master() {
+    let setup = Sentinels::start();
+    let url = setup.url();
+    let listener = RedisBoard::connect(&url).await.unwrap();
+    let poster = RedisBoard::connect(&url).await.unwrap();
+    let q = unique_queue("sentinel-demoted");
+    let mut events = Box::pin(follow(listener, false));
+    post_until_heard(&poster, &q, &mut events).await;
+    let sentinel = redis::Client::open(format!("redis://127.0.0.1:{}/", setup.sentinel_ports()[0])).unwrap();
+    let _: () = redis::cmd("SENTINEL")
+        .arg("FAILOVER")
+        .arg(MASTER_NAME)
+        .query_async(&mut sentinel.get_multiplexed_async_connection().await.unwrap())
+        .await
+        .unwrap();
+    let _setup = tokio::task::spawn_blocking(move || {
+        setup.wait_failover(Duration::from_secs(60));
+        setup
+    })
+    .await
+    .unwrap();
+    // Until the sentinels make the old master a replica, it still takes
+    // the poster's posts.
+    // (The sentinels close its clients' connections as they do.)
+    let old = redis::Client::open(format!("redis://127.0.0.1:{}/", _setup.master.port().unwrap())).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let role: redis::RedisResult<Vec<redis::Value>> = match old.get_multiplexed_async_connection().await {
+            Ok(mut c) => redis::cmd("ROLE").query_async(&mut c).await,
+            Err(e) => Err(e),
+        };
+        if role
+            .as_ref()
+            .is_ok_and(|r| r.first() == Some(&redis::Value::BulkString(b"slave".to_vec())))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the old master was not made a replica: {role:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The poster sends calls: it finds the new master by itself.
+    post_until_heard(&poster, &q, &mut events).await;
 }

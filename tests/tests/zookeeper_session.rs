@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use jobworker::board::{follow, Followed};
 use jobworker::zookeeper::{ZooKeeperBoard, ZooKeeperOptions};
 use jobworker::{Board, JobId, JobState, NewJob};
-use jobworker_tests::{shared_zookeeper, unique_queue, wait_until, ZooKeeperServer};
+use jobworker_tests::{post_until_heard, shared_zookeeper, unique_queue, wait_until, ZooKeeperServer};
 use zookeeper_client as zk;
 
 const LONG: Duration = Duration::from_secs(120);
@@ -270,40 +270,6 @@ async fn reconnects_slow_down_while_no_server_serves() {
     assert_eq!(board.job_count(&q).await.unwrap(), 1);
     assert_eq!(board.sessions_replaced(), 1);
     drop(server);
-}
-
-/// Posts to `q` on `board` until `events` yields one of those posts' own
-/// `posted` event (a board writes events only once it has heard of a
-/// listener, a moment after the stream starts); what else it yields comes
-/// back, in order.
-async fn post_until_heard(
-    board: &ZooKeeperBoard,
-    q: &str,
-    events: &mut (impl futures_util::Stream<Item = Followed> + Unpin),
-) -> Vec<Followed> {
-    use futures_util::StreamExt;
-    let mut posted = Vec::new();
-    let mut other = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "no post heard; the stream gave {other:?}"
-        );
-        if let Ok(id) = board.post(q, NewJob::new("s")).await {
-            posted.push(id.as_str().to_owned());
-        }
-        while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(500), events.next()).await {
-            match item {
-                Followed::Event(e)
-                    if e["event"] == "posted" && posted.iter().any(|p| e["job"] == p.as_str()) =>
-                {
-                    return other;
-                }
-                item => other.push(item),
-            }
-        }
-    }
 }
 
 /// The event stream outlasts the loss of its board's session. Its

@@ -85,13 +85,13 @@ impl RedisConnection {
         self.durability = durability;
     }
 
-    /// A new pub/sub connection: to the server commands go to now (the
-    /// master, behind sentinels), or sharded on a cluster.
+    /// A new pub/sub connection: to the server commands go to now (behind
+    /// sentinels, the master they name now), or sharded on a cluster.
     pub(crate) async fn subscriber(&self) -> Result<Subscriber> {
         match &self.link {
             Link::Direct { client, .. } => Subscriber::plain(client).await,
             Link::Sentinel(f) => {
-                let master = f.current_checked().await;
+                let master = f.confirmed().await;
                 let opened = Subscriber::plain(&master.client).await;
                 if let Err(e) = &opened {
                     f.doubt(&master, e).await;

@@ -175,6 +175,16 @@ impl FollowMaster {
         self.current()
     }
 
+    /// The master, asked of the sentinels first: for a connection that
+    /// will only listen. It sends no call that would find the master
+    /// moved, and an old master made a replica (the sentinels close its
+    /// clients' connections as they demote it) still takes subscriptions,
+    /// while posts go to the new one.
+    pub(crate) async fn confirmed(&self) -> Arc<Master> {
+        self.follow(&self.current()).await;
+        self.current()
+    }
+
     /// After `error` on a call to `seen`: when it says the master may have
     /// moved, asks the sentinels again and switches to the master they
     /// name, and keeps asking for a while ([`UNSETTLED_FOR`]). A write its
