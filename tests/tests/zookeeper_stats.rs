@@ -157,9 +157,9 @@ async fn a_stream_whose_reader_falls_far_behind_ends() {
             break;
         }
     }
-    // Nothing read while 11,000 events are written (a post of 1,000 jobs
-    // is one change, one event znode).
-    for _ in 0..11 {
+    // Nothing read while 15,000 events are written (each job its own
+    // post, its own event znode).
+    for _ in 0..15 {
         let batch = vec![NewJob::new("unread"); 1000];
         for r in b.post_many(&q, &batch).await.unwrap() {
             r.unwrap();

@@ -6,9 +6,9 @@
 //! reconnects by itself. jobworker keeps every call in one queue's slot
 //! (the `{queue}` hash tag), and its pub/sub on sharded channels of the
 //! queue's slot (`SSUBSCRIBE`, Redis ≥ 7). When a slot migrates, the old
-//! node drops its subscriptions, and redis-rs would subscribe again only
-//! where its slot map said: jobworker's pub/sub connection ends then, and
-//! its caller opens a new one (`subscribe.rs`).
+//! node drops its subscriptions (an `SUNSUBSCRIBE` push), which redis-rs
+//! takes as confirmed and does not renew: jobworker's pub/sub connection
+//! ends then, and its caller opens a new one (`subscribe.rs`).
 //!
 //! A script must not run while its queue's slot migrates: it reads per-job
 //! keys it does not declare, and one already moved would fail the script

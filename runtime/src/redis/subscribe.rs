@@ -22,7 +22,8 @@ pub(crate) enum Subscriber {
     Cluster {
         con: ClusterConnection,
         pushes: UnboundedReceiver<PushInfo>,
-        /// A subscription was dropped: this connection hears no more.
+        /// The server dropped a subscription: this connection ends once
+        /// the messages already here are read.
         ended: bool,
     },
 }
@@ -91,24 +92,26 @@ impl Subscriber {
     }
 
     /// The next message; `None` once the connection is closed for good,
-    /// or (on a cluster) once a subscription is dropped: a node's
-    /// connection closed, or the server unsubscribed a channel whose slot
-    /// moved (jobworker never unsubscribes). redis-rs would subscribe
-    /// again only on the node and slot map it knew, and a connection that
-    /// only listens sends no call that would refresh them; so the caller
-    /// opens a new connection, which reads the slot map anew.
+    /// or (on a cluster) once the server unsubscribed a channel by itself
+    /// (jobworker never unsubscribes): its slot moved to another node
+    /// (a reshard, a failover). redis-rs takes that `SUNSUBSCRIBE` as
+    /// confirmed and forgets the channel, so the caller opens a new
+    /// connection, which subscribes where the slot is now. Messages that
+    /// came before are still read first.
     pub(crate) async fn next(&mut self) -> Option<Msg> {
         match self {
             Subscriber::Plain(p) => p.on_message().next().await,
             Subscriber::Cluster { pushes, ended, .. } => loop {
-                if *ended {
-                    return None;
-                }
-                let push = pushes.recv().await?;
-                if matches!(push.kind, PushKind::SUnsubscribe | PushKind::Disconnection) {
-                    tracing::debug!(kind = ?push.kind, "a sharded subscription was dropped; this pub/sub connection ends");
+                let push = match *ended {
+                    true => pushes.try_recv().ok()?,
+                    false => pushes.recv().await?,
+                };
+                if push.kind == PushKind::SUnsubscribe {
+                    tracing::debug!(
+                        "the server dropped a sharded subscription; this pub/sub connection ends"
+                    );
                     *ended = true;
-                    return None;
+                    continue;
                 }
                 if let Some(msg) = Msg::from_push_info(push) {
                     return Some(msg);

@@ -18,6 +18,10 @@
 //!   them; across boards, the order the server received them). Streams
 //!   delete the oldest znodes beyond [`EVENTS_KEPT`], so a stream that
 //!   falls that far behind misses events.
+//! - A stream ends when its listener's session ends (the listener goes
+//!   with it) and when its reader falls [`STREAM_BUFFER`] events behind
+//!   (as Redis drops a subscriber past its output buffer limit); the
+//!   reader misses events until it listens again (`board::follow`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
