@@ -151,7 +151,11 @@ impl FollowMaster {
             sentinels: tokio::sync::Mutex::new(url.clone()),
             current: Mutex::new(Arc::new(master)),
             config,
-            asked: Mutex::new(Asked::default()),
+            // Just asked: a subscriber opened at once need not ask again.
+            asked: Mutex::new(Asked {
+                last: Some(Instant::now()),
+                unsettled_until: None,
+            }),
         })
     }
 
