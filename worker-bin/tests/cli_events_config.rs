@@ -55,8 +55,7 @@ fn events_subscribe_again_after_the_server_restarts() {
             events.exited().then_some(())
         },
     );
-    let notices = events.notices();
-    let got = events.finish();
+    let (got, notices) = events.finish_with_notices();
     assert!(
         notices.iter().any(|l| l.contains("listening again")),
         "{notices:?}"

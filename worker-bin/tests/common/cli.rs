@@ -252,14 +252,17 @@ impl EventsChild {
         events
     }
 
-    /// Its stderr lines since it said it listens (or since the last call).
-    pub fn notices(&self) -> Vec<String> {
-        self.stderr.try_iter().collect()
-    }
-
     /// Whether the child has exited (on its count, or failing).
     pub fn exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// As [`finish`](Self::finish), with its stderr lines since it said
+    /// it listens (read to the end of the pipe, once it has exited).
+    pub fn finish_with_notices(mut self) -> (Vec<Value>, Vec<String>) {
+        let stderr = std::mem::replace(&mut self.stderr, mpsc::channel().1);
+        let out = self.finish();
+        (out, stderr.iter().collect())
     }
 
     /// Waits for the child to exit on its own; returns its stdout lines.
