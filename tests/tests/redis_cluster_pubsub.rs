@@ -12,6 +12,22 @@ use jobworker::redis::RedisBoard;
 use jobworker::{Board, NewJob};
 use jobworker_tests::{post_until_heard, unique_queue, RedisCluster};
 
+/// Moves queue `q`'s slot to the other master (off the async runtime:
+/// the migration blocks), and gives the cluster back.
+async fn move_queue(cluster: RedisCluster, q: &str) -> RedisCluster {
+    let slot = cluster.slot_of(&format!("jw:{{{q}}}"));
+    let from = cluster.port_of_slot(slot);
+    let to = *cluster.ports().iter().find(|p| **p != from).unwrap();
+    let cluster = tokio::task::spawn_blocking(move || {
+        cluster.migrate_slot(slot, to, 100, Duration::ZERO);
+        cluster
+    })
+    .await
+    .unwrap();
+    assert_eq!(cluster.port_of_slot(slot), to);
+    cluster
+}
+
 /// Events followed on a cluster go on after the queue's slot moves to
 /// another master.
 #[tokio::test(flavor = "multi_thread")]
@@ -24,16 +40,7 @@ async fn events_are_followed_across_a_slot_move() {
     let mut events = Box::pin(follow(board.clone(), false));
     post_until_heard(&board, &q, &mut events).await;
 
-    let slot = cluster.slot_of(&format!("jw:{{{q}}}"));
-    let from = cluster.port_of_slot(slot);
-    let to = *cluster.ports().iter().find(|p| **p != from).unwrap();
-    let cluster = tokio::task::spawn_blocking(move || {
-        cluster.migrate_slot(slot, to, 100, Duration::ZERO);
-        cluster
-    })
-    .await
-    .unwrap();
-    assert_eq!(cluster.port_of_slot(slot), to);
+    let _cluster = move_queue(cluster, &q).await;
     post_until_heard(&board, &q, &mut events).await;
 }
 
@@ -51,8 +58,7 @@ async fn a_wait_ends_when_its_slot_moves_and_the_next_one_hears_posts() {
     let wait = |board: RedisBoard, q: String| tokio::spawn(async move { board.wait(&[&q], LONG_WAIT).await });
     let first = wait(board.clone(), q.clone());
     // Subscribed once the queue's node counts a subscriber on its channel.
-    let slot = cluster.slot_of(&format!("jw:{{{q}}}"));
-    let from = cluster.port_of_slot(slot);
+    let from = cluster.port_of_slot(cluster.slot_of(&format!("jw:{{{q}}}")));
     let channel = board.keys(&q).unwrap().notify.clone();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -67,13 +73,7 @@ async fn a_wait_ends_when_its_slot_moves_and_the_next_one_hears_posts() {
         assert!(Instant::now() < deadline, "the wait never subscribed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let to = *cluster.ports().iter().find(|p| **p != from).unwrap();
-    let _cluster = tokio::task::spawn_blocking(move || {
-        cluster.migrate_slot(slot, to, 100, Duration::ZERO);
-        cluster
-    })
-    .await
-    .unwrap();
+    let _cluster = move_queue(cluster, &q).await;
     // It fails: its connection ended (the caller opens another).
     let ended = tokio::time::timeout(Duration::from_secs(60), first).await;
     assert!(

@@ -272,6 +272,15 @@ async fn reconnects_slow_down_while_no_server_serves() {
     drop(server);
 }
 
+/// A plain ZooKeeper client of `server` (to look at znodes).
+async fn plain_client(server: &ZooKeeperServer) -> zk::Client {
+    zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(30))
+        .connect(&server.connect_string())
+        .await
+        .expect("connect to the private ZooKeeper")
+}
+
 /// The event stream outlasts the loss of its board's session. Its
 /// listener znode is ephemeral, so it goes with the session and boards
 /// stop writing events: the stream then ends rather than go silent, and
@@ -286,11 +295,7 @@ async fn events_are_followed_across_an_expired_session() {
     post_until_heard(&board, &q, &mut events).await;
     let first_session = board.session_id();
     let listeners = |c: zk::Client| async move { c.list_children("/jw/.jw/listeners").await.unwrap() };
-    let watcher = zk::Client::connector()
-        .with_session_timeout(Duration::from_secs(30))
-        .connect(&server.connect_string())
-        .await
-        .unwrap();
+    let watcher = plain_client(&server).await;
     let ours = listeners(watcher.clone()).await;
     assert_eq!(ours.len(), 1, "listeners: {ours:?}");
     drop(watcher);
@@ -308,11 +313,7 @@ async fn events_are_followed_across_an_expired_session() {
     .unwrap();
     // The server drops the old session (and its listener) one session
     // timeout after its restart; until then events are still written.
-    let watcher = zk::Client::connector()
-        .with_session_timeout(Duration::from_secs(30))
-        .connect(&_server.connect_string())
-        .await
-        .unwrap();
+    let watcher = plain_client(&_server).await;
     wait_until("the old session's listener to go", LONG, || {
         let (watcher, ours) = (watcher.clone(), ours.clone());
         async move { !listeners(watcher).await.contains(&ours[0]) }
