@@ -1,5 +1,6 @@
-//! A Redis Cluster on loopback ports for tests: N masters (no replicas),
-//! every slot assigned, each a `redis-server` process of this test.
+//! A Redis Cluster on loopback ports for tests: N masters, with or without
+//! one replica each, every slot assigned, each node a `redis-server`
+//! process of this test.
 //!
 //! Every node is a `jobworker::embedded::RedisServer` started with
 //! `--cluster-enabled yes`, its own `--cluster-config-file` and an explicit
@@ -29,6 +30,10 @@ const SLOTS: u16 = 16384;
 const MAX_MASTERS: usize = 5;
 /// `cluster-node-timeout` of every node, in milliseconds.
 const NODE_TIMEOUT_MS: u64 = 5000;
+/// `cluster-node-timeout` of a cluster with replicas, in milliseconds: a
+/// master that dies is failed over about this long after (and up to a
+/// second more for the replica's election).
+const FAILOVER_NODE_TIMEOUT_MS: u64 = 2000;
 /// How many times a node is started on new ports before giving up.
 const NODE_ATTEMPTS: usize = 5;
 /// How long the cluster may take to be ok and agreed after a change.
@@ -54,15 +59,15 @@ const CLI_MISSING: &str = "redis-cli not found on PATH; install it with `apt-get
 /// (first slot, last slot, master port) of every slot range, sorted.
 type SlotMap = Vec<(u16, u16, u16)>;
 
-/// N masters (no replicas), every slot assigned, each a `redis-server`
-/// process of this test, on `127.0.0.1`.
+/// N masters (with or without one replica each), every slot assigned,
+/// each node a `redis-server` process of this test, on `127.0.0.1`.
 ///
 /// The nodes are killed (by PID) and their temp dir is removed on drop.
 /// Started from a test thread, they also die when that thread exits
 /// (`PDEATHSIG`), so a cluster lives at most as long as its test.
 #[derive(Debug)]
 pub struct RedisCluster {
-    /// The masters, in start order.
+    /// The nodes, in start order (the masters first).
     nodes: Vec<RedisServer>,
     /// The cluster bus port of each node (`--cluster-port`).
     bus_ports: Vec<u16>,
@@ -98,6 +103,59 @@ impl RedisCluster {
             (1..=MAX_MASTERS).contains(&masters),
             "a test cluster has 1 to {MAX_MASTERS} masters, not {masters}"
         );
+        let cluster = RedisCluster::start_nodes(masters, NODE_TIMEOUT_MS);
+        if masters >= 3 {
+            cluster.create_with_redis_cli(0);
+        } else {
+            cluster.join_by_hand();
+        }
+        cluster.wait_settled("after it was created");
+        cluster
+    }
+
+    /// Starts `masters` (3..=5) masters and one replica of each, joined with `redis-cli --cluster create … --cluster-replicas 1`,
+    /// with a `cluster-node-timeout` of 2 s so that
+    /// [`kill_master_of`](Self::kill_master_of) fails over quickly.
+    ///
+    /// Returns once the cluster is ok and agreed (as [`start`](Self::start)
+    /// waits) and every replica's link to its master is up (a replica
+    /// that never synced would not be elected).
+    ///
+    /// Panics as [`start`](Self::start) does.
+    pub fn start_with_replicas(masters: usize) -> RedisCluster {
+        assert!(
+            (3..=MAX_MASTERS).contains(&masters),
+            "a test cluster with replicas has 3 to {MAX_MASTERS} masters, not {masters}"
+        );
+        let cluster = RedisCluster::start_nodes(masters * 2, FAILOVER_NODE_TIMEOUT_MS);
+        cluster.create_with_redis_cli(1);
+        cluster.wait_settled("after it was created");
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        for port in cluster.ports() {
+            loop {
+                let info: String = exec(
+                    &mut cluster.node(port),
+                    port,
+                    "INFO replication",
+                    &["INFO", "replication"],
+                );
+                let line = |l: &str| info.lines().any(|line| line.trim() == l);
+                if line("role:master") || line("master_link_status:up") {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the replica on 127.0.0.1:{port} did not sync within {SETTLE_TIMEOUT:?}: {info}"
+                );
+                thread::sleep(SETTLE_POLL);
+            }
+        }
+        cluster
+    }
+
+    /// Starts `count` cluster-enabled nodes and reads their ids; joins
+    /// nothing.
+    fn start_nodes(count: usize, node_timeout_ms: u64) -> RedisCluster {
         check_binaries();
         let dir = tempfile::Builder::new()
             .prefix("jobworker-cluster-")
@@ -109,8 +167,8 @@ impl RedisCluster {
             ids: Vec::new(),
             dir,
         };
-        for n in 0..masters {
-            let (node, bus_port) = start_node(cluster.dir.path(), n);
+        for n in 0..count {
+            let (node, bus_port) = start_node(cluster.dir.path(), n, node_timeout_ms);
             cluster.nodes.push(node);
             cluster.bus_ports.push(bus_port);
         }
@@ -126,13 +184,85 @@ impl RedisCluster {
                 )
             })
             .collect();
-        if masters >= 3 {
-            cluster.create_with_redis_cli();
-        } else {
-            cluster.join_by_hand();
-        }
-        cluster.wait_settled("after it was created");
         cluster
+    }
+
+    /// Kills (`SIGKILL`, by PID) the master that serves `slot`, for good,
+    /// and waits until its replica serves the slot and every node still
+    /// running reports `cluster_state:ok`; returns the new master's port.
+    ///
+    /// For a cluster started with
+    /// [`start_with_replicas`](Self::start_with_replicas). Panics when the
+    /// failover does not happen within a minute, naming what the nodes
+    /// said (and quoting their logs). The dead node stays in
+    /// [`ports`](Self::ports), so what waits for every node to agree
+    /// ([`migrate_slot`](Self::migrate_slot), [`reshard`](Self::reshard))
+    /// is not for this cluster any more.
+    pub fn kill_master_of(&mut self, slot: u16) -> u16 {
+        let old = self.port_of_slot(slot);
+        let index = self.index_of(old);
+        self.nodes[index]
+            .kill()
+            .unwrap_or_else(|e| panic!("cannot kill the master on 127.0.0.1:{old}: {e}"));
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            let problem = match self.check_failed_over(slot, old) {
+                Ok(new) => return new,
+                Err(problem) => problem,
+            };
+            if Instant::now() >= deadline {
+                panic!(
+                    "slot {slot} was not failed over from 127.0.0.1:{old} within {SETTLE_TIMEOUT:?}: \
+                     {problem}\n{}",
+                    self.log_tails()
+                );
+            }
+            thread::sleep(SETTLE_POLL);
+        }
+    }
+
+    /// Kills (`SIGKILL`, by PID) a replica, for good; returns its port.
+    /// The cluster stays ok: every slot keeps its master.
+    ///
+    /// Panics when no node is a replica (a cluster started without them).
+    pub fn kill_a_replica(&mut self) -> u16 {
+        let masters: Vec<u16> = self.current_slot_map().iter().map(|(_, _, port)| *port).collect();
+        let index = self
+            .ports()
+            .iter()
+            .position(|port| !masters.contains(port))
+            .unwrap_or_else(|| panic!("no replica to kill: every node of {:?} is a master", self.ports()));
+        let port = self.ports()[index];
+        self.nodes[index]
+            .kill()
+            .unwrap_or_else(|e| panic!("cannot kill the replica on 127.0.0.1:{port}: {e}"));
+        port
+    }
+
+    /// The port that serves `slot` once every node but `dead` is ok and
+    /// names a master other than `dead` for it; else what is still wrong.
+    fn check_failed_over(&self, slot: u16, dead: u16) -> Result<u16, String> {
+        let mut owner = None;
+        for port in self.ports().into_iter().filter(|p| *p != dead) {
+            let mut con = connect(port).map_err(|e| format!("cannot connect to 127.0.0.1:{port}: {e}"))?;
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query(&mut con)
+                .map_err(|e| format!("CLUSTER INFO on 127.0.0.1:{port}: {e}"))?;
+            if !info.lines().any(|line| line.trim() == "cluster_state:ok") {
+                return Err(format!("127.0.0.1:{port} is not ok yet"));
+            }
+            let map = slot_map(&mut con).map_err(|e| format!("CLUSTER SLOTS on 127.0.0.1:{port}: {e}"))?;
+            let serves = map
+                .iter()
+                .find(|(first, last, _)| (*first..=*last).contains(&slot))
+                .map(|(_, _, port)| *port);
+            match serves {
+                Some(p) if p != dead && owner.is_none_or(|o| o == p) => owner = Some(p),
+                other => return Err(format!("127.0.0.1:{port} says {other:?} serves slot {slot}")),
+            }
+        }
+        owner.ok_or_else(|| "no node is running".to_owned())
     }
 
     /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,…` (every master, in
@@ -142,7 +272,7 @@ impl RedisCluster {
         format!("redis+cluster://{}", hosts.join(","))
     }
 
-    /// The masters' client ports, in start order.
+    /// The nodes' client ports, in start order (masters and replicas).
     pub fn ports(&self) -> Vec<u16> {
         self.nodes
             .iter()
@@ -150,7 +280,7 @@ impl RedisCluster {
             .collect()
     }
 
-    /// PIDs of the masters, in [`ports`](Self::ports) order.
+    /// PIDs of the nodes, in [`ports`](Self::ports) order.
     pub fn pids(&self) -> Vec<u32> {
         self.nodes.iter().map(RedisServer::pid).collect()
     }
@@ -327,22 +457,24 @@ impl RedisCluster {
             .collect()
     }
 
-    /// The position of the master on `port` in [`ports`](Self::ports).
+    /// The position of the node on `port` in [`ports`](Self::ports).
     fn index_of(&self, port: u16) -> usize {
         self.ports().iter().position(|p| *p == port).unwrap_or_else(|| {
             panic!(
-                "127.0.0.1:{port} is not a master of this cluster ({:?})",
+                "127.0.0.1:{port} is not a node of this cluster ({:?})",
                 self.ports()
             )
         })
     }
 
-    /// Joins three or more nodes with `redis-cli --cluster create`.
-    fn create_with_redis_cli(&self) {
+    /// Joins three or more masters, with `replicas` replicas each, with
+    /// `redis-cli --cluster create`.
+    fn create_with_redis_cli(&self, replicas: usize) {
         let hosts: Vec<String> = self.ports().iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let replicas = replicas.to_string();
         let mut args = vec!["--cluster", "create"];
         args.extend(hosts.iter().map(String::as_str));
-        args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+        args.extend(["--cluster-replicas", replicas.as_str(), "--cluster-yes"]);
         self.run_cli(&args);
     }
 
@@ -616,7 +748,7 @@ fn check_binaries() {
 
 /// Starts node `n` in `root/node-n` on a free client port and a free bus
 /// port; returns it and its bus port. Tries new ports when a start fails.
-fn start_node(root: &Path, n: usize) -> (RedisServer, u16) {
+fn start_node(root: &Path, n: usize, node_timeout_ms: u64) -> (RedisServer, u16) {
     let dir = root.join(format!("node-{n}"));
     let mut errors = Vec::new();
     for _ in 0..NODE_ATTEMPTS {
@@ -634,7 +766,7 @@ fn start_node(root: &Path, n: usize) -> (RedisServer, u16) {
                 "--cluster-port".into(),
                 bus_port.to_string(),
                 "--cluster-node-timeout".into(),
-                NODE_TIMEOUT_MS.to_string(),
+                node_timeout_ms.to_string(),
             ],
             ..ServerOptions::default()
         };
