@@ -44,6 +44,7 @@ mod settings;
 mod split;
 mod stats;
 mod subscribe;
+mod subscribed;
 mod sync;
 mod tag;
 mod track;

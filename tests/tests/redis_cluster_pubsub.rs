@@ -1,16 +1,24 @@
 //! Sharded pub/sub on a Redis Cluster whose slots move: a queue's channels
 //! live on the node that serves its slot, and when the slot moves the
 //! server drops the subscription (it pushes an SUNSUBSCRIBE nobody asked
-//! for). A listener must then subscribe again, on the new node, rather
-//! than wait on a subscription that is gone. A private cluster, since the
-//! test moves its slots.
+//! for). When the node dies and its replica takes the slot over, nobody
+//! tells the subscriber anything but that a connection dropped. Either
+//! way a listener must subscribe again, on the new node, rather than wait
+//! on a subscription that is gone. A private cluster per test, since the
+//! tests move slots and kill nodes.
 
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use jobworker::board::follow;
+use futures_util::Stream;
+
+use jobworker::board::{follow, Followed};
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, NewJob};
 use jobworker_tests::{post_until_heard, unique_queue, RedisCluster};
+
+/// A followed event stream.
+type Events = Pin<Box<dyn Stream<Item = Followed> + Send>>;
 
 /// Moves queue `q`'s slot to the other master (off the async runtime:
 /// the migration blocks), and gives the cluster back.
@@ -28,6 +36,40 @@ async fn move_queue(cluster: RedisCluster, q: &str) -> RedisCluster {
     cluster
 }
 
+/// Kills the master of queue `q`'s slot for good and waits until its
+/// replica took over (off the async runtime's workers: it blocks).
+fn fail_over(cluster: &mut RedisCluster, q: &str) {
+    let slot = cluster.slot_of(&format!("jw:{{{q}}}"));
+    tokio::task::block_in_place(|| cluster.kill_master_of(slot));
+}
+
+/// A board on `cluster`, a new queue named after `name`, and an event
+/// stream followed on the board that has heard a post to it.
+async fn listening(cluster: &RedisCluster, name: &str) -> (RedisBoard, String, Events) {
+    let board = RedisBoard::connect(&cluster.url()).await.unwrap();
+    let q = unique_queue(name);
+    let mut events: Events = Box::pin(follow(board.clone(), false));
+    post_until_heard(&board, &q, &mut events).await;
+    (board, q, events)
+}
+
+/// Waits until the node on `port` counts a subscriber on sharded `channel`.
+async fn wait_subscribed(cluster: &RedisCluster, port: u16, channel: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let counts: Vec<(String, i64)> = redis::cmd("PUBSUB")
+            .arg("SHARDNUMSUB")
+            .arg(channel)
+            .query(&mut cluster.node(port))
+            .unwrap();
+        if counts.first().is_some_and(|(_, n)| *n > 0) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the wait never subscribed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Events followed on a cluster go on after the queue's slot moves to
 /// another master.
 #[tokio::test(flavor = "multi_thread")]
@@ -35,10 +77,7 @@ async fn events_are_followed_across_a_slot_move() {
     let cluster = tokio::task::spawn_blocking(|| RedisCluster::start(2))
         .await
         .unwrap();
-    let board = RedisBoard::connect(&cluster.url()).await.unwrap();
-    let q = unique_queue("moving-events");
-    let mut events = Box::pin(follow(board.clone(), false));
-    post_until_heard(&board, &q, &mut events).await;
+    let (board, q, mut events) = listening(&cluster, "moving-events").await;
 
     let _cluster = move_queue(cluster, &q).await;
     post_until_heard(&board, &q, &mut events).await;
@@ -57,22 +96,8 @@ async fn a_wait_ends_when_its_slot_moves_and_the_next_one_hears_posts() {
     let q = unique_queue("moving-wait");
     let wait = |board: RedisBoard, q: String| tokio::spawn(async move { board.wait(&[&q], LONG_WAIT).await });
     let first = wait(board.clone(), q.clone());
-    // Subscribed once the queue's node counts a subscriber on its channel.
     let from = cluster.port_of_slot(cluster.slot_of(&format!("jw:{{{q}}}")));
-    let channel = board.keys(&q).unwrap().notify.clone();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let counts: Vec<(String, i64)> = redis::cmd("PUBSUB")
-            .arg("SHARDNUMSUB")
-            .arg(&channel)
-            .query(&mut cluster.node(from))
-            .unwrap();
-        if counts.first().is_some_and(|(_, n)| *n > 0) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the wait never subscribed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_subscribed(&cluster, from, &board.keys(&q).unwrap().notify).await;
     let _cluster = move_queue(cluster, &q).await;
     // It fails: its connection ended (the caller opens another).
     let ended = tokio::time::timeout(Duration::from_secs(60), first).await;
@@ -84,5 +109,72 @@ async fn a_wait_ends_when_its_slot_moves_and_the_next_one_hears_posts() {
     let next = wait(board.clone(), q.clone());
     board.post(&q, NewJob::new("heard")).await.unwrap();
     let heard = tokio::time::timeout(Duration::from_secs(60), next).await;
+    assert!(matches!(heard, Ok(Ok(Ok(true)))), "{heard:?}");
+}
+
+/// Events followed on a cluster go on after the master of the queue's
+/// slot dies for good and its replica takes over.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_are_followed_across_a_failover() {
+    // Started on this thread: the nodes live as long as it does.
+    let mut cluster = RedisCluster::start_with_replicas(3);
+    let (board, q, mut events) = listening(&cluster, "failover-events").await;
+
+    fail_over(&mut cluster, &q);
+    post_until_heard(&board, &q, &mut events).await;
+}
+
+/// A replica that dies drops a node connection of every cluster listener
+/// too (redis-rs holds one to each node), but their subscriptions are on
+/// the masters: an event stream goes on without a gap.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_are_followed_without_a_gap_when_a_replica_dies() {
+    let mut cluster = RedisCluster::start_with_replicas(3);
+    let (board, q, mut events) = listening(&cluster, "replica-events").await;
+
+    tokio::task::block_in_place(|| cluster.kill_a_replica());
+    // Time for the dropped connection's news to reach the stream.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let other = post_until_heard(&board, &q, &mut events).await;
+    assert!(
+        !other.iter().any(|item| matches!(item, Followed::Closed)),
+        "the stream closed: {other:?}"
+    );
+}
+
+/// A worker's wait on a cluster ends when the master of its queue's slot
+/// dies (its subscription went with it), rather than wait out its timeout
+/// deaf once the replica took over; the next wait hears a post.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_ends_when_its_master_dies_and_the_next_one_hears_posts() {
+    const LONG_WAIT: Duration = Duration::from_secs(600);
+    let mut cluster = RedisCluster::start_with_replicas(3);
+    let board = RedisBoard::connect(&cluster.url()).await.unwrap();
+    let q = unique_queue("failover-wait");
+    let wait = |board: RedisBoard, q: String| tokio::spawn(async move { board.wait(&[&q], LONG_WAIT).await });
+    let first = wait(board.clone(), q.clone());
+    let master = cluster.port_of_slot(cluster.slot_of(&format!("jw:{{{q}}}")));
+    wait_subscribed(&cluster, master, &board.keys(&q).unwrap().notify).await;
+
+    fail_over(&mut cluster, &q);
+    let ended = tokio::time::timeout(Duration::from_secs(60), first).await;
+    assert!(
+        matches!(ended, Ok(Ok(Err(_)))),
+        "the wait did not end after its master died: {ended:?}"
+    );
+    let next = wait(board.clone(), q.clone());
+    let heard = async {
+        loop {
+            board.post(&q, NewJob::new("heard")).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    };
+    let heard = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::select! {
+            woken = next => woken,
+            _ = heard => unreachable!("posting never ends"),
+        }
+    })
+    .await;
     assert!(matches!(heard, Ok(Ok(Ok(true)))), "{heard:?}");
 }

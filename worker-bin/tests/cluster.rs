@@ -2,8 +2,9 @@
 //! loopback ports (`redis+cluster://`): queues spread over the masters by
 //! their hash tags, every job run once (counted in the scripted handler's
 //! run log, outside Redis), also while one queue's slot migrates to
-//! another master during the drain, and a cancel reaching a running
-//! handler through the sharded channels.
+//! another master during the drain, a cancel reaching a running handler
+//! through the sharded channels, and an idle worker hearing posts again
+//! after its queue's master died and a replica took over.
 
 mod common;
 
@@ -229,6 +230,35 @@ async fn cancelling_a_running_job_on_a_cluster_stops_its_handler() {
         sup.log()
     );
     assert_eq!(state(&board, &q, &id).await, JobState::Cancelled);
+    sup.stop_cleanly(Duration::from_secs(60));
+}
+
+/// A master that dies for good, its replica taking over: an idle worker on
+/// a queue of that master's slot picks up a job posted after the failover
+/// as it comes (its wake-ups subscribe again, on the new master), not at
+/// its next `--interval` (here ten minutes).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_worker_hears_posts_again_after_its_master_fails_over() {
+    let _serial = serial().await;
+    let mut cluster = RedisCluster::start_with_replicas(3);
+    let board = RedisBoard::connect(&cluster.url()).await.unwrap();
+    let q = unique_queue("failover");
+    let quick = Script {
+        count_key: None,
+        ..script(Action::Ok, 0, "")
+    };
+    let mut sup = Supervisor::start_on(
+        &["--redis", &cluster.url()],
+        &q,
+        &["--workers", "1", "--interval", "600"],
+        None,
+    );
+    let first = post(&board, &q, &quick, 3).await;
+    wait_state(&board, &q, &first, JobState::Completed, 60).await;
+
+    tokio::task::block_in_place(|| cluster.kill_master_of(slot(&cluster, &q)));
+    let next = post(&board, &q, &quick, 3).await;
+    wait_state(&board, &q, &next, JobState::Completed, 120).await;
     sup.stop_cleanly(Duration::from_secs(60));
 }
 

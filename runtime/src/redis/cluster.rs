@@ -8,7 +8,11 @@
 //! queue's slot (`SSUBSCRIBE`, Redis ≥ 7). When a slot migrates, the old
 //! node drops its subscriptions (an `SUNSUBSCRIBE` push), which redis-rs
 //! takes as confirmed and does not renew: jobworker's pub/sub connection
-//! ends then, and its caller opens a new one (`subscribe.rs`).
+//! ends then, and its caller opens a new one (`subscribe.rs`). After a
+//! failover redis-rs keeps trying the dead master's address for those
+//! subscriptions: a pub/sub connection whose node connection dropped
+//! checks where its channels' slots are served now, and ends when its
+//! subscriptions are not there (`subscribed.rs`).
 //!
 //! A script must not run while its queue's slot migrates: it reads per-job
 //! keys it does not declare, and one already moved would fail the script

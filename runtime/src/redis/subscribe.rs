@@ -2,7 +2,7 @@
 //! (`SSUBSCRIBE`) on a cluster, where every channel jobworker listens to
 //! carries its queue's hash tag and lives on the node of the queue's slot.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use futures_util::{FutureExt, Stream, StreamExt};
@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::redis::board::RedisBoard;
 use crate::redis::cluster::ClusterUrl;
 use crate::redis::keys::QueueKeys;
+use crate::redis::subscribed;
 
 /// A subscribed connection and the messages it receives.
 pub(crate) enum Subscriber {
@@ -22,9 +23,17 @@ pub(crate) enum Subscriber {
     Cluster {
         con: ClusterConnection,
         pushes: UnboundedReceiver<PushInfo>,
-        /// The server dropped a subscription: this connection ends once
-        /// the messages already here are read.
+        /// The server dropped a subscription, or one is no longer where
+        /// its slot is served: this connection ends once the messages
+        /// already here are read.
         ended: bool,
+        /// A node connection dropped, and whether the subscriptions are
+        /// still where their slots are served is not checked yet (set
+        /// first, cleared once the check ended: a caller that drops
+        /// [`Subscriber::next`] half way through has it checked again).
+        doubted: bool,
+        /// The sharded channels subscribed.
+        channels: BTreeSet<String>,
     },
 }
 
@@ -47,6 +56,8 @@ impl Subscriber {
             con,
             pushes,
             ended: false,
+            doubted: false,
+            channels: BTreeSet::new(),
         })
     }
 
@@ -55,7 +66,10 @@ impl Subscriber {
         answered("SUBSCRIBE", async {
             match self {
                 Subscriber::Plain(p) => p.subscribe(channel).await?,
-                Subscriber::Cluster { con, .. } => con.ssubscribe(channel).await?,
+                Subscriber::Cluster { con, channels, .. } => {
+                    con.ssubscribe(channel).await?;
+                    channels.insert(channel.to_owned());
+                }
             }
             Ok(())
         })
@@ -92,29 +106,52 @@ impl Subscriber {
     }
 
     /// The next message; `None` once the connection is closed for good,
-    /// or (on a cluster) once the server unsubscribed a channel by itself
-    /// (jobworker never unsubscribes): its slot moved to another node
-    /// (a reshard, a failover). redis-rs takes that `SUNSUBSCRIBE` as
-    /// confirmed and forgets the channel, so the caller opens a new
+    /// or (on a cluster) once a subscription is gone: the server
+    /// unsubscribed a channel by itself (jobworker never unsubscribes), as
+    /// it does when the channel's slot moves to another node (a reshard),
+    /// or a node connection dropped and a channel is no longer subscribed
+    /// on the master that serves its slot now (a failover:
+    /// `subscribed.rs`). redis-rs renews neither, so the caller opens a new
     /// connection, which subscribes where the slot is now. Messages that
     /// came before are still read first.
     pub(crate) async fn next(&mut self) -> Option<Msg> {
         match self {
             Subscriber::Plain(p) => p.on_message().next().await,
-            Subscriber::Cluster { pushes, ended, .. } => loop {
+            Subscriber::Cluster {
+                con,
+                pushes,
+                ended,
+                doubted,
+                channels,
+            } => loop {
+                if *doubted && !*ended {
+                    let held = answered("CLUSTER SLOTS and CLIENT INFO", async {
+                        Ok(subscribed::where_served(con, channels).await)
+                    })
+                    .await;
+                    *doubted = false;
+                    *ended = !held.unwrap_or(false);
+                    if *ended {
+                        tracing::debug!("a sharded subscription is not where its slot is served; this pub/sub connection ends");
+                    }
+                }
                 let push = match *ended {
                     true => pushes.try_recv().ok()?,
                     false => pushes.recv().await?,
                 };
-                if push.kind == PushKind::SUnsubscribe {
-                    tracing::debug!(
-                        "the server dropped a sharded subscription; this pub/sub connection ends"
-                    );
-                    *ended = true;
-                    continue;
-                }
-                if let Some(msg) = Msg::from_push_info(push) {
-                    return Some(msg);
+                match push.kind {
+                    PushKind::SUnsubscribe => {
+                        tracing::debug!(
+                            "the server dropped a sharded subscription; this pub/sub connection ends"
+                        );
+                        *ended = true;
+                    }
+                    PushKind::Disconnection => *doubted = true,
+                    _ => {
+                        if let Some(msg) = Msg::from_push_info(push) {
+                            return Some(msg);
+                        }
+                    }
                 }
             },
         }
