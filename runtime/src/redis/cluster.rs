@@ -10,9 +10,9 @@
 //! takes as confirmed and does not renew: jobworker's pub/sub connection
 //! ends then, and its caller opens a new one (`subscribe.rs`). After a
 //! failover redis-rs keeps trying the dead master's address for those
-//! subscriptions: a pub/sub connection whose node connection dropped
-//! checks where its channels' slots are served now, and ends when its
-//! subscriptions are not there (`subscribed.rs`).
+//! subscriptions: a waiting pub/sub connection looks every 5 s at which
+//! node serves its channels' slots, and ends when one changed
+//! (`subscribed.rs`).
 //!
 //! A script must not run while its queue's slot migrates: it reads per-job
 //! keys it does not declare, and one already moved would fail the script

@@ -2,7 +2,7 @@
 //! (`SSUBSCRIBE`) on a cluster, where every channel jobworker listens to
 //! carries its queue's hash tag and lives on the node of the queue's slot.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use futures_util::{FutureExt, Stream, StreamExt};
@@ -23,17 +23,15 @@ pub(crate) enum Subscriber {
     Cluster {
         con: ClusterConnection,
         pushes: UnboundedReceiver<PushInfo>,
-        /// The server dropped a subscription, or one is no longer where
-        /// its slot is served: this connection ends once the messages
-        /// already here are read.
+        /// The server dropped a subscription, or a channel's slot is
+        /// served by another node than when it was subscribed: this
+        /// connection ends once the messages already here are read.
         ended: bool,
-        /// A node connection dropped, and whether the subscriptions are
-        /// still where their slots are served is not checked yet (set
-        /// first, cleared once the check ended: a caller that drops
-        /// [`Subscriber::next`] half way through has it checked again).
-        doubted: bool,
-        /// The sharded channels subscribed.
-        channels: BTreeSet<String>,
+        /// The sharded channels subscribed, each with the node that served
+        /// its slot then (`None`: not known yet).
+        served: BTreeMap<String, Option<String>>,
+        /// When to look again where they are served (`subscribed.rs`).
+        next_check: tokio::time::Instant,
     },
 }
 
@@ -56,8 +54,8 @@ impl Subscriber {
             con,
             pushes,
             ended: false,
-            doubted: false,
-            channels: BTreeSet::new(),
+            served: BTreeMap::new(),
+            next_check: tokio::time::Instant::now() + subscribed::CHECK_EVERY,
         })
     }
 
@@ -66,9 +64,12 @@ impl Subscriber {
         answered("SUBSCRIBE", async {
             match self {
                 Subscriber::Plain(p) => p.subscribe(channel).await?,
-                Subscriber::Cluster { con, channels, .. } => {
+                Subscriber::Cluster { con, served, .. } => {
+                    // Noted before: a slot that moves in between ends
+                    // this connection at the next check, not never.
+                    let node = subscribed::node_serving(con, channel).await;
                     con.ssubscribe(channel).await?;
-                    channels.insert(channel.to_owned());
+                    served.insert(channel.to_owned(), node);
                 }
             }
             Ok(())
@@ -109,11 +110,11 @@ impl Subscriber {
     /// or (on a cluster) once a subscription is gone: the server
     /// unsubscribed a channel by itself (jobworker never unsubscribes), as
     /// it does when the channel's slot moves to another node (a reshard),
-    /// or a node connection dropped and a channel is no longer subscribed
-    /// on the master that serves its slot now (a failover:
-    /// `subscribed.rs`). redis-rs renews neither, so the caller opens a new
-    /// connection, which subscribes where the slot is now. Messages that
-    /// came before are still read first.
+    /// or a channel's slot is served by another node than when it was
+    /// subscribed (a failover, seen within `subscribed::CHECK_EVERY`).
+    /// redis-rs renews neither, so the caller opens a new connection, which
+    /// subscribes where the slot is now. Messages that came before are
+    /// still read first.
     pub(crate) async fn next(&mut self) -> Option<Msg> {
         match self {
             Subscriber::Plain(p) => p.on_message().next().await,
@@ -121,37 +122,41 @@ impl Subscriber {
                 con,
                 pushes,
                 ended,
-                doubted,
-                channels,
+                served,
+                next_check,
             } => loop {
-                if *doubted && !*ended {
-                    let held = answered("CLUSTER SLOTS and CLIENT INFO", async {
-                        Ok(subscribed::where_served(con, channels).await)
+                if let Some(msg) = Self::queued(pushes, ended) {
+                    return Some(msg);
+                }
+                if *ended {
+                    return None;
+                }
+                if tokio::time::Instant::now() >= *next_check {
+                    // A check dropped half way (the caller's timeout) is
+                    // made again at the next call.
+                    let moved = answered("CLUSTER SLOTS", async {
+                        Ok(subscribed::moved(con, served).await)
                     })
                     .await;
-                    *doubted = false;
-                    *ended = !held.unwrap_or(false);
-                    if *ended {
-                        tracing::debug!("a sharded subscription is not where its slot is served; this pub/sub connection ends");
-                    }
-                }
-                let push = match *ended {
-                    true => pushes.try_recv().ok()?,
-                    false => pushes.recv().await?,
-                };
-                match push.kind {
-                    PushKind::SUnsubscribe => {
+                    *next_check = tokio::time::Instant::now() + subscribed::CHECK_EVERY;
+                    if moved.unwrap_or(false) {
                         tracing::debug!(
-                            "the server dropped a sharded subscription; this pub/sub connection ends"
+                            "a sharded channel's slot is served by another node; this pub/sub connection ends"
                         );
                         *ended = true;
                     }
-                    PushKind::Disconnection => *doubted = true,
-                    _ => {
-                        if let Some(msg) = Msg::from_push_info(push) {
-                            return Some(msg);
+                    continue;
+                }
+                tokio::select! {
+                    push = pushes.recv() => match push {
+                        Some(push) => {
+                            if let Some(msg) = Self::read(push, ended) {
+                                return Some(msg);
+                            }
                         }
-                    }
+                        None => return None,
+                    },
+                    _ = tokio::time::sleep_until(*next_check) => {}
                 }
             },
         }
@@ -159,7 +164,32 @@ impl Subscriber {
 
     /// A message already here, if any (never waits).
     pub(crate) fn ready(&mut self) -> Option<Msg> {
-        self.next().now_or_never().flatten()
+        match self {
+            Subscriber::Plain(_) => self.next().now_or_never().flatten(),
+            Subscriber::Cluster { pushes, ended, .. } => Self::queued(pushes, ended),
+        }
+    }
+
+    /// The first message among the pushes already here (marking the
+    /// connection ended when the server dropped a subscription).
+    fn queued(pushes: &mut UnboundedReceiver<PushInfo>, ended: &mut bool) -> Option<Msg> {
+        while let Ok(push) = pushes.try_recv() {
+            if let Some(msg) = Self::read(push, ended) {
+                return Some(msg);
+            }
+        }
+        None
+    }
+
+    /// The message of `push`, if it is one; an `SUNSUBSCRIBE` nobody asked
+    /// for marks the connection ended.
+    fn read(push: PushInfo, ended: &mut bool) -> Option<Msg> {
+        if push.kind == PushKind::SUnsubscribe {
+            tracing::debug!("the server dropped a sharded subscription; this pub/sub connection ends");
+            *ended = true;
+            return None;
+        }
+        Msg::from_push_info(push)
     }
 
     /// The messages as a stream (for a subscriber kept by its reader).

@@ -1,25 +1,31 @@
-//! Whether a cluster pub/sub connection still hears its sharded channels
-//! after one of its node connections dropped.
+//! Whether a cluster listener's sharded subscriptions are still on the
+//! masters that serve their slots.
 //!
-//! redis-rs reports a dropped node connection with a `Disconnection` push
-//! that does not say which node. It then reconnects to that address and
-//! subscribes there again, which is right when the node comes back. After a
-//! failover the slot is served from another address (the replica), but a
-//! connection that only listens sends no call that would tell redis-rs so:
-//! it keeps trying the dead address, and the channels of that slot go deaf.
-//! So on such a push the subscriber asks the cluster where each channel's
-//! slot is served now (`CLUSTER SLOTS`, from any node) and whether its own
-//! connection to that master holds as many sharded subscriptions as it
-//! should (`CLIENT INFO`'s `ssub`). A drop elsewhere (a replica, an idle
-//! connection to another master) leaves it listening.
+//! When a master dies for good and its replica takes its slots over,
+//! redis-rs keeps trying the dead address for the subscriptions it had
+//! there, and a connection that only listens sends no command that would
+//! tell redis-rs where the slots went (the drop itself comes as a
+//! `Disconnection` push that names no node). So a cluster listener notes,
+//! before each subscribe, which node serves the channel's slot (its node
+//! id in `CLUSTER SLOTS`), and every [`CHECK_EVERY`] while it waits asks
+//! again, from any node it is connected to: a channel now served by
+//! another node ends the listener, and its caller opens a new one, which
+//! subscribes there. A node that restarts keeps its id (redis-rs
+//! subscribes there again by itself), and a replica that dies changes no
+//! slot's master: listeners go on.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{FromRedisValue, Value};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// How often a waiting cluster listener checks where its channels' slots
+/// are served: one `CLUSTER SLOTS`, from any node.
+pub(super) const CHECK_EVERY: Duration = Duration::from_secs(5);
 
 /// Hash slots of a Redis Cluster.
 const SLOTS: u16 = 16384;
@@ -36,92 +42,80 @@ fn slot_of(channel: &str) -> u16 {
     crc16::State::<crc16::XMODEM>::calculate(tag.unwrap_or(name)) % SLOTS
 }
 
-/// A slot range and the address of its master, from `CLUSTER SLOTS`.
-type Range = (u16, u16, String, u16);
+/// A slot range and its master: (first, last, node id, or `host:port`
+/// from a server too old to give ids).
+type Range = (u16, u16, String);
 
 /// The ranges of a `CLUSTER SLOTS` reply; `None` when it is not one.
 fn ranges(reply: &Value) -> Option<Vec<Range>> {
     let Value::Array(entries) = reply else { return None };
     entries
         .iter()
-        .map(|entry| match entry {
-            Value::Array(fields) => match fields.as_slice() {
-                [Value::Int(first), Value::Int(last), Value::Array(master), ..] => {
-                    let (host, port) = match master.as_slice() {
-                        [host, Value::Int(port), ..] => (String::from_redis_value_ref(host).ok()?, *port),
-                        _ => return None,
-                    };
-                    Some((
-                        u16::try_from(*first).ok()?,
-                        u16::try_from(*last).ok()?,
-                        host,
-                        u16::try_from(port).ok()?,
-                    ))
-                }
-                _ => None,
-            },
-            _ => None,
+        .map(|entry| {
+            let Value::Array(fields) = entry else { return None };
+            let [Value::Int(first), Value::Int(last), Value::Array(master), ..] = fields.as_slice() else {
+                return None;
+            };
+            let text = |v: &Value| String::from_redis_value_ref(v).unwrap_or_default();
+            let node = match master.as_slice() {
+                [_, _, id, ..] => text(id),
+                [host, port] => format!("{}:{}", text(host), text(port)),
+                _ => return None,
+            };
+            Some((u16::try_from(*first).ok()?, u16::try_from(*last).ok()?, node))
         })
         .collect()
 }
 
-/// How many of `channels` each master serves now: (host, port) → count;
-/// `None` when a channel's slot has no master in `ranges`.
-fn expected(channels: &BTreeSet<String>, ranges: &[Range]) -> Option<HashMap<(String, u16), usize>> {
-    let mut counts = HashMap::new();
-    for channel in channels {
-        let slot = slot_of(channel);
-        let (_, _, host, port) = ranges
-            .iter()
-            .find(|(first, last, ..)| (*first..=*last).contains(&slot))?;
-        *counts.entry((host.clone(), *port)).or_insert(0) += 1;
-    }
-    Some(counts)
+/// The node that serves `channel`'s slot in `ranges`.
+fn node_of<'r>(ranges: &'r [Range], channel: &str) -> Option<&'r str> {
+    let slot = slot_of(channel);
+    ranges
+        .iter()
+        .find(|(first, last, _)| (*first..=*last).contains(&slot))
+        .map(|(.., node)| node.as_str())
 }
 
-/// The `ssub` field of a `CLIENT INFO` line (Redis ≥ 7.0.3).
-fn sharded_subscriptions(info: &str) -> Option<usize> {
-    info.split_whitespace()
-        .find_map(|field| field.strip_prefix("ssub="))?
-        .parse()
-        .ok()
-}
-
-/// True when `con` holds its subscriptions to `channels` on the masters
-/// that serve them now; false when it does not, or when that cannot be told
-/// (the caller then opens a new connection, which subscribes where the
-/// slots are now).
-pub(super) async fn where_served(con: &mut ClusterConnection, channels: &BTreeSet<String>) -> bool {
-    match check(con, channels).await {
-        Ok(held) => held,
-        Err(e) => {
-            tracing::debug!(error = %e, "cannot tell where the sharded subscriptions are");
-            false
-        }
-    }
-}
-
-async fn check(con: &mut ClusterConnection, channels: &BTreeSet<String>) -> Result<bool> {
+/// `CLUSTER SLOTS`, asked of any node `con` is connected to.
+async fn slot_ranges(con: &mut ClusterConnection) -> Result<Vec<Range>> {
     let any = RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random);
     let reply = con
         .route_command(redis::cmd("CLUSTER").arg("SLOTS").clone(), any)
         .await?;
-    let Some(counts) = ranges(&reply).and_then(|r| expected(channels, &r)) else {
-        return Ok(false);
+    ranges(&reply).ok_or_else(|| Error::unavailable(format!("unexpected CLUSTER SLOTS reply {reply:?}")))
+}
+
+/// The node that serves `channel`'s slot now (`None` when that cannot be
+/// told: the next check notes it).
+pub(super) async fn node_serving(con: &mut ClusterConnection, channel: &str) -> Option<String> {
+    let ranges = slot_ranges(con).await.ok()?;
+    node_of(&ranges, channel).map(str::to_owned)
+}
+
+/// True when a channel of `served` (channel → the node that served its
+/// slot when it was subscribed) is served by another node now; notes the
+/// node of those not known yet. False when the cluster cannot say (asked
+/// again at the next check).
+pub(super) async fn moved(
+    con: &mut ClusterConnection,
+    served: &mut BTreeMap<String, Option<String>>,
+) -> bool {
+    let ranges = match slot_ranges(con).await {
+        Ok(ranges) => ranges,
+        Err(e) => {
+            tracing::debug!(error = %e, "cannot tell where the sharded channels are served");
+            return false;
+        }
     };
-    for ((host, port), count) in counts {
-        let node = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
-        let info = con
-            .route_command(redis::cmd("CLIENT").arg("INFO").clone(), node)
-            .await?;
-        let held = String::from_redis_value_ref(&info)
-            .ok()
-            .and_then(|info| sharded_subscriptions(&info));
-        if held.is_none_or(|held| held < count) {
-            return Ok(false);
+    let mut moved = false;
+    for (channel, was) in served.iter_mut() {
+        match (node_of(&ranges, channel), was.as_deref()) {
+            (Some(now), Some(was)) => moved |= now != was,
+            (Some(now), None) => *was = Some(now.to_owned()),
+            (None, _) => {}
         }
     }
-    Ok(true)
+    moved
 }
 
 #[cfg(test)]
@@ -143,33 +137,42 @@ mod tests {
     }
 
     #[test]
-    fn counts_the_channels_each_master_serves() {
-        let master =
-            |host: &str, port: i64| Value::Array(vec![Value::BulkString(host.into()), Value::Int(port)]);
+    fn finds_the_node_serving_a_channel() {
+        let node = |host: &str, port: i64, id: &str| {
+            Value::Array(vec![
+                Value::BulkString(host.into()),
+                Value::Int(port),
+                Value::BulkString(id.into()),
+            ])
+        };
         let reply = Value::Array(vec![
-            Value::Array(vec![Value::Int(0), Value::Int(8191), master("10.0.0.1", 7000)]),
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(8191),
+                node("10.0.0.1", 7000, "a1"),
+            ]),
             Value::Array(vec![
                 Value::Int(8192),
                 Value::Int(16383),
-                master("10.0.0.2", 7001),
+                node("10.0.0.2", 7001, "b2"),
+                node("10.0.0.3", 7002, "c3"),
             ]),
         ]);
         let map = ranges(&reply).unwrap();
-        let channels: BTreeSet<String> = ["jw:{foo}:a", "jw:{foo}:b", "jw:{bar}:a"]
-            .map(String::from)
-            .into();
-        let counts = expected(&channels, &map).unwrap();
-        // foo: 12182, bar: 5061.
-        assert_eq!(counts[&("10.0.0.2".to_owned(), 7001)], 2);
-        assert_eq!(counts[&("10.0.0.1".to_owned(), 7000)], 1);
-        assert_eq!(expected(&channels, &map[..1]), None, "a slot without a master");
+        // foo: slot 12182, bar: 5061.
+        assert_eq!(node_of(&map, "jw:{foo}:notify"), Some("b2"));
+        assert_eq!(node_of(&map, "jw:{bar}:notify"), Some("a1"));
+        assert_eq!(
+            node_of(&map[..1], "jw:{foo}:notify"),
+            None,
+            "a slot without a master"
+        );
+        let old = Value::Array(vec![Value::Array(vec![
+            Value::Int(0),
+            Value::Int(16383),
+            Value::Array(vec![Value::BulkString(b"10.0.0.1".to_vec()), Value::Int(7000)]),
+        ])]);
+        assert_eq!(node_of(&ranges(&old).unwrap(), "x"), Some("10.0.0.1:7000"));
         assert_eq!(ranges(&Value::Int(1)), None);
-    }
-
-    #[test]
-    fn reads_the_sharded_subscriptions_of_a_client() {
-        let line = "id=66 addr=127.0.0.1:42422 laddr=127.0.0.1:7391 fd=8 name= sub=0 psub=0 ssub=3 multi=-1";
-        assert_eq!(sharded_subscriptions(line), Some(3));
-        assert_eq!(sharded_subscriptions("id=1 sub=0 psub=0"), None);
     }
 }

@@ -30,10 +30,6 @@ const SLOTS: u16 = 16384;
 const MAX_MASTERS: usize = 5;
 /// `cluster-node-timeout` of every node, in milliseconds.
 const NODE_TIMEOUT_MS: u64 = 5000;
-/// `cluster-node-timeout` of a cluster with replicas, in milliseconds: a
-/// master that dies is failed over about this long after (and up to a
-/// second more for the replica's election).
-const FAILOVER_NODE_TIMEOUT_MS: u64 = 2000;
 /// How many times a node is started on new ports before giving up.
 const NODE_ATTEMPTS: usize = 5;
 /// How long the cluster may take to be ok and agreed after a change.
@@ -103,7 +99,7 @@ impl RedisCluster {
             (1..=MAX_MASTERS).contains(&masters),
             "a test cluster has 1 to {MAX_MASTERS} masters, not {masters}"
         );
-        let cluster = RedisCluster::start_nodes(masters, NODE_TIMEOUT_MS);
+        let cluster = RedisCluster::start_nodes(masters);
         if masters >= 3 {
             cluster.create_with_redis_cli(0);
         } else {
@@ -127,7 +123,7 @@ impl RedisCluster {
             (3..=MAX_MASTERS).contains(&masters),
             "a test cluster with replicas has 3 to {MAX_MASTERS} masters, not {masters}"
         );
-        let cluster = RedisCluster::start_nodes(masters * 2, FAILOVER_NODE_TIMEOUT_MS);
+        let cluster = RedisCluster::start_nodes(masters * 2);
         cluster.create_with_redis_cli(1);
         cluster.wait_settled("after it was created");
         let deadline = Instant::now() + SETTLE_TIMEOUT;
@@ -155,7 +151,7 @@ impl RedisCluster {
 
     /// Starts `count` cluster-enabled nodes and reads their ids; joins
     /// nothing.
-    fn start_nodes(count: usize, node_timeout_ms: u64) -> RedisCluster {
+    fn start_nodes(count: usize) -> RedisCluster {
         check_binaries();
         let dir = tempfile::Builder::new()
             .prefix("jobworker-cluster-")
@@ -168,7 +164,7 @@ impl RedisCluster {
             dir,
         };
         for n in 0..count {
-            let (node, bus_port) = start_node(cluster.dir.path(), n, node_timeout_ms);
+            let (node, bus_port) = start_node(cluster.dir.path(), n);
             cluster.nodes.push(node);
             cluster.bus_ports.push(bus_port);
         }
@@ -748,7 +744,7 @@ fn check_binaries() {
 
 /// Starts node `n` in `root/node-n` on a free client port and a free bus
 /// port; returns it and its bus port. Tries new ports when a start fails.
-fn start_node(root: &Path, n: usize, node_timeout_ms: u64) -> (RedisServer, u16) {
+fn start_node(root: &Path, n: usize) -> (RedisServer, u16) {
     let dir = root.join(format!("node-{n}"));
     let mut errors = Vec::new();
     for _ in 0..NODE_ATTEMPTS {
@@ -766,7 +762,7 @@ fn start_node(root: &Path, n: usize, node_timeout_ms: u64) -> (RedisServer, u16)
                 "--cluster-port".into(),
                 bus_port.to_string(),
                 "--cluster-node-timeout".into(),
-                node_timeout_ms.to_string(),
+                NODE_TIMEOUT_MS.to_string(),
             ],
             ..ServerOptions::default()
         };
