@@ -66,7 +66,8 @@ impl Subscriber {
                 Subscriber::Plain(p) => p.subscribe(channel).await?,
                 Subscriber::Cluster { con, served, .. } => {
                     // Noted before: a slot that moves in between ends
-                    // this connection at the next check, not never.
+                    // this connection at the next check, not never (when
+                    // the node could be told: `node_serving`).
                     let node = subscribed::node_serving(con, channel).await;
                     con.ssubscribe(channel).await?;
                     served.insert(channel.to_owned(), node);
@@ -134,12 +135,9 @@ impl Subscriber {
                 if tokio::time::Instant::now() >= *next_check {
                     // A check dropped half way (the caller's timeout) is
                     // made again at the next call.
-                    let moved = answered("CLUSTER SLOTS", async {
-                        Ok(subscribed::moved(con, served).await)
-                    })
-                    .await;
+                    let moved = subscribed::moved(con, served).await;
                     *next_check = tokio::time::Instant::now() + subscribed::CHECK_EVERY;
-                    if moved.unwrap_or(false) {
+                    if moved {
                         tracing::debug!(
                             "a sharded channel's slot is served by another node; this pub/sub connection ends"
                         );

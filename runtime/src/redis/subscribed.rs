@@ -27,6 +27,11 @@ use crate::error::{Error, Result};
 /// are served: one `CLUSTER SLOTS`, from any node.
 pub(super) const CHECK_EVERY: Duration = Duration::from_secs(5);
 
+/// How long one look at `CLUSTER SLOTS` may take: the node asked may be
+/// hung (stopped, or behind a link that died without a word), and the
+/// listener reads nothing meanwhile; it asks again at the next check.
+const LOOK_LIMIT: Duration = Duration::from_secs(2);
+
 /// Hash slots of a Redis Cluster.
 const SLOTS: u16 = 16384;
 
@@ -76,17 +81,19 @@ fn node_of<'r>(ranges: &'r [Range], channel: &str) -> Option<&'r str> {
         .map(|(.., node)| node.as_str())
 }
 
-/// `CLUSTER SLOTS`, asked of any node `con` is connected to.
+/// `CLUSTER SLOTS`, asked of any node `con` is connected to, within
+/// [`LOOK_LIMIT`].
 async fn slot_ranges(con: &mut ClusterConnection) -> Result<Vec<Range>> {
     let any = RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random);
-    let reply = con
-        .route_command(redis::cmd("CLUSTER").arg("SLOTS").clone(), any)
-        .await?;
+    let ask = con.route_command(redis::cmd("CLUSTER").arg("SLOTS").clone(), any);
+    let reply = tokio::time::timeout(LOOK_LIMIT, ask)
+        .await
+        .map_err(|_| Error::unavailable(format!("no CLUSTER SLOTS reply within {LOOK_LIMIT:?}")))??;
     ranges(&reply).ok_or_else(|| Error::unavailable(format!("unexpected CLUSTER SLOTS reply {reply:?}")))
 }
 
 /// The node that serves `channel`'s slot now (`None` when that cannot be
-/// told: the next check notes it).
+/// told: the next check notes it, and a failover in between goes unseen).
 pub(super) async fn node_serving(con: &mut ClusterConnection, channel: &str) -> Option<String> {
     let ranges = slot_ranges(con).await.ok()?;
     node_of(&ranges, channel).map(str::to_owned)
@@ -100,6 +107,9 @@ pub(super) async fn moved(
     con: &mut ClusterConnection,
     served: &mut BTreeMap<String, Option<String>>,
 ) -> bool {
+    if served.is_empty() {
+        return false;
+    }
     let ranges = match slot_ranges(con).await {
         Ok(ranges) => ranges,
         Err(e) => {

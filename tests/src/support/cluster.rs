@@ -109,9 +109,12 @@ impl RedisCluster {
         cluster
     }
 
-    /// Starts `masters` (3..=5) masters and one replica of each, joined with `redis-cli --cluster create … --cluster-replicas 1`,
-    /// with a `cluster-node-timeout` of 2 s so that
-    /// [`kill_master_of`](Self::kill_master_of) fails over quickly.
+    /// Starts `masters` (3..=5) masters and one replica of each, joined
+    /// with `redis-cli --cluster create … --cluster-replicas 1`. The
+    /// `cluster-node-timeout` is 5 s, as in [`start`](Self::start): a
+    /// master killed by [`kill_master_of`](Self::kill_master_of) is failed
+    /// over some 6 s later, and a busy machine does not fail over a live
+    /// one.
     ///
     /// Returns once the cluster is ok and agreed (as [`start`](Self::start)
     /// waits) and every replica's link to its master is up (a replica
@@ -261,7 +264,7 @@ impl RedisCluster {
         owner.ok_or_else(|| "no node is running".to_owned())
     }
 
-    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,…` (every master, in
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,…` (every node, in
     /// [`ports`](Self::ports) order).
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self.ports().iter().map(|p| format!("127.0.0.1:{p}")).collect();
@@ -281,9 +284,9 @@ impl RedisCluster {
         self.nodes.iter().map(RedisServer::pid).collect()
     }
 
-    /// The node id (`CLUSTER MYID`) of the master on `port`.
+    /// The node id (`CLUSTER MYID`) of the node on `port`.
     ///
-    /// Panics when `port` is not a master of this cluster.
+    /// Panics when `port` is not a node of this cluster.
     pub fn node_id(&self, port: u16) -> &str {
         &self.ids[self.index_of(port)]
     }
