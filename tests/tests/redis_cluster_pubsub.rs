@@ -11,11 +11,17 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use futures_util::Stream;
+use tokio::task::JoinHandle;
 
 use jobworker::board::{follow, Followed};
 use jobworker::redis::RedisBoard;
 use jobworker::{Board, NewJob};
 use jobworker_tests::{post_until_heard, unique_queue, RedisCluster};
+
+/// The slot of queue `q`'s keys.
+fn queue_slot(cluster: &RedisCluster, q: &str) -> u16 {
+    cluster.slot_of(&format!("jw:{{{q}}}"))
+}
 
 /// A followed event stream.
 type Events = Pin<Box<dyn Stream<Item = Followed> + Send>>;
@@ -23,7 +29,7 @@ type Events = Pin<Box<dyn Stream<Item = Followed> + Send>>;
 /// Moves queue `q`'s slot to the other master (off the async runtime:
 /// the migration blocks), and gives the cluster back.
 async fn move_queue(cluster: RedisCluster, q: &str) -> RedisCluster {
-    let slot = cluster.slot_of(&format!("jw:{{{q}}}"));
+    let slot = queue_slot(&cluster, q);
     let from = cluster.port_of_slot(slot);
     let to = *cluster.ports().iter().find(|p| **p != from).unwrap();
     let cluster = tokio::task::spawn_blocking(move || {
@@ -39,7 +45,7 @@ async fn move_queue(cluster: RedisCluster, q: &str) -> RedisCluster {
 /// Kills the master of queue `q`'s slot for good and waits until its
 /// replica took over (off the async runtime's workers: it blocks).
 fn fail_over(cluster: &mut RedisCluster, q: &str) {
-    let slot = cluster.slot_of(&format!("jw:{{{q}}}"));
+    let slot = queue_slot(cluster, q);
     tokio::task::block_in_place(|| cluster.kill_master_of(slot));
 }
 
@@ -53,13 +59,25 @@ async fn listening(cluster: &RedisCluster, name: &str) -> (RedisBoard, String, E
     (board, q, events)
 }
 
-/// Waits until the node on `port` counts a subscriber on sharded `channel`.
-async fn wait_subscribed(cluster: &RedisCluster, port: u16, channel: &str) {
+/// How long a worker's wait in these tests would last unwoken.
+const LONG_WAIT: Duration = Duration::from_secs(600);
+
+/// A worker's wait on `q` (for [`LONG_WAIT`]), in a task.
+fn spawn_wait(board: &RedisBoard, q: &str) -> JoinHandle<jobworker::Result<bool>> {
+    let (board, q) = (board.clone(), q.to_owned());
+    tokio::spawn(async move { board.wait(&[&q], LONG_WAIT).await })
+}
+
+/// Waits until the node serving queue `q` counts a subscriber on its
+/// notify channel.
+async fn wait_subscribed(cluster: &RedisCluster, board: &RedisBoard, q: &str) {
+    let port = cluster.port_of_slot(queue_slot(cluster, q));
+    let channel = board.keys(q).unwrap().notify.clone();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let counts: Vec<(String, i64)> = redis::cmd("PUBSUB")
             .arg("SHARDNUMSUB")
-            .arg(channel)
+            .arg(&channel)
             .query(&mut cluster.node(port))
             .unwrap();
         if counts.first().is_some_and(|(_, n)| *n > 0) {
@@ -88,16 +106,13 @@ async fn events_are_followed_across_a_slot_move() {
 /// deaf; the next wait subscribes on the new node and hears a post.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wait_ends_when_its_slot_moves_and_the_next_one_hears_posts() {
-    const LONG_WAIT: Duration = Duration::from_secs(600);
     let cluster = tokio::task::spawn_blocking(|| RedisCluster::start(2))
         .await
         .unwrap();
     let board = RedisBoard::connect(&cluster.url()).await.unwrap();
     let q = unique_queue("moving-wait");
-    let wait = |board: RedisBoard, q: String| tokio::spawn(async move { board.wait(&[&q], LONG_WAIT).await });
-    let first = wait(board.clone(), q.clone());
-    let from = cluster.port_of_slot(cluster.slot_of(&format!("jw:{{{q}}}")));
-    wait_subscribed(&cluster, from, &board.keys(&q).unwrap().notify).await;
+    let first = spawn_wait(&board, &q);
+    wait_subscribed(&cluster, &board, &q).await;
     let _cluster = move_queue(cluster, &q).await;
     // It fails: its connection ended (the caller opens another).
     let ended = tokio::time::timeout(Duration::from_secs(60), first).await;
@@ -106,7 +121,7 @@ async fn a_wait_ends_when_its_slot_moves_and_the_next_one_hears_posts() {
         "the wait did not end after its slot moved: {ended:?}"
     );
 
-    let next = wait(board.clone(), q.clone());
+    let next = spawn_wait(&board, &q);
     board.post(&q, NewJob::new("heard")).await.unwrap();
     let heard = tokio::time::timeout(Duration::from_secs(60), next).await;
     assert!(matches!(heard, Ok(Ok(Ok(true)))), "{heard:?}");
@@ -148,14 +163,11 @@ async fn events_are_followed_without_a_gap_when_a_replica_dies() {
 /// deaf once the replica took over; the next wait hears a post.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wait_ends_when_its_master_dies_and_the_next_one_hears_posts() {
-    const LONG_WAIT: Duration = Duration::from_secs(600);
     let mut cluster = RedisCluster::start_with_replicas(3);
     let board = RedisBoard::connect(&cluster.url()).await.unwrap();
     let q = unique_queue("failover-wait");
-    let wait = |board: RedisBoard, q: String| tokio::spawn(async move { board.wait(&[&q], LONG_WAIT).await });
-    let first = wait(board.clone(), q.clone());
-    let master = cluster.port_of_slot(cluster.slot_of(&format!("jw:{{{q}}}")));
-    wait_subscribed(&cluster, master, &board.keys(&q).unwrap().notify).await;
+    let first = spawn_wait(&board, &q);
+    wait_subscribed(&cluster, &board, &q).await;
 
     fail_over(&mut cluster, &q);
     let ended = tokio::time::timeout(Duration::from_secs(60), first).await;
@@ -163,7 +175,7 @@ async fn a_wait_ends_when_its_master_dies_and_the_next_one_hears_posts() {
         matches!(ended, Ok(Ok(Err(_)))),
         "the wait did not end after its master died: {ended:?}"
     );
-    let next = wait(board.clone(), q.clone());
+    let next = spawn_wait(&board, &q);
     let heard = async {
         loop {
             board.post(&q, NewJob::new("heard")).await.unwrap();
