@@ -127,6 +127,54 @@ async fn a_wait_ends_when_its_slot_moves_and_the_next_one_hears_posts() {
     assert!(matches!(heard, Ok(Ok(Ok(true)))), "{heard:?}");
 }
 
+/// `CLUSTER SLOTS` calls the nodes of `cluster` ran since their stats
+/// were reset.
+fn cluster_slots_calls(cluster: &RedisCluster) -> u64 {
+    cluster
+        .ports()
+        .into_iter()
+        .map(|port| {
+            let info: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query(&mut cluster.node(port))
+                .unwrap();
+            info.lines()
+                .find_map(|line| line.strip_prefix("cmdstat_cluster|slots:calls="))
+                .and_then(|rest| rest.split(',').next())
+                .map_or(0, |calls| calls.parse::<u64>().unwrap())
+        })
+        .sum()
+}
+
+/// An event stream over many queues looks once where their channels are
+/// served, not once per queue: its start costs a round trip per queue,
+/// not two.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_over_many_queues_looks_once_where_they_are_served() {
+    const QUEUES: usize = 30;
+    let cluster = tokio::task::spawn_blocking(|| RedisCluster::start(2))
+        .await
+        .unwrap();
+    let board = RedisBoard::connect(&cluster.url()).await.unwrap();
+    let queues: Vec<String> = (0..QUEUES).map(|_| unique_queue("many")).collect();
+    for q in &queues {
+        board.post(q, NewJob::new("registers")).await.unwrap();
+    }
+    for port in cluster.ports() {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query(&mut cluster.node(port))
+            .unwrap();
+    }
+
+    let mut events: Events = Box::pin(follow(board.clone(), false));
+    post_until_heard(&board, &queues[QUEUES - 1], &mut events).await;
+    let looks = cluster_slots_calls(&cluster);
+    // redis-rs asks each node once as the connection opens; a look every
+    // 5 s while the stream waits.
+    assert!(looks < 10, "{looks} CLUSTER SLOTS calls for {QUEUES} queues");
+}
+
 /// Events followed on a cluster go on after the master of the queue's
 /// slot dies for good and its replica takes over.
 #[tokio::test(flavor = "multi_thread")]

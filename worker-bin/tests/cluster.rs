@@ -262,6 +262,49 @@ async fn an_idle_worker_hears_posts_again_after_its_master_fails_over() {
     sup.stop_cleanly(Duration::from_secs(60));
 }
 
+/// A master that dies for good, its replica taking over, while a job of
+/// its slot runs: cancelling the job then still stops its handler as the
+/// cancel comes (the worker's cancel listener subscribes again, on the
+/// new master), not at the lease's next extend (here every 200 s).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_after_a_failover_stops_the_running_handler() {
+    let _serial = serial().await;
+    let mut cluster = RedisCluster::start_with_replicas(3);
+    let board = RedisBoard::connect(&cluster.url()).await.unwrap();
+    let q = unique_queue("failover-cancel");
+    let uncounted = |action, millis| Script {
+        count_key: None,
+        ..script(action, millis, "")
+    };
+    let id = post(&board, &q, &uncounted(Action::Sleep, 900_000), 3).await;
+    let mut sup = Supervisor::start_on(
+        &["--redis", &cluster.url()],
+        &q,
+        &["--workers", "1", "--expiry", "600"],
+        None,
+    );
+    wait_state(&board, &q, &id, JobState::Claimed, 60).await;
+
+    tokio::task::block_in_place(|| cluster.kill_master_of(slot(&cluster, &q)));
+    let cancelled_at = std::time::Instant::now();
+    wait_until("the cancel to go through", Duration::from_secs(60), || async {
+        board.cancel(&q, std::slice::from_ref(&id), false).await.is_ok()
+    })
+    .await;
+    // The only slot is free again: the next job runs.
+    let next = post(&board, &q, &uncounted(Action::Ok, 0), 3).await;
+    // (Past the first extend, which would stop it too.)
+    wait_state(&board, &q, &next, JobState::Completed, 300).await;
+    let stopped_in = cancelled_at.elapsed();
+    assert!(
+        stopped_in < Duration::from_secs(120),
+        "the handler was stopped only after {stopped_in:?}; log:\n{}",
+        sup.log()
+    );
+    assert_eq!(state(&board, &q, &id).await, JobState::Cancelled);
+    sup.stop_cleanly(Duration::from_secs(60));
+}
+
 /// What a cluster board cannot do is refused with a clear error (exit 2)
 /// and changes nothing: `--durability` (its WAIT would have to follow each
 /// call's node), a queue mapped to a namespace without a hash tag (its keys

@@ -61,21 +61,31 @@ impl Subscriber {
 
     /// Subscribes to `channel` (sharded on a cluster).
     pub(crate) async fn subscribe(&mut self, channel: &str) -> Result<()> {
-        answered("SUBSCRIBE", async {
-            match self {
-                Subscriber::Plain(p) => p.subscribe(channel).await?,
-                Subscriber::Cluster { con, served, .. } => {
-                    // Noted before: a slot that moves in between ends
-                    // this connection at the next check, not never (when
-                    // the node could be told: `node_serving`).
-                    let node = subscribed::node_serving(con, channel).await;
-                    con.ssubscribe(channel).await?;
-                    served.insert(channel.to_owned(), node);
+        self.subscribe_all(&[channel]).await
+    }
+
+    /// Subscribes to `channels` (sharded on a cluster): one `SUBSCRIBE`
+    /// on one server; on a cluster, one look at where their slots are
+    /// served and one `SSUBSCRIBE` each (a command's channels must share
+    /// a slot).
+    pub(crate) async fn subscribe_all(&mut self, channels: &[&str]) -> Result<()> {
+        if channels.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Subscriber::Plain(p) => answered("SUBSCRIBE", async { Ok(p.subscribe(channels).await?) }).await,
+            Subscriber::Cluster { con, served, .. } => {
+                // Noted before: a slot that moves in between ends this
+                // connection at the next check, not never (when the nodes
+                // could be told: `nodes_serving`).
+                let nodes = subscribed::nodes_serving(con, channels).await;
+                for (channel, node) in channels.iter().zip(nodes) {
+                    answered("SSUBSCRIBE", async { Ok(con.ssubscribe(*channel).await?) }).await?;
+                    served.insert((*channel).to_owned(), node);
                 }
+                Ok(())
             }
-            Ok(())
-        })
-        .await
+        }
     }
 
     /// Subscribes to a channel pattern; a cluster has no sharded patterns.
@@ -266,11 +276,14 @@ async fn subscribe_new<F: Fn(&QueueKeys) -> String>(
     seen: &mut HashSet<String>,
     channels: &F,
 ) -> Result<()> {
+    let mut new = Vec::new();
     for queue in board.queues().await? {
         if !seen.contains(&queue) {
-            sub.subscribe(&channels(&*board.keys(&queue)?)).await?;
-            seen.insert(queue);
+            new.push((channels(&*board.keys(&queue)?), queue));
         }
     }
+    let names: Vec<&str> = new.iter().map(|(channel, _)| channel.as_str()).collect();
+    sub.subscribe_all(&names).await?;
+    seen.extend(new.into_iter().map(|(_, queue)| queue));
     Ok(())
 }

@@ -92,11 +92,15 @@ async fn slot_ranges(con: &mut ClusterConnection) -> Result<Vec<Range>> {
     ranges(&reply).ok_or_else(|| Error::unavailable(format!("unexpected CLUSTER SLOTS reply {reply:?}")))
 }
 
-/// The node that serves `channel`'s slot now (`None` when that cannot be
-/// told: the next check notes it, and a failover in between goes unseen).
-pub(super) async fn node_serving(con: &mut ClusterConnection, channel: &str) -> Option<String> {
-    let ranges = slot_ranges(con).await.ok()?;
-    node_of(&ranges, channel).map(str::to_owned)
+/// The nodes that serve `channels`' slots now, in order, from one look
+/// (`None` when that cannot be told: the next check notes it, and a
+/// failover in between goes unseen).
+pub(super) async fn nodes_serving(con: &mut ClusterConnection, channels: &[&str]) -> Vec<Option<String>> {
+    let ranges = slot_ranges(con).await.unwrap_or_default();
+    channels
+        .iter()
+        .map(|channel| node_of(&ranges, channel).map(str::to_owned))
+        .collect()
 }
 
 /// True when a channel of `served` (channel → the node that served its

@@ -18,6 +18,7 @@ use crate::redis::subscribe::Subscriber;
 /// A subscribed pub/sub connection, kept between waits.
 pub(crate) struct Waiter {
     pubsub: Subscriber,
+    /// The notify channels subscribed to.
     channels: HashSet<String>,
     /// The hand-off channels subscribed to, with their queue's keys.
     handoffs: HashMap<String, Arc<QueueKeys>>,
@@ -111,30 +112,31 @@ impl Waiter {
         })
     }
 
-    /// Subscribes to `channel` unless it already is.
-    async fn subscribe(&mut self, channel: &str) -> Result<()> {
-        if !self.channels.contains(channel) {
-            // Recorded only once subscribed: a wait dropped meanwhile
-            // subscribes again next time.
-            self.pubsub.subscribe(channel).await?;
-            self.channels.insert(channel.to_owned());
-        }
-        Ok(())
-    }
-
     /// Subscribes to the queues' notify channels and, for `who`, to its
-    /// hand-off channels.
+    /// hand-off channels, those not subscribed yet in one go. They are
+    /// recorded only once subscribed: a wait dropped meanwhile subscribes
+    /// again next time.
     async fn subscribe_all(&mut self, queues: &[Arc<QueueKeys>], who: Option<&str>) -> Result<()> {
+        let mut notices = Vec::new();
+        let mut handoffs = Vec::new();
         for keys in queues {
-            self.subscribe(&keys.notify).await?;
-            if let Some(who) = who {
-                let channel = keys.handoff(who);
+            if !self.channels.contains(&keys.notify) {
+                notices.push(keys.notify.clone());
+            }
+            if let Some(channel) = who.map(|who| keys.handoff(who)) {
                 if !self.handoffs.contains_key(&channel) {
-                    self.subscribe(&channel).await?;
-                    self.handoffs.insert(channel, keys.clone());
+                    handoffs.push((channel, keys.clone()));
                 }
             }
         }
+        let new: Vec<&str> = notices
+            .iter()
+            .chain(handoffs.iter().map(|(channel, _)| channel))
+            .map(String::as_str)
+            .collect();
+        self.pubsub.subscribe_all(&new).await?;
+        self.channels.extend(notices);
+        self.handoffs.extend(handoffs);
         Ok(())
     }
 
