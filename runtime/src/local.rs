@@ -149,8 +149,13 @@ pub(crate) struct Running {
 
 impl LocalBoard {
     /// The private board in `dir`.
+    /// A relative `dir` is taken from the current directory, once:
+    /// redis-server runs inside it, and its paths must not be relative to
+    /// themselves.
     pub(crate) fn at(dir: impl Into<PathBuf>) -> LocalBoard {
-        LocalBoard { dir: dir.into() }
+        let dir = dir.into();
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        LocalBoard { dir }
     }
 
     /// The private board in the user's data directory:

@@ -180,6 +180,36 @@ fn a_killed_server_and_its_stale_socket_are_replaced_without_losing_jobs() {
     assert_ne!(again, pid, "a new server answers");
 }
 
+/// Seen: `--data-dir dd2` (relative) failed with "redis-server did not
+/// start; see dd2/redis.log", a log that was never written (the server ran
+/// inside the directory, its paths relative to it). A relative directory
+/// works as an absolute one does, and names the same board from there.
+#[test]
+fn a_relative_data_dir_is_taken_from_the_current_directory() {
+    let cwd = tempfile::tempdir().unwrap();
+    /// Stops the server of a data directory when the test ends.
+    struct Stop(String);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = jobworker(&["--data-dir", &self.0, "server", "stop"]);
+        }
+    }
+    let absolute = cwd.path().join("dd2").to_str().unwrap().to_owned();
+    let _stop = Stop(absolute.clone());
+    let posted = jobworker_command()
+        .args(["--data-dir", "dd2", "post", "x", "-q", "relative"])
+        .current_dir(cwd.path())
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(posted.status.success(), "{}", text(&posted.stderr));
+    // The same board, named by its absolute path.
+    let out = jobworker(&["--data-dir", &absolute, "--json", "count", "-q", "relative"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["count"], 1, "{v}");
+}
+
 /// Without --data-dir the private board lives in the user's data
 /// directory: `$XDG_DATA_HOME/jobworker`.
 #[test]
