@@ -23,6 +23,7 @@ mod inspect;
 mod lease;
 mod maintenance;
 mod presence;
+mod queue_name;
 mod recovery;
 mod spec;
 
@@ -41,5 +42,6 @@ pub(crate) use lease::{lease_back, leases_back};
 pub use lease::{Lease, SettleResult, Unsettled};
 pub use maintenance::Maintenance;
 pub use presence::{Presence, WorkerInfo};
+pub(crate) use queue_name::check_new_queue;
 pub use recovery::{Recovered, Recovery};
 pub use spec::BoardSpec;

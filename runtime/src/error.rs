@@ -96,17 +96,25 @@ impl Error {
         )
     }
 
-    /// The lease on `job` held as `who` is gone; `owner` is who holds it now.
+    /// The lease on `job` held as `who` is gone; `owner` is who holds it
+    /// now (`who` itself when the fencing token did not match: the job was
+    /// claimed again since, by the same owner).
     pub fn not_owner(queue: &str, job: &str, who: &str, owner: Option<&str>) -> Self {
-        let now = match owner {
-            Some(o) => format!("it is owned by {o}"),
-            None => "it has no owner".to_owned(),
+        let message = match owner {
+            Some(o) if o == who => format!(
+                "lease on job {job} in queue {queue} is stale: {who} claimed it again since \
+                 (its fencing token is not the one given)"
+            ),
+            Some(o) => {
+                format!("lease on job {job} in queue {queue} is not held by {who} (it is owned by {o})")
+            }
+            None => format!("lease on job {job} in queue {queue} is not held by {who} (it has no owner)"),
         };
         Self::new(
             ErrorKind::NotOwner {
                 owner: owner.map(str::to_owned),
             },
-            format!("lease on job {job} in queue {queue} is not held by {who} ({now})"),
+            message,
         )
     }
 

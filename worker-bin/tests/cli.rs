@@ -86,12 +86,69 @@ fn post_list_show_claim_consume() {
         3,
         &["consume", &id, "-q", &q, "--owner", "cli-1", "--token", "999"],
     );
+    // Seen: "is not held by cli-1 (it is owned by cli-1)", which never
+    // named the token.
     assert!(
-        err.contains("not held") || err.contains("stale"),
-        "a wrong token is refused: {err}"
+        err.contains("stale") && err.contains("fencing token"),
+        "a wrong token is refused, and says so: {err}"
     );
     json(&["consume", &id, "-q", &q, "--owner", "cli-1", "--token", &token]);
     assert_eq!(json(&["show", &id, "-q", &q])["state"], "completed");
+}
+
+/// Seen: the lease verbs as "A job's life" writes them (no `-q`) said
+/// "job … not found in queue default" for a job of another queue. Like
+/// `show`, they find the job's queue when it is not given.
+#[test]
+fn lease_verbs_find_the_jobs_queue() {
+    let q = unique_queue("cli-lease");
+    let post = || {
+        json(&["post", "resize", "-q", &q, "--max-attempts", "3"])["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let claim = || json(&["claim", "-q", &q, "--owner", "w1", "--expiry", "60"])[0]["token"].to_string();
+    let (a, b) = (post(), post());
+    let token = claim();
+    json(&["extend", &a, "--owner", "w1", "--token", &token, "--expiry", "90"]);
+    let abandoned = json(&[
+        "abandon",
+        &a,
+        "--owner",
+        "w1",
+        "--token",
+        &token,
+        "--retry-after",
+        "0",
+    ]);
+    assert_eq!(abandoned["state"], "ready");
+    let token = claim();
+    json(&[
+        "trash",
+        &a,
+        "--owner",
+        "w1",
+        "--token",
+        &token,
+        "--reason",
+        "bad input",
+    ]);
+    let token = claim();
+    json(&["consume", &b, "--owner", "w1", "--token", &token]);
+    assert_eq!(json(&["show", &a])["state"], "trashed");
+    assert_eq!(json(&["show", &b])["state"], "completed");
+    let err = fails(
+        3,
+        &[
+            "extend",
+            &unique_queue("no-such-job"),
+            "--owner",
+            "w1",
+            "--any-token",
+        ],
+    );
+    assert!(err.contains("not in any queue"), "{err}");
 }
 
 /// taskflow's contract on the command line: a job posted with a book shows

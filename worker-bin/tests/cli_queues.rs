@@ -389,3 +389,28 @@ fn recurring_cron_offset_and_bad_rules() {
     assert!(cli.claim(&q, "o", 10).is_empty());
     assert!(cli.claim(&q, "o", 10).is_empty(), "nothing is due yet");
 }
+
+/// Seen: `post x -q 'a,b'` posted a job no worker could ever take
+/// (`--queues 'a,b'` serves queues `a` and `b`), and a queue `a/b` could
+/// not be named in `--depends QUEUE/ID`. Such names are refused before
+/// anything is written.
+#[test]
+fn a_queue_name_no_worker_could_serve_is_refused() {
+    let cli = Cli::shared();
+    let base = unique_queue("cli-sep");
+    let lines = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(lines.path(), "{\"n\": 1}\n").unwrap();
+    let from = lines.path().to_str().unwrap();
+    for (bad, c) in [(format!("{base},b"), "','"), (format!("{base}/b"), "'/'")] {
+        for args in [
+            vec!["post", "x", "-q", &bad],
+            vec!["post", "x", "--from", from, "-q", &bad],
+            vec!["recur", "add", "x", "--every", "1m", "-q", &bad],
+        ] {
+            let err = cli.fails(2, &args);
+            assert!(err.contains(&format!("must not contain {c}")), "{args:?}: {err}");
+        }
+    }
+    let table = cli.text(&["queues"]);
+    assert!(!table.contains(&base), "a refused queue was registered:\n{table}");
+}

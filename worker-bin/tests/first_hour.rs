@@ -84,6 +84,15 @@ fn post_takes_the_linked_handlers_queue_and_attempts() {
         stderr.contains("no handler named \"nobody-handles-this\""),
         "{stderr}"
     );
+    // Seen: the warning came before a refusal ("posting anyway"), for a
+    // post that was then refused. A refused post says only why.
+    let out = run(&["post", "nobody-handles-this", "-q", &q, "--args", "{bad"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--args") && !stderr.contains("no handler named"),
+        "{stderr}"
+    );
 }
 
 /// A job whose handler is not linked into the worker ends, after its

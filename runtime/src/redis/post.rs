@@ -119,6 +119,7 @@ impl RedisBoard {
     /// [`post_group`](crate::redis::post_group)).
     pub(super) async fn post(&self, queue: &str, job: NewJob) -> Result<JobId> {
         let keys = self.keys(queue)?;
+        crate::board::check_new_queue(queue)?;
         let prepared = Prepared::new(&job, queue)?;
         self.register_queue(queue).await?;
         let (prepared, reply) = self.posts.post(&self.conn, &keys, prepared).await?;

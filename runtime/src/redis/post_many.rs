@@ -49,6 +49,7 @@ impl RedisBoard {
     /// have been posted; the jobs not sent yet are not sent, and say so.
     pub async fn post_many(&self, queue: &str, jobs: &[NewJob]) -> Result<Vec<Result<JobId>>> {
         let keys = self.keys(queue)?;
+        crate::board::check_new_queue(queue)?;
         self.register_queue(queue).await?;
         let started = Instant::now();
         let mut results: Results = (0..jobs.len()).map(|_| None).collect();

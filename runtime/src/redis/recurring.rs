@@ -44,6 +44,7 @@ impl RedisBoard {
     pub async fn recur(&self, queue: &str, job: RecurringJob) -> Result<String> {
         job.validate()?;
         let keys = self.keys(queue)?;
+        crate::board::check_new_queue(queue)?;
         self.register_queue(queue).await?;
         let id = job.id.clone().unwrap_or_else(|| JobId::random().0);
         let key = keys.recur(&id);

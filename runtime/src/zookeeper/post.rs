@@ -30,6 +30,7 @@ impl ZooKeeperBoard {
     /// Posts `job` to `queue` (see the module docs).
     pub(crate) async fn post_job(&self, queue: &str, job: NewJob) -> Result<JobId> {
         let paths = self.paths(queue)?;
+        crate::board::check_new_queue(queue)?;
         let mut post = self.prepare_post(&paths, job)?;
         self.ensure_queue(&paths).await?;
         // A delay counts from the post's transaction, not from before the

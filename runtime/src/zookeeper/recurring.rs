@@ -110,6 +110,7 @@ impl ZooKeeperBoard {
     pub(crate) async fn recur_template(&self, queue: &str, job: RecurringJob) -> Result<String> {
         job.validate()?;
         let paths = self.paths(queue)?;
+        crate::board::check_new_queue(queue)?;
         let id = job.id.clone().unwrap_or_else(|| JobId::random().0);
         let what = format!("cannot save recurring job {id} of queue {queue}");
         // The runs' postings must be writable: check it once here.

@@ -4,7 +4,7 @@
 use clap::Args;
 
 use crate::board::{AnyBoard, Board};
-use crate::cli::job_args::QueueArg;
+use crate::cli::job_args::JobQueueArg;
 use crate::cli::output::{self, outln};
 use crate::cli::values::seconds;
 use crate::error::Result;
@@ -15,9 +15,9 @@ use crate::job::{Abandon, JobId, Lease};
 pub struct LeaseArgs {
     /// The job id.
     pub id: String,
-    /// The queue.
+    /// The job's queue.
     #[command(flatten)]
-    pub queue: QueueArg,
+    pub queue: JobQueueArg,
     /// The owner string of the claim.
     #[arg(long, env = "JOBWORKER_OWNER")]
     pub owner: String,
@@ -32,15 +32,17 @@ pub struct LeaseArgs {
 }
 
 impl LeaseArgs {
-    fn lease(&self) -> Lease {
+    /// The lease, in the queue given or the one that holds the job.
+    async fn lease(&self, board: &AnyBoard) -> Result<Lease> {
+        let queue = self.queue.of(board, &self.id).await?;
         // Token 0 skips the fencing check (`--any-token`).
         let token = self.token.unwrap_or(0);
-        Lease::new(
-            &self.queue.queue,
+        Ok(Lease::new(
+            &queue,
             JobId::from(self.id.as_str()),
             &self.owner,
             token,
-        )
+        ))
     }
 }
 
@@ -83,7 +85,7 @@ pub struct TrashArgs {
 /// Runs `extend`.
 pub(crate) async fn extend(board: &AnyBoard, a: &ExtendArgs, json: bool) -> Result<()> {
     board
-        .extend(&a.lease.lease(), seconds(a.expiry, "--expiry")?)
+        .extend(&a.lease.lease(board).await?, seconds(a.expiry, "--expiry")?)
         .await?;
     output::done(json, "extended", &a.lease.id);
     Ok(())
@@ -91,7 +93,7 @@ pub(crate) async fn extend(board: &AnyBoard, a: &ExtendArgs, json: bool) -> Resu
 
 /// Runs `consume`.
 pub(crate) async fn consume(board: &AnyBoard, a: &LeaseArgs, json: bool) -> Result<()> {
-    board.consume(a.lease()).await?;
+    board.consume(a.lease(board).await?).await?;
     output::done(json, "consumed", &a.id);
     Ok(())
 }
@@ -105,7 +107,7 @@ pub(crate) async fn abandon(board: &AnyBoard, a: &AbandonArgs, json: bool) -> Re
         },
         None => Abandon::Release,
     };
-    let state = board.abandon(a.lease.lease(), how).await?;
+    let state = board.abandon(a.lease.lease(board).await?, how).await?;
     if json {
         output::json(
             &serde_json::json!({ "id": a.lease.id, "result": "abandoned", "state": state.as_str() }),
@@ -118,7 +120,7 @@ pub(crate) async fn abandon(board: &AnyBoard, a: &AbandonArgs, json: bool) -> Re
 
 /// Runs `trash`.
 pub(crate) async fn trash(board: &AnyBoard, a: &TrashArgs, json: bool) -> Result<()> {
-    board.trash(a.lease.lease(), &a.reason).await?;
+    board.trash(a.lease.lease(board).await?, &a.reason).await?;
     output::done(json, "trashed", &a.lease.id);
     Ok(())
 }

@@ -81,13 +81,6 @@ pub struct PostArgs {
 pub(crate) async fn run(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<()> {
     let registry = Registry::load()?;
     let handler = registry.get(&a.name);
-    if handler.is_none() && !registry.is_empty() {
-        eprintln!(
-            "jobworker: warning: no handler named {:?} is linked into this binary; posting anyway \
-             (another binary may run it; `jobworker handlers` lists these)",
-            a.name
-        );
-    }
     let queue = a
         .queue
         .clone()
@@ -119,9 +112,18 @@ pub(crate) async fn run(board: &AnyBoard, a: &PostArgs, json: bool) -> Result<()
         } else {
             outln!("{id}");
         }
-        return Ok(());
+    } else {
+        post_many(board, &queue, &a.name, count, job_at, json).await?;
     }
-    post_many(board, &queue, &a.name, count, job_at, json).await
+    // Said once the post went through: a post refused says only why.
+    if handler.is_none() && !registry.is_empty() {
+        eprintln!(
+            "jobworker: warning: no handler named {:?} is linked into this binary; posted anyway \
+             (another binary may run it; `jobworker handlers` lists these)",
+            a.name
+        );
+    }
+    Ok(())
 }
 
 /// Posts `count` jobs (`job_at(i)` is the i-th) in pipelined batches,

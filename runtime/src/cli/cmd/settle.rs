@@ -16,10 +16,12 @@ pub struct SettleArgs {
     /// The job's queue.
     #[command(flatten)]
     pub queue: JobQueueArg,
-    /// Every job of this failure group.
+    /// Every job of this failure group: of the queue given with -q, else
+    /// of every queue.
     #[arg(long, conflicts_with = "ids")]
     pub group: Option<String>,
-    /// Every trashed job of the queue (all groups).
+    /// Every trashed job (all groups): of the queue given with -q, else of
+    /// every queue.
     #[arg(long, conflicts_with_all = ["ids", "group"])]
     pub all: bool,
 }
