@@ -138,6 +138,10 @@ fn lease_verbs_find_the_jobs_queue() {
     json(&["consume", &b, "--owner", "w1", "--token", &token]);
     assert_eq!(json(&["show", &a])["state"], "trashed");
     assert_eq!(json(&["show", &b])["state"], "completed");
+    // Seen: "attempts 0 of 5" for a job that ran once and succeeded
+    // (`claim` had printed "attempt 1/5"): the count is of failed tries.
+    let shown = Cli::shared().text(&["show", &a]);
+    assert!(shown.contains("1 failed of 3"), "{shown}");
     let err = fails(
         3,
         &[

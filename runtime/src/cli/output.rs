@@ -148,7 +148,7 @@ pub(crate) fn jobs_text(jobs: &[JobInfo]) {
             j.owner.clone().unwrap_or_else(|| "-".into()),
         ]
     });
-    table(&["ID", "STATE", "PRIO", "ATTEMPTS", "NAME", "OWNER"], rows);
+    table(&["ID", "STATE", "PRIO", "FAILED", "NAME", "OWNER"], rows);
 }
 
 /// One job in detail.
@@ -166,7 +166,8 @@ pub(crate) fn job_text(j: &JobInfo) {
             "expires_in",
             or_dash(j.expires_in_ms.map(|ms| format!("{:.1}s", ms as f64 / 1000.0))),
         ),
-        ("attempts", format!("{} of {}", j.attempts, j.max_attempts)),
+        // Failed tries, as `claim` prints the try it makes ("attempt 1/5").
+        ("attempts", format!("{} failed of {}", j.attempts, j.max_attempts)),
         ("token", j.token.to_string()),
         ("sequence", or_dash(j.sequence.map(|s| s.to_string()))),
         ("created_on", or_dash(j.created_on.clone())),
