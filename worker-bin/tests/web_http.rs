@@ -289,6 +289,33 @@ fn the_live_stream_follows_the_board_through_a_server_restart() {
     app.stop();
 }
 
+/// Seen: with the board down, a page and `/metrics` answered 502 after
+/// 13–26 s (each call waited out the connection's reconnect attempts, and
+/// was sent once more): past Prometheus' default 10 s scrape timeout, so
+/// a scrape timed out rather than failed. They answer 503 within the
+/// page deadline (5 s), and work again once the board is back.
+#[test]
+fn pages_and_metrics_fail_soon_while_the_board_is_down() {
+    let mut redis = private_redis();
+    let app = WebApp::start(&redis.url(), &[], &[]);
+    assert_eq!(app.get("/metrics").status, 200);
+    redis.stop().expect("stop the private redis-server");
+    for path in ["/metrics", "/", "/failed"] {
+        let asked = std::time::Instant::now();
+        let r = app.get(path);
+        let took = asked.elapsed();
+        assert_eq!(r.status, 503, "{path}: {}", r.body);
+        assert!(r.body.contains("did not answer"), "{path}: {}", r.body);
+        // (The deadline is 5 s; what it cut short took 13 s or more.)
+        assert!(took < Duration::from_secs(12), "{path} took {took:?}");
+    }
+    redis.restart().expect("start the private redis-server again");
+    wait_for_blocking("the pages to work again", Duration::from_secs(60), || {
+        (app.get("/metrics").status == 200 && app.get("/").status == 200).then_some(())
+    });
+    app.stop();
+}
+
 #[test]
 fn on_zookeeper_the_pages_show_every_state() {
     let root = format!(

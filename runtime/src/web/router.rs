@@ -1,7 +1,9 @@
 //! The routes, and the headers every response carries.
 
+use std::time::Duration;
+
 use axum::extract::Request;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -39,8 +41,32 @@ pub(crate) fn router(state: AppState) -> Router {
             .route("/static/{file}", get(assets::get));
     }
     app.fallback(|| async { error_page(StatusCode::NOT_FOUND, "no such page") })
+        .layer(middleware::from_fn(deadline))
         .layer(middleware::from_fn(secure_headers))
         .with_state(state)
+}
+
+/// How long a page or a scrape may wait for the board. A board that is
+/// down made each call wait out the connection's reconnect attempts
+/// (about 13 s, and the call is sent once more), so a page or a scrape
+/// took 13–26 s to fail, past Prometheus' default 10 s scrape timeout.
+const PAGE_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Answers a page (a `GET`, but the live stream, which waits by design)
+/// with 503 once it has waited [`PAGE_DEADLINE`] for the board. Actions
+/// are not cut short: one stopped half way would leave the board changed
+/// without saying so.
+async fn deadline(request: Request, next: Next) -> Response {
+    if request.method() != Method::GET || request.uri().path() == "/live" {
+        return next.run(request).await;
+    }
+    match tokio::time::timeout(PAGE_DEADLINE, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => error_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("the board did not answer within {PAGE_DEADLINE:?}"),
+        ),
+    }
 }
 
 async fn secure_headers(request: Request, next: Next) -> Response {
