@@ -1,7 +1,9 @@
 //! The actions (POST): each checks who asks (credentials, the CSRF token
 //! of a signed-in browser, and that the request does not come from another
 //! site), does one thing through the board's capability traits, and
-//! returns to the page it came from with a message.
+//! returns to the page it came from with a message; a script (credentials
+//! in an `Authorization` header) gets the outcome as a status and a line
+//! of text instead.
 
 use std::time::Duration;
 
@@ -14,7 +16,7 @@ use crate::board::{Admin, Board};
 use crate::error::{Error, Result};
 use crate::job::{JobId, Priority};
 use crate::web::auth::{cross_site, Proof, SESSION_COOKIE};
-use crate::web::layout::error_page;
+use crate::web::layout::{error_page, error_status};
 use crate::web::state::AppState;
 use crate::web::{fmt, queues};
 
@@ -45,8 +47,17 @@ impl Form {
     }
 }
 
-/// Lets the action through, or the page that refuses it.
-async fn admit(state: &AppState, headers: &HeaderMap, form: &Form) -> std::result::Result<(), Response> {
+/// Who asked for an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asker {
+    /// A signed-in browser, sent back to its page with a message.
+    Browser,
+    /// A script (an `Authorization` header): the outcome is the status.
+    Script,
+}
+
+/// Lets the action through (saying who asks), or the page that refuses it.
+async fn admit(state: &AppState, headers: &HeaderMap, form: &Form) -> std::result::Result<Asker, Response> {
     if cross_site(headers) {
         return Err(error_page(
             StatusCode::FORBIDDEN,
@@ -60,8 +71,8 @@ async fn admit(state: &AppState, headers: &HeaderMap, form: &Form) -> std::resul
         ));
     }
     match state.auth.proof(headers).await {
-        Proof::Header => Ok(()),
-        Proof::Session if state.auth.csrf_ok(form.get("csrf")) => Ok(()),
+        Proof::Header => Ok(Asker::Script),
+        Proof::Session if state.auth.csrf_ok(form.get("csrf")) => Ok(Asker::Browser),
         Proof::Session => Err(error_page(
             StatusCode::FORBIDDEN,
             "refused: the form's CSRF token is missing or stale; reload the page",
@@ -91,21 +102,29 @@ fn back(headers: &HeaderMap, fallback: String, msg: &str) -> Response {
     Redirect::to(&format!("{path}{sep}msg={}", fmt::query(msg))).into_response()
 }
 
-/// What an action did, or why not.
-fn said(result: Result<String>) -> String {
-    result.unwrap_or_else(|e| format!("failed: {e}"))
+/// The answer to an action that did `result`: a browser goes back to its
+/// page (else `fallback`) with what it did or why not; a script gets 200
+/// and what it did, or the error's status (`error_status`) and why.
+fn answer(asker: Asker, headers: &HeaderMap, fallback: String, result: Result<String>) -> Response {
+    match (asker, result) {
+        (Asker::Browser, Ok(msg)) => back(headers, fallback, &msg),
+        (Asker::Browser, Err(e)) => back(headers, fallback, &format!("failed: {e}")),
+        (Asker::Script, Ok(msg)) => (StatusCode::OK, format!("{msg}\n")).into_response(),
+        (Asker::Script, Err(e)) => (error_status(&e), format!("failed: {e}\n")).into_response(),
+    }
 }
 
 /// `POST /act/job`: one job (op: retry, purge, cancel, trash, priority,
 /// track, untrack, tag, untag).
 pub(crate) async fn job(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let form = Form::parse(&body);
-    if let Err(refused) = admit(&state, &headers, &form).await {
-        return refused;
-    }
+    let asker = match admit(&state, &headers, &form).await {
+        Ok(asker) => asker,
+        Err(refused) => return refused,
+    };
     let (queue, id) = (form.get("queue"), JobId::from(form.get("id")));
-    let msg = said(job_op(&state, queue, &id, form.get("op"), form.get("value")).await);
-    back(&headers, fmt::job_url(queue, id.as_str()), &msg)
+    let result = job_op(&state, queue, &id, form.get("op"), form.get("value")).await;
+    answer(asker, &headers, fmt::job_url(queue, id.as_str()), result)
 }
 
 async fn job_op(state: &AppState, queue: &str, id: &JobId, op: &str, value: &str) -> Result<String> {
@@ -163,31 +182,39 @@ fn first(results: Vec<Result<()>>) -> Result<()> {
 /// cancel, trash).
 pub(crate) async fn jobs(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let form = Form::parse(&body);
-    if let Err(refused) = admit(&state, &headers, &form).await {
-        return refused;
-    }
+    let asker = match admit(&state, &headers, &form).await {
+        Ok(asker) => asker,
+        Err(refused) => return refused,
+    };
     let (queue, op, ids) = (form.get("queue"), form.get("op"), form.all("ids"));
     let mut done = 0;
     let mut errors = Vec::new();
     for id in &ids {
         match job_op(&state, queue, id, op, "").await {
             Ok(_) => done += 1,
-            Err(e) => errors.push(format!("{id}: {e}")),
+            Err(e) => errors.push((id, e)),
         }
     }
     let mut msg = format!("{op}: {done} of {} selected job(s)", ids.len());
-    if !errors.is_empty() {
-        msg += &format!("; {}", errors.join("; "));
-    }
-    back(&headers, fmt::queue_url(queue), &msg)
+    let result = match errors.first() {
+        None => Ok(msg),
+        Some((_, first)) => {
+            let each: Vec<String> = errors.iter().map(|(id, e)| format!("{id}: {e}")).collect();
+            msg += &format!("; {}", each.join("; "));
+            // A script reads the first failure's status.
+            Err(Error::new(first.kind().clone(), msg))
+        }
+    };
+    answer(asker, &headers, fmt::queue_url(queue), result)
 }
 
 /// `POST /act/queue`: pause, resume, limit.
 pub(crate) async fn queue(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let form = Form::parse(&body);
-    if let Err(refused) = admit(&state, &headers, &form).await {
-        return refused;
-    }
+    let asker = match admit(&state, &headers, &form).await {
+        Ok(asker) => asker,
+        Err(refused) => return refused,
+    };
     let queue = form.get("queue");
     let b = &state.board;
     let result = match form.get("op") {
@@ -208,7 +235,7 @@ pub(crate) async fn queue(State(state): State<AppState>, headers: HeaderMap, bod
         },
         other => Err(Error::invalid(format!("unknown action {other:?}"))),
     };
-    back(&headers, fmt::queue_url(queue), &said(result))
+    answer(asker, &headers, fmt::queue_url(queue), result)
 }
 
 /// `POST /act/failed`: retry or purge the selected jobs (`ids`), else
@@ -216,18 +243,16 @@ pub(crate) async fn queue(State(state): State<AppState>, headers: HeaderMap, bod
 /// group (empty: every group).
 pub(crate) async fn failed(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let form = Form::parse(&body);
-    if let Err(refused) = admit(&state, &headers, &form).await {
-        return refused;
-    }
+    let asker = match admit(&state, &headers, &form).await {
+        Ok(asker) => asker,
+        Err(refused) => return refused,
+    };
     let purge = match form.get("op") {
         "retry" => false,
         "purge" => true,
         other => {
-            return back(
-                &headers,
-                "/failed".into(),
-                &format!("failed: unknown action {other:?}"),
-            )
+            let unknown = Error::invalid(format!("unknown action {other:?}"));
+            return answer(asker, &headers, "/failed".into(), Err(unknown));
         }
     };
     let verb = if purge { "purged" } else { "retried" };
@@ -235,7 +260,7 @@ pub(crate) async fn failed(State(state): State<AppState>, headers: HeaderMap, bo
     let result = settle(&state, queue, (!group.is_empty()).then_some(group), purge)
         .await
         .map(|n| format!("{verb} {n} job(s)"));
-    back(&headers, "/failed".into(), &said(result))
+    answer(asker, &headers, "/failed".into(), result)
 }
 
 async fn settle(state: &AppState, queue: &str, group: Option<&str>, purge: bool) -> Result<usize> {

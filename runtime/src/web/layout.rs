@@ -135,19 +135,32 @@ pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
     (status, Html(markup.into_string())).into_response()
 }
 
-/// A board error as a page: 404 for a missing job, 501 for what the
-/// backend does not support, 400 for bad input, 502 otherwise.
+/// A board error as a page, with its status (`error_status`).
 pub(crate) fn board_error(e: &Error) -> Response {
-    let status = if e.is_not_found() {
+    error_page(error_status(e), &e.to_string())
+}
+
+/// The status of a board error: 404 for a missing job, 409 for what the
+/// job's state refuses (claimed, finished, cancelled, already there), 501
+/// for what the backend does not support, 400 for bad input, 502
+/// otherwise.
+pub(crate) fn error_status(e: &Error) -> StatusCode {
+    if e.is_not_found() {
         StatusCode::NOT_FOUND
+    } else if e.is_already_claimed()
+        || e.is_not_owner()
+        || e.is_cancelled()
+        || e.is_exists()
+        || e.is_finished()
+    {
+        StatusCode::CONFLICT
     } else if e.is_unsupported() {
         StatusCode::NOT_IMPLEMENTED
     } else if e.is_invalid() {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::BAD_GATEWAY
-    };
-    error_page(status, &e.to_string())
+    }
 }
 
 /// A part of a page the backend cannot show.

@@ -1,4 +1,5 @@
-//! The routes, and the headers every response carries.
+//! The routes, the headers every response carries, and what a request
+//! may ask of a page: how long it waits, and whose message it shows.
 
 use std::time::Duration;
 
@@ -42,6 +43,7 @@ pub(crate) fn router(state: AppState) -> Router {
     }
     app.fallback(|| async { error_page(StatusCode::NOT_FOUND, "no such page") })
         .layer(middleware::from_fn(deadline))
+        .layer(middleware::from_fn(own_messages))
         .layer(middleware::from_fn(secure_headers))
         .with_state(state)
 }
@@ -67,6 +69,50 @@ async fn deadline(request: Request, next: Next) -> Response {
             &format!("the board did not answer within {PAGE_DEADLINE:?}"),
         ),
     }
+}
+
+/// Drops a page's `?msg=` (the message after an action) unless the
+/// request comes from the app's own pages: the browser sent back after an
+/// action says so (`Sec-Fetch-Site: same-origin`, or a `Referer` on this
+/// host), a link from elsewhere does not. So a link cannot make a page
+/// show text of someone else's choosing ("session expired: sign in at
+/// …").
+async fn own_messages(request: Request, next: Next) -> Response {
+    let query = request.uri().query().unwrap_or("");
+    if !query.contains("msg=") || from_this_app(request.headers()) {
+        return next.run(request).await;
+    }
+    let kept: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .filter(|(k, _)| k != "msg")
+        .collect();
+    let mut path = request.uri().path().to_owned();
+    if !kept.is_empty() {
+        path = format!(
+            "{path}?{}",
+            form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(kept)
+                .finish()
+        );
+    }
+    let (mut parts, body) = request.into_parts();
+    match path.parse() {
+        Ok(uri) => parts.uri = uri,
+        Err(_) => return error_page(StatusCode::BAD_REQUEST, "bad request"),
+    }
+    next.run(Request::from_parts(parts, body)).await
+}
+
+/// Whether the request was made from one of this app's pages.
+fn from_this_app(headers: &axum::http::HeaderMap) -> bool {
+    let header = |n: header::HeaderName| headers.get(n).and_then(|v| v.to_str().ok());
+    if headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("same-origin") {
+        return true;
+    }
+    let referer_host = header(header::REFERER)
+        .and_then(|r| r.split_once("://"))
+        .map(|(_, rest)| rest.split('/').next().unwrap_or(""));
+    matches!((referer_host, header(header::HOST)), (Some(r), Some(h)) if r == h)
 }
 
 async fn secure_headers(request: Request, next: Next) -> Response {
