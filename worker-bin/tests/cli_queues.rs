@@ -414,3 +414,34 @@ fn a_queue_name_no_worker_could_serve_is_refused() {
     let table = cli.text(&["queues"]);
     assert!(!table.contains(&base), "a refused queue was registered:\n{table}");
 }
+
+/// Seen: after `recur add nightly-report -q reports …` (the README's
+/// example), `recur list` said "no recurring jobs in queue default",
+/// `recur remove ID` "job ID not found in queue default", and `tag find`
+/// printed nothing: they looked in queue `default` alone. Without `-q`
+/// they cover every queue.
+#[test]
+fn recur_and_tag_find_without_a_queue_cover_every_queue() {
+    let cli = Cli::shared();
+    let q = unique_queue("cli-anyq");
+    let added = cli.json(&["recur", "add", "report", "--every", "1h", "-q", &q]);
+    let tid = added["subject"].as_str().unwrap().to_owned();
+    let listed = cli.json(&["recur", "list"]);
+    let row = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == tid.as_str())
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(row["queue"], q.as_str(), "{row}");
+    let table = cli.text(&["recur", "list"]);
+    assert!(table.contains(&tid) && table.contains(&q), "{table}");
+    assert_eq!(cli.json(&["recur", "remove", &tid])["result"], "removed");
+    assert_eq!(cli.json(&["recur", "list", "-q", &q]), serde_json::json!([]));
+    let err = cli.fails(3, &["recur", "remove", &tid]);
+    assert!(err.contains("not in any queue"), "{err}");
+
+    let tag = unique_queue("tag");
+    let id = cli.post(&q, "tagged", &["--tag", &tag]);
+    assert_eq!(cli.text(&["tag", "find", &tag]), format!("{id}\n"));
+}

@@ -15,6 +15,24 @@ pub struct QueueArg {
     pub queue: String,
 }
 
+/// A queue, or every queue when none is given.
+#[derive(Debug, Args)]
+pub struct EveryQueueArg {
+    /// The queue (default: every queue).
+    #[arg(long, short, env = "JOBWORKER_QUEUE")]
+    pub queue: Option<String>,
+}
+
+impl EveryQueueArg {
+    /// The queue given, else every queue of `board`.
+    pub(crate) async fn queues(&self, board: &AnyBoard) -> Result<Vec<String>> {
+        match &self.queue {
+            Some(q) => Ok(vec![q.clone()]),
+            None => board.queues().await,
+        }
+    }
+}
+
 /// A job in a queue.
 #[derive(Debug, Args)]
 pub struct JobArgs {

@@ -3,10 +3,10 @@
 use clap::{Args, Subcommand};
 
 use crate::board::{Admin, AnyBoard};
-use crate::cli::job_args::QueueArg;
+use crate::cli::job_args::{EveryQueueArg, QueueArg};
 use crate::cli::output::{self, outln};
 use crate::cli::values::{json_to_msgpack, parse_span};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::job::Priority;
 use crate::recurring::RecurringJob;
 use crate::schedule::Rule;
@@ -16,15 +16,15 @@ use crate::schedule::Rule;
 pub enum RecurCommand {
     /// Create (or, with an existing --id, update) a recurring job.
     Add(RecurAddArgs),
-    /// List the recurring jobs of a queue.
-    List(QueueArg),
+    /// List the recurring jobs of a queue (default: of every queue).
+    List(EveryQueueArg),
     /// Delete a recurring job.
     Remove {
         /// Template id.
         id: String,
-        /// The queue.
+        /// The queue (default: the one that holds the template).
         #[command(flatten)]
-        queue: QueueArg,
+        queue: EveryQueueArg,
     },
 }
 
@@ -76,30 +76,66 @@ pub(crate) async fn run(board: &AnyBoard, r: &RecurCommand, json: bool) -> Resul
             output::say(json, "recurring", &id);
         }
         RecurCommand::List(q) => {
-            let list = board.recurring(&q.queue).await?;
+            let mut list = Vec::new();
+            for queue in q.queues(board).await? {
+                list.extend(
+                    board
+                        .recurring(&queue)
+                        .await?
+                        .into_iter()
+                        .map(|t| (queue.clone(), t)),
+                );
+            }
             if json {
-                output::json(&output::to_json(&list)?);
+                let mut rows = Vec::with_capacity(list.len());
+                for (queue, t) in &list {
+                    let mut row = output::to_json(t)?;
+                    row["queue"] = queue.as_str().into();
+                    rows.push(row);
+                }
+                output::json(&serde_json::Value::Array(rows));
             } else if list.is_empty() {
-                outln!("no recurring jobs in queue {}", q.queue);
+                match &q.queue {
+                    Some(queue) => outln!("no recurring jobs in queue {queue}"),
+                    None => outln!("no recurring jobs"),
+                }
             } else {
-                let rows = list.iter().map(|t| {
+                let rows = list.iter().map(|(queue, t)| {
                     [
                         t.id.clone(),
+                        queue.clone(),
                         t.name.clone(),
                         t.rule.clone(),
                         output::time(t.next_ms),
                         t.runs.to_string(),
                     ]
                 });
-                output::table(&["ID", "NAME", "RULE", "NEXT", "RUNS"], rows);
+                output::table(&["ID", "QUEUE", "NAME", "RULE", "NEXT", "RUNS"], rows);
             }
         }
         RecurCommand::Remove { id, queue } => {
-            board.unrecur(&queue.queue, id).await?;
+            remove(board, id, queue).await?;
             output::say(json, "removed", id);
         }
     }
     Ok(())
+}
+
+/// Removes recurring job `id` from the queue given, else from the queue
+/// that holds it.
+async fn remove(board: &AnyBoard, id: &str, queue: &EveryQueueArg) -> Result<()> {
+    if let Some(q) = &queue.queue {
+        return board.unrecur(q, id).await;
+    }
+    for q in queue.queues(board).await? {
+        if board.recurring(&q).await?.iter().any(|t| t.id == id) {
+            return board.unrecur(&q, id).await;
+        }
+    }
+    Err(Error::new(
+        ErrorKind::NotFound,
+        format!("recurring job {id} is not in any queue of this board"),
+    ))
 }
 
 /// The template `recur add` stores.

@@ -3,7 +3,7 @@
 use clap::{Args, Subcommand};
 
 use crate::board::{Admin, AnyBoard};
-use crate::cli::job_args::{JobQueueArg, QueueArg};
+use crate::cli::job_args::{EveryQueueArg, JobQueueArg, QueueArg};
 use crate::cli::output::{self, outln};
 use crate::error::Result;
 use crate::job::{JobId, Page};
@@ -15,13 +15,13 @@ pub enum TagCommand {
     Add(TagChange),
     /// Remove tags from a job.
     Remove(TagChange),
-    /// Jobs carrying a tag, most recently tagged first.
+    /// Jobs carrying a tag, most recently tagged first (queue by queue).
     Find {
         /// The tag.
         tag: String,
-        /// The queue.
+        /// The queue (default: every queue).
         #[command(flatten)]
-        queue: QueueArg,
+        queue: EveryQueueArg,
         /// Entries to show.
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -56,11 +56,17 @@ pub(crate) async fn run(board: &AnyBoard, t: &TagCommand, json: bool) -> Result<
         TagCommand::Add(c) => change(board, c, true, json).await,
         TagCommand::Remove(c) => change(board, c, false, json).await,
         TagCommand::Find { tag, queue, limit } => {
-            let page = Page {
-                offset: 0,
-                limit: *limit,
-            };
-            let found = board.tagged(&queue.queue, tag, page).await?;
+            let mut found = Vec::new();
+            for q in queue.queues(board).await? {
+                if found.len() >= *limit {
+                    break;
+                }
+                let page = Page {
+                    offset: 0,
+                    limit: *limit - found.len(),
+                };
+                found.extend(board.tagged(&q, tag, page).await?);
+            }
             if json {
                 output::json(&output::to_json(
                     &found.iter().map(JobId::as_str).collect::<Vec<_>>(),
