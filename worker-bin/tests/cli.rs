@@ -249,6 +249,14 @@ fn bad_input_gets_clear_errors() {
     assert!(err.contains("sleeping"), "{err}");
     let err = fails(2, &["post", "x", "--args", "{not json"]);
     assert!(err.contains("--args"), "{err}");
+    // Seen: a missing input file exited 1 (a failure of jobworker's), and
+    // `events --count 0` never ended.
+    let err = fails(2, &["post", "x", "--from", "/no/such/file.jsonl"]);
+    assert!(err.contains("/no/such/file.jsonl"), "{err}");
+    let err = fails(2, &["post", "x", "--args", "@/no/such/args.json"]);
+    assert!(err.contains("/no/such/args.json"), "{err}");
+    let err = fails(2, &["events", "--count", "0"]);
+    assert!(err.contains("--count"), "{err}");
     let err = fails(3, &["show", "no-such-job"]);
     assert!(
         err.contains("no-such-job") && err.contains("not in any queue"),

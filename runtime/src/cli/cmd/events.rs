@@ -15,9 +15,9 @@ pub struct EventsArgs {
     /// Only tracked jobs' events.
     #[arg(long)]
     pub tracked: bool,
-    /// Stop after this many events.
-    #[arg(long)]
-    pub count: Option<usize>,
+    /// Stop after this many events (at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
 }
 
 /// Runs `events`. The first subscription must succeed (a wrong URL is an

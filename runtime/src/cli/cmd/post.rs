@@ -222,7 +222,7 @@ fn read_args(text: &str) -> Result<serde_json::Value> {
             Some(path) => (
                 path.to_owned(),
                 std::fs::read_to_string(path)
-                    .map_err(|e| Error::io(&format!("cannot read --args file {path}"), e))?,
+                    .map_err(|e| Error::invalid(format!("cannot read --args file {path}: {e}")))?,
             ),
             None => return parse(text, "--args"),
         },
@@ -241,7 +241,7 @@ fn lines(path: &str) -> Result<Vec<serde_json::Value>> {
         "-" => Box::new(std::io::stdin()),
         _ => Box::new(
             std::fs::File::open(path)
-                .map_err(|e| Error::io(&format!("cannot open --from file {path}"), e))?,
+                .map_err(|e| Error::invalid(format!("cannot open --from file {path}: {e}")))?,
         ),
     };
     let mut out = Vec::new();
