@@ -257,6 +257,24 @@ fn bad_input_gets_clear_errors() {
     assert!(err.contains("/no/such/args.json"), "{err}");
     let err = fails(2, &["events", "--count", "0"]);
     assert!(err.contains("--count"), "{err}");
+    // Seen: `--namespace 'x2=jw:{demo}'` made x2's jobs queue demo's.
+    let q = unique_queue("cli-ns");
+    for (mapping, says) in [
+        (vec![format!("{q}=jw:{{demo}}")], "queue \"demo\"'s own namespace"),
+        (vec![format!("=legacy-{q}")], "queue name"),
+        (
+            vec![format!("{q}=legacy-{q}"), format!("{q}-b=legacy-{q}")],
+            "cannot share namespace",
+        ),
+    ] {
+        let mut args: Vec<&str> = mapping.iter().flat_map(|m| ["--namespace", m.as_str()]).collect();
+        args.extend(["post", "y", "-q", &q]);
+        let err = fails(2, &args);
+        assert!(err.contains(says), "{mapping:?}: {err}");
+    }
+    assert_eq!(json(&["count", "-q", &q])["count"], 0, "a refused mapping posted");
+    let own = format!("{q}=jw:{{{q}}}");
+    json(&["--namespace", &own, "post", "y", "-q", &q]);
     let err = fails(3, &["show", "no-such-job"]);
     assert!(
         err.contains("no-such-job") && err.contains("not in any queue"),
