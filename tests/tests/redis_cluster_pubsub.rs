@@ -172,7 +172,10 @@ async fn a_stream_over_many_queues_looks_once_where_they_are_served() {
     let looks = cluster_slots_calls(&cluster);
     // redis-rs asks each node once as the connection opens; a look every
     // 5 s while the stream waits.
-    assert!(looks < 10, "{looks} CLUSTER SLOTS calls for {QUEUES} queues");
+    assert!(
+        (1..10).contains(&looks),
+        "{looks} CLUSTER SLOTS calls for {QUEUES} queues"
+    );
 }
 
 /// Events followed on a cluster go on after the master of the queue's

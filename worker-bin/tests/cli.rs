@@ -273,6 +273,13 @@ fn bad_input_gets_clear_errors() {
         assert!(err.contains(says), "{mapping:?}: {err}");
     }
     assert_eq!(json(&["count", "-q", &q])["count"], 0, "a refused mapping posted");
+    // A claim on a name no queue can have is refused before the name is
+    // registered (the event streams skip it anyway).
+    let bad = format!("{q} b");
+    let err = fails(2, &["claim", "-q", &bad, "--owner", "o"]);
+    assert!(err.contains("queue name"), "{err}");
+    let queues = Cli::shared().text(&["queues"]);
+    assert!(!queues.contains(&bad), "{queues}");
     let own = format!("{q}=jw:{{{q}}}");
     json(&["--namespace", &own, "post", "y", "-q", &q]);
     let err = fails(3, &["show", "no-such-job"]);

@@ -292,7 +292,7 @@ fn the_live_stream_follows_the_board_through_a_server_restart() {
 /// 13–26 s (each call waited out the connection's reconnect attempts, and
 /// was sent once more): past Prometheus' default 10 s scrape timeout, so
 /// a scrape timed out rather than failed. They answer 503 within the
-/// page deadline (5 s), and work again once the board is back.
+/// page deadline (8 s), and work again once the board is back.
 #[test]
 fn pages_and_metrics_fail_soon_while_the_board_is_down() {
     let mut redis = private_redis();
@@ -303,9 +303,10 @@ fn pages_and_metrics_fail_soon_while_the_board_is_down() {
         let asked = std::time::Instant::now();
         let r = app.get(path);
         let took = asked.elapsed();
-        assert_eq!(r.status, 503, "{path}: {}", r.body);
-        assert!(r.body.contains("did not answer"), "{path}: {}", r.body);
-        // (The deadline is 5 s; what it cut short took 13 s or more.)
+        // 503 from the deadline, or 502 should the board's call fail
+        // sooner.
+        assert!(matches!(r.status, 502 | 503), "{path}: {} {}", r.status, r.body);
+        // (The deadline is 8 s; what it cut short took 13 s or more.)
         assert!(took < Duration::from_secs(12), "{path} took {took:?}");
     }
     redis.restart().expect("start the private redis-server again");
@@ -396,6 +397,9 @@ fn a_page_shows_a_message_only_from_the_apps_own_pages() {
         from_a_link.body
     );
     let referer = format!("http://{}/queues", app.addr);
+    // Nor with its key percent-encoded, as the pages decode it.
+    let encoded = app.get("/?%6Dsg=Session%20expired");
+    assert!(!encoded.body.contains("Session expired"), "{}", encoded.body);
     for own in [("sec-fetch-site", "same-origin"), ("referer", referer.as_str())] {
         let r = app.request("GET", planted, &[own], "");
         assert!(r.body.contains("Session expired"), "{own:?}: {}", r.body);

@@ -154,6 +154,10 @@ impl RedisBoard {
     pub(super) async fn claim_with(&self, request: &ClaimRequest<'_>) -> Result<Vec<Claimed>> {
         request.validate()?;
         for queue in request.queues {
+            // A name no queue can have is refused before it is registered.
+            self.keys(queue)?;
+        }
+        for queue in request.queues {
             // A full server refuses the registry's write; the claim goes
             // on (its consumes free memory), and the next one adds it.
             if let Err(e) = self.register_queue(queue).await {

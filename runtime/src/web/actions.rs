@@ -196,13 +196,15 @@ pub(crate) async fn jobs(State(state): State<AppState>, headers: HeaderMap, body
         }
     }
     let mut msg = format!("{op}: {done} of {} selected job(s)", ids.len());
-    let result = match errors.first() {
+    // A script reads the worst failure's status (the board's over a
+    // refusal); a partial success is not a 200, its text says "k of n".
+    let worst = errors.iter().map(|(_, e)| e).max_by_key(|e| error_status(e));
+    let result = match worst {
         None => Ok(msg),
-        Some((_, first)) => {
+        Some(worst) => {
             let each: Vec<String> = errors.iter().map(|(id, e)| format!("{id}: {e}")).collect();
             msg += &format!("; {}", each.join("; "));
-            // A script reads the first failure's status.
-            Err(Error::new(first.kind().clone(), msg))
+            Err(Error::new(worst.kind().clone(), msg))
         }
     };
     answer(asker, &headers, fmt::queue_url(queue), result)

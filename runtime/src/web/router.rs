@@ -51,15 +51,18 @@ pub(crate) fn router(state: AppState) -> Router {
 /// How long a page or a scrape may wait for the board. A board that is
 /// down made each call wait out the connection's reconnect attempts
 /// (about 13 s, and the call is sent once more), so a page or a scrape
-/// took 13–26 s to fail, past Prometheus' default 10 s scrape timeout.
-const PAGE_DEADLINE: Duration = Duration::from_secs(5);
+/// took 13–26 s to fail, past Prometheus' default 10 s scrape timeout;
+/// a board that is up answers a page in milliseconds.
+const PAGE_DEADLINE: Duration = Duration::from_secs(8);
 
-/// Answers a page (a `GET`, but the live stream, which waits by design)
+/// Answers a page (a `GET` or `HEAD`, but the live stream, which waits by
+/// design)
 /// with 503 once it has waited [`PAGE_DEADLINE`] for the board. Actions
 /// are not cut short: one stopped half way would leave the board changed
 /// without saying so.
 async fn deadline(request: Request, next: Next) -> Response {
-    if request.method() != Method::GET || request.uri().path() == "/live" {
+    let page = matches!(*request.method(), Method::GET | Method::HEAD);
+    if !page || request.uri().path() == "/live" {
         return next.run(request).await;
     }
     match tokio::time::timeout(PAGE_DEADLINE, next.run(request)).await {
@@ -79,7 +82,9 @@ async fn deadline(request: Request, next: Next) -> Response {
 /// …").
 async fn own_messages(request: Request, next: Next) -> Response {
     let query = request.uri().query().unwrap_or("");
-    if !query.contains("msg=") || from_this_app(request.headers()) {
+    // Keys as the pages read them: percent-decoded (`%6Dsg=` is `msg=`).
+    let has_msg = form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "msg");
+    if !has_msg || from_this_app(request.headers()) {
         return next.run(request).await;
     }
     let kept: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())

@@ -127,15 +127,23 @@ async fn remove(board: &AnyBoard, id: &str, queue: &EveryQueueArg) -> Result<()>
     if let Some(q) = &queue.queue {
         return board.unrecur(q, id).await;
     }
+    let mut holders = Vec::new();
     for q in queue.queues(board).await? {
         if board.recurring(&q).await?.iter().any(|t| t.id == id) {
-            return board.unrecur(&q, id).await;
+            holders.push(q);
         }
     }
-    Err(Error::new(
-        ErrorKind::NotFound,
-        format!("recurring job {id} is not in any queue of this board"),
-    ))
+    match holders.as_slice() {
+        [] => Err(Error::new(
+            ErrorKind::NotFound,
+            format!("recurring job {id} is not in any queue of this board"),
+        )),
+        [q] => board.unrecur(q, id).await,
+        _ => Err(Error::invalid(format!(
+            "recurring job {id} is in several queues ({}): give -q QUEUE",
+            holders.join(", ")
+        ))),
+    }
 }
 
 /// The template `recur add` stores.

@@ -102,6 +102,10 @@ impl Worker {
         match self.board.post(queue, next.id(job.lease.job().clone())).await {
             Ok(_) => Settle::Consume,
             Err(e) if e.is_exists() => Settle::Consume,
+            // A queue name the board refuses stays refused: no try helps.
+            Err(e) if e.is_invalid() => {
+                Settle::Trash(format!("cannot post the next step to queue {queue}: {e}"))
+            }
             Err(e) => Settle::Retry(format!("cannot post the next step to queue {queue}: {e}"), None),
         }
     }
