@@ -27,6 +27,7 @@ mod link;
 mod locate;
 #[doc(hidden)]
 pub mod lua;
+mod namespaces;
 mod old_libraries;
 mod post;
 mod post_group;
