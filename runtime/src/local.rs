@@ -29,6 +29,7 @@ use nix::fcntl::{Flock, FlockArg};
 use crate::embedded::{LOG_FILE, READY_TIMEOUT, REDIS_SERVER_BIN, SOCKET_FILE};
 use crate::error::{Error, Result};
 
+mod owner;
 #[cfg(feature = "cli")]
 mod stop;
 
@@ -199,27 +200,49 @@ impl LocalBoard {
     }
 
     /// The server, started now if none answers (then waits until it does).
+    /// A server of this directory that is alive but does not answer (frozen,
+    /// or still loading its data) is waited for, never doubled: two servers
+    /// appending to one append-only file would split and garble the jobs.
     pub(crate) fn ensure(&self) -> Result<Running> {
         let _lock = self.lock()?;
         if let Some(running) = self.status()? {
             return Ok(running);
         }
-        self.start()?;
+        let silent = self.owner();
+        if silent.is_none() {
+            self.start()?;
+        }
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if let Some(pid) = self.probe() {
                 return Ok(Running {
                     pid,
                     url: self.url(),
-                    started_now: true,
+                    started_now: silent.is_none(),
                 });
             }
-            if Instant::now() >= deadline {
+            if let Some(why) = self.exited() {
                 return Err(Error::unavailable(format!(
-                    "the private redis-server in {} did not answer within {READY_TIMEOUT:?}; see {}",
+                    "the private redis-server in {} exited while starting: {why}; see {}",
                     self.dir.display(),
-                    self.dir.join(LOG_FILE).display()
+                    self.log().display()
                 )));
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::unavailable(match silent {
+                    Some(pid) => format!(
+                        "the private redis-server in {} (pid {pid}) is running but did not answer within \
+                         {READY_TIMEOUT:?}: it is stopped, busy or still loading its data, and a second \
+                         server on the same data is not started; see {}, or end it with `kill {pid}`",
+                        self.dir.display(),
+                        self.log().display()
+                    ),
+                    None => format!(
+                        "the private redis-server in {} did not answer within {READY_TIMEOUT:?}; see {}",
+                        self.dir.display(),
+                        self.log().display()
+                    ),
+                }));
             }
             thread::sleep(POLL);
         }
@@ -258,8 +281,10 @@ impl LocalBoard {
                 socket.display()
             )));
         }
-        // A socket nobody answers on was left by a killed server.
+        // A socket nobody answers on, or a pid file, was left by a killed
+        // server (a pid file read while starting is this start's).
         let _ = fs::remove_file(&socket);
+        let _ = fs::remove_file(self.dir.join(PID_FILE));
         let _ = fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700));
         let dir = self.dir.to_string_lossy().into_owned();
         let arg = |p: &str| self.dir.join(p).to_string_lossy().into_owned();

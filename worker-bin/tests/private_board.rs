@@ -227,3 +227,57 @@ fn the_default_private_board_is_in_the_users_data_directory() {
         text(&out.stdout)
     );
 }
+
+/// Seen: a data directory holding an append-only file redis-server cannot
+/// read: the command waited 10 s for a server that had already exited,
+/// then said only that it "did not answer". It now fails with the server's
+/// own reason, and the file is left for the user to repair.
+#[test]
+fn a_server_that_cannot_read_its_data_fails_the_command_with_its_reason() {
+    let board = Board::new();
+    std::fs::write(Path::new(board.dir()).join("appendonly.aof"), "not an aof\n").unwrap();
+    let out = board.run(&["count", "-q", "any"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("exited while starting"), "{err}");
+    assert!(err.contains("Bad file format"), "the server's own reason: {err}");
+    // Redis moved the file into its AOF directory; its bytes are kept.
+    let kept = std::fs::read_to_string(Path::new(board.dir()).join("appendonlydir/appendonly.aof")).unwrap();
+    assert_eq!(kept, "not an aof\n");
+}
+
+/// Seen: with the private server stopped (SIGSTOP; likewise one busy or
+/// loading a large append-only file), the next command started a second
+/// redis-server on the same data directory, both appending to one file,
+/// and jobs went to one or the other. The command now waits for the
+/// running server, fails naming it, and `server stop` ends it; no job is
+/// lost.
+#[test]
+fn a_server_that_does_not_answer_is_never_doubled() {
+    let board = Board::new();
+    board.ok(&["post", "x", "-q", "kept"]);
+    let pid = board.pid().unwrap();
+    // SAFETY: SIGSTOP of the private board's redis-server, by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let out = board.run(&["count", "-q", "kept"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains(&format!("(pid {pid}) is running but did not answer")),
+        "{err}"
+    );
+    let servers: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|p| p.parse::<u32>().is_ok())
+        .filter(|p| {
+            let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+            let cwd = std::fs::read_link(format!("/proc/{p}/cwd")).ok();
+            comm.trim() == "redis-server" && cwd == std::fs::canonicalize(board.dir()).ok()
+        })
+        .collect();
+    assert_eq!(servers, vec![pid.to_string()], "one server on the data directory");
+    board.ok(&["server", "stop"]);
+    assert!(!alive(pid), "server stop ended the stopped server");
+    assert_eq!(board.count("kept"), 1, "the job survived");
+}

@@ -1,7 +1,7 @@
 //! Stopping the private board's server (`jobworker server stop`).
 
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -12,24 +12,34 @@ use crate::error::Result;
 
 impl LocalBoard {
     /// Stops the server (SIGTERM by pid: it writes its append-only file and
-    /// exits; SIGKILL after [`STOP_TIMEOUT`]). Returns the pid it stopped,
-    /// `None` when none was running.
+    /// exits; SIGKILL after [`STOP_TIMEOUT`]), also one that does not
+    /// answer: a stopped one is continued to handle the SIGTERM. Returns
+    /// once the process is gone, with the pid it stopped, `None` when none
+    /// was running.
     pub(crate) fn stop(&self) -> Result<Option<u32>> {
         let _lock = self.lock()?;
-        let Some(pid) = self.probe() else {
+        // A server that does not answer (stopped, or loading) is stopped too.
+        let Some(pid) = self.probe().or_else(|| self.owner()) else {
             return Ok(None);
         };
         let target = Pid::from_raw(pid as i32);
         let _ = kill(target, Signal::SIGTERM);
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while alive(target) && Instant::now() < deadline {
-            thread::sleep(POLL);
-        }
-        if alive(target) {
+        let _ = kill(target, Signal::SIGCONT);
+        if !gone_within(target, STOP_TIMEOUT) {
             let _ = kill(target, Signal::SIGKILL);
+            gone_within(target, STOP_TIMEOUT);
         }
         Ok(Some(pid))
     }
+}
+
+/// Waits up to `limit` for process `pid` to end; true when it has.
+fn gone_within(pid: Pid, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while alive(pid) && Instant::now() < deadline {
+        thread::sleep(POLL);
+    }
+    !alive(pid)
 }
 
 /// True while process `pid` exists.
