@@ -277,6 +277,10 @@ fn a_server_that_does_not_answer_is_never_doubled() {
         })
         .collect();
     assert_eq!(servers, vec![pid.to_string()], "one server on the data directory");
+    let status: Value = serde_json::from_str(&board.ok(&["--json", "server", "status"])).unwrap();
+    assert_eq!(status["pid"], pid, "{status}");
+    assert_eq!(status["running"], true, "{status}");
+    assert_eq!(status["answering"], false, "{status}");
     board.ok(&["server", "stop"]);
     assert!(!alive(pid), "server stop ended the stopped server");
     assert_eq!(board.count("kept"), 1, "the job survived");

@@ -24,20 +24,28 @@ pub(crate) fn run(args: &BoardArgs, command: &ServerCommand, json: bool) -> Resu
     match command {
         ServerCommand::Status => {
             let running = board.status()?;
+            // A server of the directory that does not answer (stopped,
+            // busy, loading): the next command waits for it, never starts
+            // another.
+            let silent = running.is_none().then(|| board.owner()).flatten();
             if json {
-                let pid = running.as_ref().map(|r| r.pid);
+                let pid = running.as_ref().map(|r| r.pid).or(silent);
                 let url = running.as_ref().map(|r| r.url.clone());
-                output::json(
-                    &serde_json::json!({"dir": dir, "running": pid.is_some(), "pid": pid, "url": url}),
-                );
+                output::json(&serde_json::json!({
+                    "dir": dir, "running": pid.is_some(), "answering": running.is_some(), "pid": pid, "url": url
+                }));
             } else {
-                match running {
-                    Some(r) => outln!(
+                match (running, silent) {
+                    (Some(r), _) => outln!(
                         "the private board in {dir} is running: redis-server pid {} at {}",
                         r.pid,
                         r.url
                     ),
-                    None => {
+                    (None, Some(pid)) => outln!(
+                        "the private board in {dir} has a redis-server (pid {pid}) that does not answer: it is \
+                         stopped, busy or still loading its data (`jobworker server stop` ends it)"
+                    ),
+                    (None, None) => {
                         outln!("the private board in {dir} is not running (the next command starts it)")
                     }
                 }
