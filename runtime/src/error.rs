@@ -86,6 +86,14 @@ impl Error {
         )
     }
 
+    /// No recurring job (template) `id` in `queue`.
+    pub fn recurring_not_found(queue: &str, id: &str) -> Self {
+        Self::new(
+            ErrorKind::NotFound,
+            format!("no recurring job {id} in queue {queue}"),
+        )
+    }
+
     /// `job` in `queue` is claimed by `owner`.
     pub fn already_claimed(queue: &str, job: &str, owner: &str) -> Self {
         Self::new(

@@ -124,6 +124,15 @@ fn config_set_get_unset_on_a_private_board() {
     let server = private_redis();
     let cli = Cli::on(&server);
     assert_eq!(cli.json(&["config", "get"]), serde_json::json!({}));
+    // Nothing stored says so, rather than print nothing.
+    assert_eq!(
+        cli.text(&["config", "get"]),
+        "nothing stored: every key has its built-in default\n"
+    );
+    assert_eq!(
+        cli.text(&["config", "get", "grace"]),
+        "grace is not stored: its built-in default applies\n"
+    );
     assert_eq!(
         cli.text(&["config", "set", "history-count", "10"]),
         "set history-count = 10\n"
@@ -149,6 +158,8 @@ fn config_set_get_unset_on_a_private_board() {
     cli.fails(2, &["config", "set", "grace", "0"]);
     cli.fails(2, &["config", "set", "history-count", "1.5"]);
     cli.fails(2, &["config", "unset", "nope"]);
+    let err = cli.fails(2, &["config", "get", "nope"]);
+    assert!(err.contains("unknown config key"), "{err}");
     assert_eq!(
         cli.json(&["config", "get", "expiry"]),
         serde_json::json!({ "expiry": "45.5" }),

@@ -164,6 +164,11 @@ fn failed_groups_retry_and_purge() {
     );
     let listed = cli.text(&["failed", "fatal", "-q", &q]);
     assert_eq!(listed, format!("{q}/{id}  doomed  fatal: bad\n"));
+    let none = cli.text(&["failed", "no-such-group", "-q", &q]);
+    assert!(
+        none.starts_with("no failed jobs in group no-such-group"),
+        "{none}"
+    );
     let shown = cli.json(&["failed", "fatal", "-q", &q]);
     assert_eq!(
         (&shown["id"], &shown["group"], &shown["state"]),
@@ -269,7 +274,10 @@ fn recurring_every_posts_runs_that_claims_pick_up() {
         format!("no recurring jobs in queue {q}\n")
     );
     let err = cli.fails(3, &["recur", "remove", &tid, "-q", &q]);
-    assert!(err.contains(&tid), "{err}");
+    assert!(
+        err.contains(&format!("no recurring job {tid} in queue {q}")),
+        "{err}"
+    );
     cli.claim(&q, "o", 50);
     // What is tested is that time passes without runs: two of its
     // intervals go by on the server's clock.
@@ -416,10 +424,10 @@ fn a_queue_name_no_worker_could_serve_is_refused() {
 /// Seen: after `recur add nightly-report -q reports …` (the README's
 /// example), `recur list` said "no recurring jobs in queue default",
 /// `recur remove ID` "job ID not found in queue default", and `tag find`
-/// printed nothing: they looked in queue `default` alone. Without `-q`
-/// they cover every queue.
+/// printed nothing: they looked in queue `default` alone (so did `tag
+/// top`). Without `-q` they cover every queue.
 #[test]
-fn recur_and_tag_find_without_a_queue_cover_every_queue() {
+fn recur_and_tags_without_a_queue_cover_every_queue() {
     let cli = Cli::shared();
     let q = unique_queue("cli-anyq");
     let added = cli.json(&["recur", "add", "report", "--every", "1h", "-q", &q]);
@@ -453,4 +461,18 @@ fn recur_and_tag_find_without_a_queue_cover_every_queue() {
     let tag = unique_queue("tag");
     let id = cli.post(&q, "tagged", &["--tag", &tag]);
     assert_eq!(cli.text(&["tag", "find", &tag]), format!("{id}\n"));
+    // `tag top` without -q sums the queues' counts.
+    cli.post(&other, "tagged", &["--tag", &tag]);
+    let count = |args: &[&str]| {
+        let top = cli.json(args);
+        let pair = top
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p[0] == tag.as_str())
+            .cloned();
+        pair.unwrap_or_else(|| panic!("{tag} not in {top}"))[1].clone()
+    };
+    assert_eq!(count(&["tag", "top", "--limit", "100000"]), 2);
+    assert_eq!(count(&["tag", "top", "-q", &q]), 1);
 }

@@ -98,7 +98,7 @@ impl RedisBoard {
         pipe.atomic().del(keys.recur(id)).zrem(keys.recurring(), id);
         let (deleted, _): (usize, usize) = self.conn.query_pipe(&pipe).await?;
         if deleted == 0 {
-            return Err(Error::not_found(queue, id));
+            return Err(Error::recurring_not_found(queue, id));
         }
         Ok(())
     }

@@ -196,7 +196,7 @@ impl ZooKeeperBoard {
             .await?;
         match deleted {
             Ok(()) => Ok(()),
-            Err(zk::Error::NoNode) => Err(Error::not_found(queue, id)),
+            Err(zk::Error::NoNode) => Err(Error::recurring_not_found(queue, id)),
             Err(e) => Err(self.session().error(&what, &e)),
         }
     }

@@ -3,6 +3,7 @@
 
 use clap::Subcommand;
 
+use crate::board::config::check_config;
 use crate::board::{Admin, AnyBoard};
 use crate::cli::output::{self, outln};
 use crate::error::Result;
@@ -35,6 +36,9 @@ pub enum ConfigCommand {
 pub(crate) async fn run(board: &AnyBoard, c: &ConfigCommand, json: bool) -> Result<()> {
     match c {
         ConfigCommand::Get { key } => {
+            if let Some(key) = key {
+                check_config(key, None)?;
+            }
             let mut all: Vec<(String, String)> = board.config().await?.into_iter().collect();
             all.sort();
             all.retain(|(k, _)| key.as_ref().is_none_or(|want| want == k));
@@ -42,6 +46,11 @@ pub(crate) async fn run(board: &AnyBoard, c: &ConfigCommand, json: bool) -> Resu
                 output::json(&output::to_json(
                     &all.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
                 )?);
+            } else if all.is_empty() {
+                match key {
+                    Some(key) => outln!("{key} is not stored: its built-in default applies"),
+                    None => outln!("nothing stored: every key has its built-in default"),
+                }
             } else {
                 all.iter().for_each(|(k, v)| outln!("{k} = {v}"));
             }

@@ -56,8 +56,10 @@ async fn group_jobs(
     limit: usize,
     json: bool,
 ) -> Result<()> {
+    let mut shown = 0;
     for queue in queues {
         let jobs = board.failed_jobs(queue, group, Page { offset: 0, limit }).await?;
+        shown += jobs.len();
         for id in jobs {
             let info = board.show(queue, &id).await?;
             if json {
@@ -70,6 +72,9 @@ async fn group_jobs(
                 );
             }
         }
+    }
+    if shown == 0 && !json {
+        outln!("no failed jobs in group {group} (`jobworker failed` lists the groups)");
     }
     Ok(())
 }

@@ -1,9 +1,11 @@
 //! `jobworker tag add|remove|find|top`: a job's tags, and the jobs by tag.
 
+use std::collections::HashMap;
+
 use clap::{Args, Subcommand};
 
 use crate::board::{Admin, AnyBoard};
-use crate::cli::job_args::{EveryQueueArg, JobQueueArg, QueueArg};
+use crate::cli::job_args::{EveryQueueArg, JobQueueArg};
 use crate::cli::output::{self, outln};
 use crate::error::Result;
 use crate::job::{JobId, Page};
@@ -26,11 +28,11 @@ pub enum TagCommand {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
-    /// The most used tags.
+    /// The most used tags (of every queue: their counts summed).
     Top {
-        /// The queue.
+        /// The queue (default: every queue).
         #[command(flatten)]
-        queue: QueueArg,
+        queue: EveryQueueArg,
         /// Entries to show.
         #[arg(long, default_value_t = 20)]
         limit: usize,
@@ -77,11 +79,7 @@ pub(crate) async fn run(board: &AnyBoard, t: &TagCommand, json: bool) -> Result<
             Ok(())
         }
         TagCommand::Top { queue, limit } => {
-            let page = Page {
-                offset: 0,
-                limit: *limit,
-            };
-            let top = board.top_tags(&queue.queue, page).await?;
+            let top = top_tags(board, &queue.queues(board).await?, *limit).await?;
             if json {
                 output::json(&output::to_json(&top)?);
             } else {
@@ -90,6 +88,28 @@ pub(crate) async fn run(board: &AnyBoard, t: &TagCommand, json: bool) -> Result<
             Ok(())
         }
     }
+}
+
+/// Tags a queue's jobs carry the most of, or over several queues their
+/// counts summed (each queue's every tag read, so that the sum is right).
+async fn top_tags(board: &AnyBoard, queues: &[String], limit: usize) -> Result<Vec<(String, u64)>> {
+    if let [queue] = queues {
+        return board.top_tags(queue, Page { offset: 0, limit }).await;
+    }
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    for queue in queues {
+        let every = Page {
+            offset: 0,
+            limit: i64::MAX as usize,
+        };
+        for (tag, n) in board.top_tags(queue, every).await? {
+            *counts.entry(tag).or_default() += n;
+        }
+    }
+    let mut top: Vec<(String, u64)> = counts.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(limit);
+    Ok(top)
 }
 
 /// `tag add` (`add`) or `tag remove`: prints the job's tags afterwards.
