@@ -208,11 +208,12 @@ impl LocalBoard {
         if let Some(running) = self.status()? {
             return Ok(running);
         }
-        let silent = self.owner();
+        let mut silent = self.owner();
+        let mut log_from = self.log_len();
         if silent.is_none() {
             self.start()?;
         }
-        let deadline = Instant::now() + READY_TIMEOUT;
+        let mut deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if let Some(pid) = self.probe() {
                 return Ok(Running {
@@ -221,19 +222,34 @@ impl LocalBoard {
                     started_now: silent.is_none(),
                 });
             }
-            if let Some(why) = self.exited() {
-                return Err(Error::unavailable(format!(
-                    "the private redis-server in {} exited while starting: {why}; see {}",
-                    self.dir.display(),
-                    self.log().display()
-                )));
+            match silent {
+                // The silent server ended (shut down, or killed): once it
+                // is gone, nothing of it writes the data any more.
+                Some(pid) if !owner::alive(pid as i32) => {
+                    silent = None;
+                    log_from = self.log_len();
+                    self.start()?;
+                    deadline = Instant::now() + READY_TIMEOUT;
+                    continue;
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(why) = self.exited(log_from) {
+                        return Err(Error::unavailable(format!(
+                            "the private redis-server in {} exited while starting: {why}; see {}",
+                            self.dir.display(),
+                            self.log().display()
+                        )));
+                    }
+                }
             }
             if Instant::now() >= deadline {
                 return Err(Error::unavailable(match silent {
                     Some(pid) => format!(
                         "the private redis-server in {} (pid {pid}) is running but did not answer within \
                          {READY_TIMEOUT:?}: it is stopped, busy or still loading its data, and a second \
-                         server on the same data is not started; see {}, or end it with `kill {pid}`",
+                         server on the same data is not started; see {}, or end it with `jobworker server \
+                         stop` (same --data-dir)",
                         self.dir.display(),
                         self.log().display()
                     ),

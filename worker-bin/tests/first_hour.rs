@@ -95,6 +95,28 @@ fn post_takes_the_linked_handlers_queue_and_attempts() {
     );
 }
 
+/// `--timeout 0` (or `JOBWORKER_TIMEOUT=0`), which many tools read as "no
+/// limit", timed out every handler without a timeout of its own at once:
+/// its jobs were retried until trashed. It is refused, as the handler
+/// attribute refuses `timeout = "0s"`. (`--until-drained`: a worker that
+/// took the flag would stop on the empty queue, failing here, not hang.)
+#[test]
+fn a_zero_timeout_is_refused() {
+    let q = unique_queue("first-hour-timeout");
+    let out = run(&[
+        "--queues",
+        &q,
+        "--workers",
+        "1",
+        "--until-drained",
+        "--timeout",
+        "0",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--timeout must be above zero"), "{stderr}");
+}
+
 /// A job whose handler is not linked into the worker ends, after its
 /// attempts, in the failure group `no-handler`, so `retry --group
 /// no-handler` brings them back once the handler is deployed.

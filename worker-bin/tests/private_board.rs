@@ -71,9 +71,16 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// True while process `pid` runs: it exists and is not a zombie (ended,
+/// not yet reaped by init).
 fn alive(pid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 }
+    let exists = unsafe { libc::kill(pid, 0) == 0 };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat
+        .rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    exists && !zombie
 }
 
 /// Seen: `jobworker post` without --redis printed an id, exited 0, and the
@@ -284,4 +291,36 @@ fn a_server_that_does_not_answer_is_never_doubled() {
     board.ok(&["server", "stop"]);
     assert!(!alive(pid), "server stop ended the stopped server");
     assert_eq!(board.count("kept"), 1, "the job survived");
+}
+
+/// A command waiting for a server that does not answer starts one of its
+/// own once that server is gone (killed, or shut down): it waited out its
+/// 10 s and failed "is running but did not answer" about a process that no
+/// longer existed. The job, fsynced to the append-only file, is there.
+#[test]
+fn a_command_waiting_for_a_silent_server_starts_one_when_it_is_gone() {
+    let board = Board::new();
+    board.ok(&["post", "x", "-q", "kept"]);
+    let pid = board.pid().unwrap();
+    // SAFETY: SIGSTOP of the private board's redis-server, by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let waiting = jobworker_command()
+        .args(["--data-dir", board.dir(), "--json", "count", "-q", "kept"])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The command is most likely waiting by now (its probes of the silent
+    // server time out after 1 s each, its wait after 10 s); if it is not,
+    // it finds no server and starts one, which passes too.
+    std::thread::sleep(Duration::from_secs(5));
+    // SAFETY: kill -9 of the private board's stopped redis-server, by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let out = waiting.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let count: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(count["count"], 1, "the job survived");
+    let now = board.pid().expect("a server runs again");
+    assert_ne!(now, pid);
 }

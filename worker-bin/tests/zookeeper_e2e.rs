@@ -216,6 +216,18 @@ fn cli(connect: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A server address the client cannot read is bad input (exit 2), named
+/// before any connection: it exited 4, "cannot connect … invalid
+/// address", as if the server were down.
+#[test]
+fn a_bad_zookeeper_address_is_bad_input() {
+    for bad in ["127.0.0.1:notaport/jw", "127.0.0.1:0", "[::1"] {
+        let (code, _, err) = cli(bad, &["count", "-q", "q"]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("is not host[:port]"), "{bad}: {err}");
+    }
+}
+
 /// The board verbs of the command line work on ZooKeeper, dependencies
 /// included.
 #[tokio::test(flavor = "multi_thread")]

@@ -39,20 +39,41 @@ impl LocalBoard {
         (ours && comm.trim() == "redis-server").then_some(pid as u32)
     }
 
+    /// The log's length now: where a server started next begins to write.
+    pub(super) fn log_len(&self) -> u64 {
+        fs::metadata(self.log()).map_or(0, |m| m.len())
+    }
+
     /// Why the server started now is gone, when it is: it wrote its pid
     /// file and that process has exited, as on an append-only file it
-    /// cannot read. The reason is the log's last warning line (Redis marks
-    /// those ` # `).
-    pub(super) fn exited(&self) -> Option<String> {
+    /// cannot read. The reason is the last warning line (Redis marks those
+    /// ` # `) the log got after byte `since` (what earlier runs wrote is
+    /// not this start's reason).
+    pub(super) fn exited(&self, since: u64) -> Option<String> {
         let pid = self.pid_file()?;
-        if kill(Pid::from_raw(pid), None) != Err(Errno::ESRCH) {
+        if alive(pid) {
             return None;
         }
-        let log = fs::read_to_string(self.log()).unwrap_or_default();
-        let last = log
+        let log = fs::read(self.log()).unwrap_or_default();
+        let start = usize::try_from(since).map_or(log.len(), |s| s.min(log.len()));
+        let last = String::from_utf8_lossy(&log[start..])
             .lines()
             .rev()
             .find_map(|l| l.split_once(" # ").map(|(_, why)| why.trim().to_owned()));
         Some(last.unwrap_or_else(|| format!("process {pid} is gone")))
     }
+}
+
+/// True while process `pid` runs. A zombie (ended, not yet reaped by its
+/// parent, as under an init that reaps nothing) counts as gone.
+pub(super) fn alive(pid: i32) -> bool {
+    if kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH) {
+        return false;
+    }
+    // The state is the field after the command name, which ends with the
+    // stat line's last `)`.
+    let state = fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| Some(stat.rsplit_once(')')?.1.trim_start().starts_with('Z')));
+    state != Some(true)
 }

@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use super::owner::alive;
 use super::{LocalBoard, POLL};
 use crate::embedded::STOP_TIMEOUT;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 impl LocalBoard {
     /// Stops the server (SIGTERM by pid: it writes its append-only file and
@@ -25,24 +26,24 @@ impl LocalBoard {
         let target = Pid::from_raw(pid as i32);
         let _ = kill(target, Signal::SIGTERM);
         let _ = kill(target, Signal::SIGCONT);
-        if !gone_within(target, STOP_TIMEOUT) {
+        if !gone_within(pid, STOP_TIMEOUT) {
             let _ = kill(target, Signal::SIGKILL);
-            gone_within(target, STOP_TIMEOUT);
+            if !gone_within(pid, STOP_TIMEOUT) {
+                return Err(Error::unavailable(format!(
+                    "the private redis-server in {} (pid {pid}) did not end, even after SIGKILL",
+                    self.dir.display()
+                )));
+            }
         }
         Ok(Some(pid))
     }
 }
 
 /// Waits up to `limit` for process `pid` to end; true when it has.
-fn gone_within(pid: Pid, limit: Duration) -> bool {
+fn gone_within(pid: u32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
-    while alive(pid) && Instant::now() < deadline {
+    while alive(pid as i32) && Instant::now() < deadline {
         thread::sleep(POLL);
     }
-    !alive(pid)
-}
-
-/// True while process `pid` exists.
-fn alive(pid: Pid) -> bool {
-    kill(pid, None).is_ok()
+    !alive(pid as i32)
 }

@@ -52,7 +52,12 @@ pub(super) fn rev_range(key: &str, page: Page) -> redis::Cmd {
     let mut cmd = redis::cmd("ZRANGE");
     cmd.arg(key)
         .arg(page.offset)
-        .arg((page.offset + page.limit).saturating_sub(1) as i64)
+        .arg(
+            page.offset
+                .saturating_add(page.limit)
+                .saturating_sub(1)
+                .min(i64::MAX as usize) as i64,
+        )
         .arg("REV");
     cmd
 }

@@ -107,6 +107,11 @@ impl WorkerConfig {
         if self.interval.is_zero() {
             return Err(Error::invalid("--interval must be above zero"));
         }
+        if self.default_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::invalid(
+                "--timeout must be above zero (leave it out for no limit)",
+            ));
+        }
         if self.owner.is_empty() {
             return Err(Error::invalid("a worker needs an owner string"));
         }

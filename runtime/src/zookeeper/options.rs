@@ -80,7 +80,14 @@ impl ZooKeeperOptions {
 
     /// The server list and the root path (`""` for the ZooKeeper root).
     pub fn split(&self) -> Result<(String, String)> {
-        paths::split_connect(&self.connect)
+        let (hosts, root) = paths::split_connect(&self.connect)?;
+        if let Some(host) = hosts.split(',').find(|h| !is_host_port(h)) {
+            return Err(Error::invalid(format!(
+                "zookeeper address {:?}: {host:?} is not host[:port] (a port 1 to 65535)",
+                self.connect
+            )));
+        }
+        Ok((hosts, root))
     }
 
     /// How the session authenticates and which ACLs its znodes get.
@@ -108,6 +115,28 @@ impl ZooKeeperOptions {
     }
 }
 
+/// `host`, `host:port`, `[v6 address]` or `[v6 address]:port`, as the
+/// client reads a server: checked here, since the client reports a bad one
+/// only on connecting, as "invalid address" (exit 4, as if the server were
+/// down, not 2).
+fn is_host_port(server: &str) -> bool {
+    let (host, port) = match server.strip_prefix('[') {
+        Some(v6) => match v6.rsplit_once(']') {
+            Some((host, "")) => (host, None),
+            Some((host, rest)) => match rest.strip_prefix(':') {
+                Some(port) => (host, Some(port)),
+                None => return false,
+            },
+            None => return false,
+        },
+        None => match server.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (server, None),
+        },
+    };
+    !host.is_empty() && port.is_none_or(|p| p.is_empty() || matches!(p.parse::<u16>(), Ok(1..)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +156,24 @@ mod tests {
         none.default_max_attempts = 0;
         assert!(none.validate().unwrap_err().is_invalid());
         assert!(ZooKeeperOptions::new("").validate().unwrap_err().is_invalid());
+        for bad in [
+            "h:notaport/x",
+            "h:0",
+            "h:65536",
+            ":2181",
+            "h:1,h:x",
+            "[::1",
+            "[::1]2181",
+        ] {
+            let e = ZooKeeperOptions::new(bad).validate().unwrap_err();
+            assert!(
+                e.is_invalid() && e.to_string().contains("host[:port]"),
+                "{bad}: {e}"
+            );
+        }
+        for good in ["h", "h:2181,h2:2182/jw", "[::1]:2181", "[::1]"] {
+            assert!(ZooKeeperOptions::new(good).validate().is_ok(), "{good}");
+        }
         let authed = ZooKeeperOptions::new("app:pw@127.0.0.1:2181/jw");
         assert_eq!(authed.connect, "127.0.0.1:2181/jw");
         assert_eq!(authed.digest.as_ref().map(|d| d.user.as_str()), Some("app"));

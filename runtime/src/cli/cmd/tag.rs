@@ -107,7 +107,8 @@ async fn top_tags(board: &AnyBoard, queues: &[String], limit: usize) -> Result<V
         }
     }
     let mut top: Vec<(String, u64)> = counts.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    // Highest count first, ties by name from the end, as both boards order one queue's.
+    top.sort_by(|a, b| (b.1, &b.0).cmp(&(a.1, &a.0)));
     top.truncate(limit);
     Ok(top)
 }
