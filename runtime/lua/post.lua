@@ -20,7 +20,7 @@
 --        1000 jobs. A call sent again after its reply was lost says
 --        'each again <ms>' or 'shared again <ms>': at most that long since
 --        it was first sent (see post_job).
--- Effects: one INCRBY sequence by the batch's size; per job
+-- Effects: one INCR (a lone job) or INCRBY of the sequence by the batch's size; per job
 --        (lib/posting.lua's post_job): listings id = head
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
 --        unless the job waits for dependencies (then the posting is kept in
@@ -59,7 +59,10 @@ local shared = mode == 'shared'
 local first, step = 6, 9
 if shared then first, step = 12, 3 end
 local n = math.floor((#ARGV - first + 1) / step)
-local seq = n > 0 and redis.call('INCRBY', K_SEQUENCE, n) - n or 0
+-- (A lone job's INCR sends no number: redis.call formats one with '%.17g'.)
+local seq = 0
+if n == 1 then seq = redis.call('INCR', K_SEQUENCE) - 1
+elseif n > 1 then seq = redis.call('INCRBY', K_SEQUENCE, n) - n end
 -- Ready jobs without extras are indexed with one ZADD; the jobs before
 -- one with extras are indexed first, because a job with extras touches
 -- keys outside the queue's (a tag key of another type…) and can fail the

@@ -986,6 +986,13 @@ async fn the_scripts_oslo_datetime_is_the_codecs_for_every_width_and_date() {
             times.push((feb_2028 + day * 86_400 + s, day.unsigned_abs() as i64 * 24_999));
         }
     }
+    // Every width of microseconds within one second: the map of the
+    // second, kept from the time before, meets each of them.
+    for s in [0, feb_2028 - 1, feb_2028, 7_258_118_399] {
+        for us in [0, 127, 128, 255, 256, 65_535, 65_536, 999_999, 5] {
+            times.push((s, us));
+        }
+    }
     let script = format!(
         "{}\nlocal out = {{}}\nfor i = 1, #ARGV, 2 do\n  out[#out + 1] = oslo_datetime(tonumber(ARGV[i]), tonumber(ARGV[i + 1]))\nend\nreturn out",
         jobworker::redis::lua::module("msgpack").unwrap()

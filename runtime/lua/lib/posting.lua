@@ -99,8 +99,8 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
     redis.call('ZREM', K_COMPLETED, id)
     redis.call('ZREM', K_CANCELLED, id)
   end
-  local run_at = now_ms + tonumber(delay)
-  local now_txt = ms_text(now_ms)
+  -- (Each number read from text costs a strtod: a job posted now skips it.)
+  local run_at = delay == '0' and now_ms or now_ms + tonumber(delay)
   if not waits and run_at <= now_ms and extra == NONE then
     -- The common case, a plain ready job: no table to build. Under a
     -- generated id with the default priority and attempts it is lean
@@ -110,6 +110,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
     -- past in every later HMGET.)
     local lean = fresh and prio == '0' and max == LEAN_MAX
     if not lean then
+      local now_txt = ms_text(now_ms)
       redis.call('HSET', job, 'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'posted', now_txt,
         'ready_at', now_txt)
     end
@@ -117,6 +118,7 @@ local function post_job(id, head, tail, prio, max, delay, name, extra, created, 
     index_ready(id, prio, seq, ready_batch)
     return 'ready', seq, posting, lean
   end
+  local now_txt = ms_text(now_ms)
   local fields = {'name', name, 'prio', prio, 'seq', int(seq), 'max', max, 'posted', now_txt}
   local status
   if waits then

@@ -6,9 +6,11 @@ local PRIO_LIMIT = 1048576
 local SEQ_SPAN = 4294967296
 
 -- The place of priority `prio` and sequence `seq`: higher priority first,
--- then FIFO by sequence.
+-- then FIFO by sequence. (The default priority, '0', is not parsed: a
+-- number read from text costs a strtod.)
 local function ready_order(prio, seq)
-  return (PRIO_LIMIT - tonumber(prio or 0)) * SEQ_SPAN + tonumber(seq or 0)
+  local p = (not prio or prio == '0') and 0 or tonumber(prio)
+  return (PRIO_LIMIT - p) * SEQ_SPAN + tonumber(seq or 0)
 end
 
 -- Ready-index score of a job, from its hash.
