@@ -20,8 +20,8 @@
 --        1000 jobs. A call sent again after its reply was lost says
 --        'each again <ms>' or 'shared again <ms>': at most that long since
 --        it was first sent (see post_job).
--- Effects: one INCR (a lone job) or INCRBY of the sequence by the batch's size; per job
---        (lib/posting.lua's post_job): listings id = head
+-- Effects: one INCR of the sequence (a lone job), or INCRBY by the
+--        batch's size; per job (lib/posting.lua's post_job): listings id = head
 --        .. created_on(TIME) .. tail .. sequence (taskflow's exact bytes)
 --        unless the job waits for dependencies (then the posting is kept in
 --        the job hash until they are met); job hash; ready, scheduled or
